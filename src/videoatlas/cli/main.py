@@ -1,0 +1,98 @@
+"""The ``videoatlas`` console command: argument parsing, dispatch, and turning errors into one line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import structlog
+
+from videoatlas import __version__
+from videoatlas.cli import commands
+from videoatlas.errors import VideoAtlasError
+from videoatlas.logging import configure_logging
+
+log = structlog.get_logger(__name__)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage mistake in one line and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full command-line interface."""
+    parser = _Parser(
+        prog="videoatlas",
+        description="Answer questions about very long videos by navigating a hierarchical grid of frames.",
+    )
+    parser.add_argument("--version", action="version", version=f"videoatlas {__version__}")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-json", action="store_true", help="log JSON lines to stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("probe", help="show a video's duration, frame rate, frame count, size and audio")
+    p.add_argument("video")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=commands.cmd_probe)
+
+    p = sub.add_parser("grid", help="render a K x K contact sheet of the video or of one cell or time range")
+    p.add_argument("video")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--cell", metavar="PATH", help="expand this cell, e.g. 12/5 (default: the root grid)")
+    where.add_argument("--start", metavar="S", help="start of an explicit time range (90, 1:30, 1h2m)")
+    p.add_argument("--end", metavar="E", help="end of the explicit time range")
+    p.add_argument("--k", type=int, default=8, help="grid size K (default 8: 64 cells)")
+    p.add_argument("--cell-px", type=int, default=320, help="pixels per cell side (default 320)")
+    p.add_argument("--dead", action="append", default=[], metavar="S-E", help="explored interval to black out")
+    p.add_argument("--backend", choices=["pyav", "decord"], default=None, help="decoder (default pyav)")
+    p.add_argument("--no-cache", action="store_true", help="render afresh, ignoring the render cache")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.jpg")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=commands.cmd_grid)
+
+    p = sub.add_parser("synth", help="write a synthetic long video with ground-truth questions")
+    p.add_argument("--duration", required=True, help="length, e.g. 10m, 1h, 10h or seconds")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--name", default="video", help="file stem (default 'video')")
+    p.add_argument("--size", default="640x360", help="WIDTHxHEIGHT (default 640x360)")
+    p.add_argument("--fps", type=float, default=None, help="frame rate (default 5, or 2 beyond 3 hours)")
+    p.add_argument("--gop", type=float, default=10.0, help="seconds between keyframes (default 10)")
+    p.add_argument("--no-scenecut", action="store_true", help="keyframes only at the fixed interval")
+    p.add_argument("--no-subtitles", action="store_true", help="do not write an .srt file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=commands.cmd_synth)
+
+    p = sub.add_parser("demo", help="synthesise a video and show the environment on it")
+    p.add_argument("--out", default=None, metavar="DIR", help="where to write (default: the data directory)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=commands.cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level, args.log_json)
+    try:
+        code: int = args.func(args)
+        return code
+    except VideoAtlasError as exc:
+        sys.stderr.write(f"videoatlas {args.command}: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"videoatlas {args.command}: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

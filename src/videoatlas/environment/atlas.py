@@ -1,0 +1,269 @@
+"""The VideoAtlas environment for one video: grids, zooms, investigations and scratchpads as JPEGs.
+
+Every observation is rendered from the frame source, keyed by the video's content identity and the
+render parameters, and stored in an optional on-disk cache; a second identical request returns the
+same bytes without decoding (that is what lets a VLM server's prefix cache hit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from PIL import Image
+
+from videoatlas.environment.cache import RenderCache, render_key
+from videoatlas.environment.frames import FrameSource
+from videoatlas.environment.geometry import (
+    CellPath,
+    Direction,
+    Grid,
+    Interval,
+    check_inside,
+    check_k,
+    grid_for_path,
+    grid_over,
+    investigate_interval,
+    merge_intervals,
+)
+from videoatlas.environment.render import (
+    RENDER_VERSION,
+    ScratchTile,
+    encode_jpeg,
+    render_grid,
+    render_scratchpad_page,
+    render_zoom,
+)
+from videoatlas.environment.subtitles import Subtitles
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import BadInputError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedImage:
+    """A rendered observation: JPEG bytes, their hash, and what went into them."""
+
+    kind: str
+    jpeg: bytes
+    sha256: str
+    width: int
+    height: int
+    frames: tuple[dict[str, Any], ...]
+    """Per cell or tile: the frame's time and how it was obtained (keyframe, exact, unavailable)."""
+    cache_hit: bool
+    render_s: float
+    path: Path | None = None
+
+    def save(self, path: str | Path) -> Path:
+        """Write the JPEG to ``path``."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(self.jpeg)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class GridView:
+    """A grid and its rendered picture."""
+
+    grid: Grid
+    image: RenderedImage
+
+
+def _exact(x: float) -> str:
+    return float(x).hex()
+
+
+class VideoAtlas:
+    """The environment over one video. Thread-safe; ``a*`` methods never block the event loop."""
+
+    def __init__(
+        self,
+        source: FrameSource,
+        k: int = 8,
+        cell_px: int = 320,
+        cache: RenderCache | None = None,
+        jpeg_quality: int = 85,
+        zoom_px: int = 1280,
+        subtitles: Subtitles | None = None,
+    ) -> None:
+        check_k(k)
+        if not 32 <= cell_px <= 2048:
+            raise BadInputError(f"cell size must be between 32 and 2048 px, got {cell_px}")
+        if not 1 <= jpeg_quality <= 95:
+            raise BadInputError(f"JPEG quality must be 1..95, got {jpeg_quality}")
+        self.source = source
+        self.k = k
+        self.cell_px = cell_px
+        self.cache = cache
+        self.jpeg_quality = jpeg_quality
+        self.zoom_px = zoom_px
+        self.subtitles = subtitles
+
+    @property
+    def duration(self) -> float:
+        """Video duration in seconds."""
+        return self.source.duration
+
+    # -- caching -----------------------------------------------------------------------------
+
+    def _params(self, kind: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "v": RENDER_VERSION,
+            "video": self.source.identity,
+            "backend": self.source.backend,
+            "kind": kind,
+            "quality": self.jpeg_quality,
+            **extra,
+        }
+
+    def _cached(self, kind: str, params: dict[str, Any], draw: Any) -> RenderedImage:
+        began = time.perf_counter()
+        key = render_key(params)
+        if self.cache is not None:
+            found = self.cache.get(key)
+            if found is not None:
+                data, meta = found
+                return RenderedImage(
+                    kind, data, meta["sha256"], meta["width"], meta["height"], tuple(meta["frames"]),
+                    True, time.perf_counter() - began, self.cache.path_for(key),
+                )
+        image, frames = draw()
+        data = encode_jpeg(image, self.jpeg_quality)
+        digest = hashlib.sha256(data).hexdigest()
+        path = None
+        if self.cache is not None:
+            meta = {"sha256": digest, "width": image.width, "height": image.height, "frames": frames}
+            path = self.cache.put(key, data, meta)
+        return RenderedImage(
+            kind, data, digest, image.width, image.height, tuple(frames), False,
+            time.perf_counter() - began, path,
+        )
+
+    # -- observations ------------------------------------------------------------------------
+
+    def grid(self, path: CellPath = (), dead_zones: Sequence[Interval] = ()) -> GridView:
+        """The grid that expanding ``path`` shows (``()``: the root grid over the whole video)."""
+        return self._render(grid_for_path(self.duration, path, self.k), dead_zones, "grid")
+
+    def grid_over(self, interval: Interval, dead_zones: Sequence[Interval] = ()) -> GridView:
+        """A grid over an explicit time range inside the video."""
+        return self._render(grid_over(check_inside(interval, self.duration), self.k), dead_zones, "range")
+
+    def investigate(
+        self,
+        anchor: Interval,
+        direction: Direction,
+        window_s: float | None = None,
+        dead_zones: Sequence[Interval] = (),
+    ) -> GridView:
+        """A grid over the window just before or after ``anchor`` (INVESTIGATE)."""
+        window = investigate_interval(self.duration, anchor, direction, window_s, self.k)
+        return self._render(grid_over(window, self.k), dead_zones, "investigate")
+
+    def _render(self, grid: Grid, dead_zones: Sequence[Interval], kind: str) -> GridView:
+        relevant = [
+            Interval(max(z.start, grid.interval.start), min(z.end, grid.interval.end))
+            for z in merge_intervals(dead_zones)
+            if z.overlap(grid.interval) > 0
+        ]
+        params = self._params(
+            kind,
+            start=_exact(grid.interval.start),
+            end=_exact(grid.interval.end),
+            k=self.k,
+            cell_px=self.cell_px,
+            dead=[[_exact(z.start), _exact(z.end)] for z in relevant],
+        )
+
+        def draw() -> tuple[Image.Image, list[dict[str, Any]]]:
+            frames = self.source.fetch_cells([c.interval for c in grid.cells], self.cell_px)
+            image = render_grid(grid.cells, frames, self.k, self.cell_px, relevant)
+            notes = [
+                {"cell": c.index, "time": f.time, "method": f.method, "reason": f.reason}
+                for c, f in zip(grid.cells, frames, strict=True)
+            ]
+            return image, notes
+
+        return GridView(grid, self._cached(kind, params, draw))
+
+    def zoom(self, t: float) -> RenderedImage:
+        """The exact frame on screen at ``t``, at up to ``zoom_px`` on its long side (ZOOM)."""
+        if not 0 <= t <= self.duration:
+            raise BadInputError(f"time {t:.3f}s is outside the video (0..{self.duration:.3f}s)")
+        params = self._params("zoom", t=_exact(t), px=self.zoom_px)
+
+        def draw() -> tuple[Image.Image, list[dict[str, Any]]]:
+            frame = self.source.frames_at([t], self.zoom_px)[0]
+            image = render_zoom(frame, format_ts(frame.time, 2))
+            return image, [{"time": frame.time, "method": frame.method, "reason": frame.reason}]
+
+        return self._cached("zoom", params, draw)
+
+    def scratchpad(self, tiles: Sequence[ScratchTile], per_page: int = 16) -> list[RenderedImage]:
+        """Evidence tiles as labelled pages of at most ``per_page`` tiles each, in label order."""
+        if per_page < 1:
+            raise BadInputError("scratchpad pages need at least one tile")
+        ordered = sorted(tiles, key=lambda tl: tl.index)
+        pages = []
+        for first in range(0, len(ordered), per_page):
+            page = ordered[first : first + per_page]
+            params = self._params(
+                "scratchpad",
+                px=self.cell_px,
+                tiles=[[tl.index, _exact(tl.time), tl.subtitle or ""] for tl in page],
+            )
+
+            def draw(page: list[ScratchTile] = page) -> tuple[Image.Image, list[dict[str, Any]]]:
+                frames = self.source.frames_at([tl.time for tl in page], self.cell_px)
+                image = render_scratchpad_page(page, frames, self.cell_px)
+                notes = [
+                    {"tile": tl.index, "time": f.time, "method": f.method, "reason": f.reason}
+                    for tl, f in zip(page, frames, strict=True)
+                ]
+                return image, notes
+
+            pages.append(self._cached("scratchpad", params, draw))
+        return pages
+
+    # -- async -------------------------------------------------------------------------------
+
+    async def _off_loop(self, fn: Any, *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.source.executor, partial(fn, *args))
+
+    async def agrid(self, path: CellPath = (), dead_zones: Sequence[Interval] = ()) -> GridView:
+        """:meth:`grid` off the event loop."""
+        result: GridView = await self._off_loop(self.grid, path, list(dead_zones))
+        return result
+
+    async def agrid_over(self, interval: Interval, dead_zones: Sequence[Interval] = ()) -> GridView:
+        """:meth:`grid_over` off the event loop."""
+        result: GridView = await self._off_loop(self.grid_over, interval, list(dead_zones))
+        return result
+
+    async def ainvestigate(
+        self, anchor: Interval, direction: Direction, window_s: float | None = None,
+        dead_zones: Sequence[Interval] = (),
+    ) -> GridView:
+        """:meth:`investigate` off the event loop."""
+        result: GridView = await self._off_loop(self.investigate, anchor, direction, window_s, list(dead_zones))
+        return result
+
+    async def azoom(self, t: float) -> RenderedImage:
+        """:meth:`zoom` off the event loop."""
+        result: RenderedImage = await self._off_loop(self.zoom, t)
+        return result
+
+    async def ascratchpad(self, tiles: Sequence[ScratchTile], per_page: int = 16) -> list[RenderedImage]:
+        """:meth:`scratchpad` off the event loop."""
+        result: list[RenderedImage] = await self._off_loop(self.scratchpad, list(tiles), per_page)
+        return result

@@ -1,0 +1,69 @@
+"""Decoding backends behind one interface: a reader executes a frame plan for one video file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from videoatlas.environment.geometry import Interval
+from videoatlas.environment.video import DecodedFrame, VideoInfo
+from videoatlas.errors import BadInputError
+
+BACKENDS = ("pyav", "decord")
+DEFAULT_BACKEND = "pyav"
+"""PyAV measured faster than decord on every case of ``benchmarks/bench_grid.py`` (see BENCHMARKS.md)."""
+
+
+@dataclass(slots=True)
+class ReaderStats:
+    """Work a reader has done since it was opened: what the plan cost, and what went wrong."""
+
+    seeks: int = 0
+    frames_decoded: int = 0
+    keyframe_snaps: int = 0
+    exact_frames: int = 0
+    demoted_keyframes: int = 0
+    decode_errors: int = 0
+    unavailable: int = 0
+
+
+class VideoReader(Protocol):
+    """An open video that returns one frame per window, scaled in the decoder to fit ``box``."""
+
+    name: str
+    info: VideoInfo
+    stats: ReaderStats
+
+    def keyframe_times(self) -> list[float] | None:
+        """Sorted keyframe times in video seconds, or None when the container has no index."""
+
+    def fetch(
+        self,
+        windows: Sequence[Interval],
+        box: int,
+        targets: Sequence[float] | None = None,
+        allow_keyframes: bool = True,
+    ) -> list[DecodedFrame]:
+        """One frame per window (in request order): a keyframe inside it or the frame at its target."""
+
+    def close(self) -> None:
+        """Release the file and decoder."""
+
+
+def open_reader(backend: str, info: VideoInfo, box: int) -> VideoReader:
+    """Open ``info.path`` with the named backend (decord readers are bound to one output size)."""
+    if backend == "pyav":
+        from videoatlas.environment.readers.pyav_reader import PyAVReader
+
+        return PyAVReader(info)
+    if backend == "decord":
+        from videoatlas.environment.readers.decord_reader import DecordReader
+
+        return DecordReader(info, box)
+    raise BadInputError(f"unknown decoding backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def reader_is_size_bound(backend: str) -> bool:
+    """Whether a reader of this backend decodes to one fixed size (and so is pooled per size)."""
+    return backend == "decord"

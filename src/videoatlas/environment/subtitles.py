@@ -1,0 +1,155 @@
+"""Subtitles: SRT, WebVTT and LongVideoBench JSON, with a time offset and interval lookup."""
+
+from __future__ import annotations
+
+import bisect
+import html
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from videoatlas.environment.geometry import Interval
+from videoatlas.errors import SubtitleError
+
+_TS = r"(?:(\d+):)?(\d{1,2}):(\d{1,2})(?:[.,](\d{1,3}))?"
+_CUE_TIMING = re.compile(rf"^\s*{_TS}\s*-->\s*{_TS}")
+_TAG = re.compile(r"<[^>]+>")
+
+
+@dataclass(frozen=True, slots=True)
+class SubtitleLine:
+    """One cue: when it shows, in video seconds, and its plain text."""
+
+    start: float
+    end: float
+    text: str
+
+
+def _seconds(h: str | None, m: str, s: str, frac: str | None) -> float:
+    value = int(h or 0) * 3600 + int(m) * 60 + int(s)
+    if frac:
+        value += int(frac) / (10 ** len(frac))
+    return float(value)
+
+
+def _clean(text: str) -> str:
+    return html.unescape(_TAG.sub("", text)).strip()
+
+
+def parse_srt_or_vtt(text: str, source: str) -> list[SubtitleLine]:
+    """Cues from SRT or WebVTT text (both use ``start --> end`` timing lines)."""
+    lines: list[SubtitleLine] = []
+    body = text.lstrip("\ufeff")
+    blocks = re.split(r"\r?\n\s*\r?\n", body)
+    for block in blocks:
+        rows = block.splitlines()
+        for i, row in enumerate(rows):
+            match = _CUE_TIMING.match(row)
+            if match:
+                g = match.groups()
+                start = _seconds(g[0], g[1], g[2], g[3])
+                end = _seconds(g[4], g[5], g[6], g[7])
+                cue = _clean(" ".join(r.strip() for r in rows[i + 1 :] if r.strip()))
+                if cue and end >= start:
+                    lines.append(SubtitleLine(start, end, cue))
+                break
+    if not lines and body.strip():
+        raise SubtitleError(f"{source}: no subtitle cues found (expected SRT or WebVTT 'start --> end' lines)")
+    return lines
+
+
+def _lvb_time(value: Any, source: str) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = re.fullmatch(_TS, value.strip())
+        if match:
+            return _seconds(*match.groups())
+    raise SubtitleError(f"{source}: unreadable time {value!r} in LongVideoBench subtitles")
+
+
+def parse_lvb_json(text: str, source: str) -> list[SubtitleLine]:
+    """LongVideoBench subtitle JSON: ``{"timestamp": [s, e], "text"}`` or ``{"start", "end", "line"}``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SubtitleError(f"{source}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, list):
+        raise SubtitleError(f"{source}: LongVideoBench subtitles must be a JSON list of cues")
+    lines: list[SubtitleLine] = []
+    for n, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise SubtitleError(f"{source}: cue {n} is not an object")
+        if "timestamp" in item:
+            stamp = item["timestamp"]
+            if not (isinstance(stamp, list) and len(stamp) == 2):
+                raise SubtitleError(f"{source}: cue {n} timestamp must be [start, end]")
+            start, end = _lvb_time(stamp[0], source), _lvb_time(stamp[1], source)
+            text_value = item.get("text", "")
+        elif "start" in item and "end" in item:
+            start, end = _lvb_time(item["start"], source), _lvb_time(item["end"], source)
+            text_value = item.get("line", item.get("text", ""))
+        else:
+            raise SubtitleError(f"{source}: cue {n} has neither 'timestamp' nor 'start'/'end'")
+        cue = _clean(str(text_value))
+        if cue and end >= start:
+            lines.append(SubtitleLine(start, end, cue))
+    return lines
+
+
+class Subtitles:
+    """Cues sorted by start, shifted by an offset, answering 'what is said during this interval?'."""
+
+    def __init__(self, lines: Sequence[SubtitleLine], offset: float = 0.0) -> None:
+        shifted = [SubtitleLine(ln.start + offset, ln.end + offset, ln.text) for ln in lines]
+        self.lines = sorted(shifted, key=lambda ln: (ln.start, ln.end))
+        self._starts = [ln.start for ln in self.lines]
+        self._longest = max((ln.end - ln.start for ln in self.lines), default=0.0)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def overlapping(self, interval: Interval) -> list[SubtitleLine]:
+        """Cues that are on screen at some moment of ``[start, end)`` (a zero-span interval: at that instant)."""
+        lo = bisect.bisect_left(self._starts, interval.start - self._longest)
+        hi = bisect.bisect_right(self._starts, interval.end)
+        out = []
+        for ln in self.lines[lo:hi]:
+            if interval.span == 0:
+                if ln.start <= interval.start <= ln.end:
+                    out.append(ln)
+            elif ln.start < interval.end and ln.end > interval.start:
+                out.append(ln)
+        return out
+
+    def text_for(self, interval: Interval, max_chars: int = 400) -> str:
+        """The overlapping cues joined, trimmed to ``max_chars``."""
+        joined = " ".join(ln.text for ln in self.overlapping(interval))
+        return joined if len(joined) <= max_chars else joined[: max_chars - 1].rstrip() + "…"
+
+
+def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0) -> Subtitles:
+    """Read ``.srt``, ``.vtt`` or LongVideoBench ``.json`` subtitles; ``offset`` seconds are added to every cue."""
+    p = Path(path)
+    if not p.is_file():
+        raise SubtitleError(f"no such subtitle file: {p}")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise SubtitleError(f"{p}: not UTF-8 text") from None
+    except OSError as exc:
+        raise SubtitleError(f"{p}: cannot read ({exc.strerror})") from None
+    suffix = p.suffix.lower()
+    if suffix == ".json":
+        lines = parse_lvb_json(text, str(p))
+    elif suffix in (".srt", ".vtt"):
+        if suffix == ".vtt" and not text.lstrip("\ufeff").startswith("WEBVTT"):
+            raise SubtitleError(f"{p}: a WebVTT file must start with 'WEBVTT'")
+        lines = parse_srt_or_vtt(text, str(p))
+    else:
+        raise SubtitleError(f"{p}: unsupported subtitle format {suffix or '(none)'}; use .srt, .vtt or .json")
+    return Subtitles(lines, offset)

@@ -1,0 +1,564 @@
+"""Synthetic long videos with ground truth, deterministic by seed, for the demo, tests and benchmarks.
+
+A synthetic video is a sequence of *chapters*, each with its own background colour and a large
+title ("CHAPTER 3: VOLCANOES") that stays readable at contact-sheet scale, cut into scenes with
+different shape layouts. On top of that, short *events* are shown for a few seconds:
+
+* ``needle``: a code such as ``KX-4417`` on a white card, one per chapter (so every other
+  chapter's code is a same-looking distractor);
+* ``marker``: a red ``STAR`` badge, shown a known number of times;
+* ``order``: two words on green cards in different chapters;
+* ``anchor`` and ``after``: an orange ``BELL`` banner, immediately followed by a word on a blue
+  card; the same kind of blue card shows the decoy words elsewhere.
+
+Events last ``max(4 s, 1.25 x the span of a depth-1 cell)`` by default, so a needle is caught by
+at least one cell once its root cell is expanded (about 4 s in a 1-hour video, 11 s in a 10-hour
+one). Questions of four kinds are written with their answers and evidence intervals.
+
+Frames are drawn once per visual state and re-encoded with new timestamps, and x264 runs with the
+``ultrafast`` preset, so a 10-hour 640x360 video at 5 fps encodes in a few minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import string
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import structlog
+from PIL import Image, ImageDraw, ImageFont
+
+from videoatlas.environment.geometry import cell_span
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import BadInputError
+
+log = structlog.get_logger(__name__)
+
+TOPICS = (
+    "VOLCANOES", "GLACIERS", "DESERTS", "OCEANS", "FORESTS", "CITIES", "RIVERS", "ISLANDS",
+    "CANYONS", "PRAIRIES", "REEFS", "CAVES", "MOUNTAINS", "MARSHES", "TUNDRA", "SAVANNA",
+    "LAGOONS", "DUNES", "FJORDS", "VALLEYS", "GEYSERS", "STEPPES", "ATOLLS", "DELTAS",
+)
+ORDER_WORDS = ("FALCON", "OTTER", "BADGER", "HERON", "LYNX", "MARMOT", "PELICAN", "WALRUS")
+AFTER_WORDS = ("PURPLE", "SILVER", "CRIMSON", "AMBER", "TEAL", "IVORY", "OLIVE", "COPPER")
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SynthSpec:
+    """Everything that determines a synthetic video; the same spec always gives the same file."""
+
+    duration: float
+    seed: int = 1
+    width: int = 640
+    height: int = 360
+    fps: float = 5.0
+    """Use :func:`default_fps` for a rate that keeps long videos quick to make."""
+    gop_s: float = 10.0
+    scenecut: bool = True
+    event_s: float | None = None
+    subtitles: bool = True
+    crf: int = 28
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.duration) or self.duration < 30:
+            raise BadInputError(f"synthetic videos must last at least 30 s, got {self.duration}")
+        if self.duration > 24 * 3600:
+            raise BadInputError("synthetic videos are limited to 24 hours")
+        if self.width < 160 or self.height < 90 or self.width % 2 or self.height % 2:
+            raise BadInputError(f"size must be even and at least 160x90, got {self.width}x{self.height}")
+        if not 0.5 <= self.fps <= 60:
+            raise BadInputError(f"fps must be between 0.5 and 60, got {self.fps}")
+        if self.gop_s <= 0:
+            raise BadInputError("keyframe interval must be positive")
+
+    @property
+    def event_duration(self) -> float:
+        """How long each event stays on screen."""
+        if self.event_s is not None:
+            return self.event_s
+        return max(min(4.0, self.duration / 40), 1.25 * cell_span(self.duration, 1, 8))
+
+
+@dataclass(frozen=True, slots=True)
+class Chapter:
+    """A chapter: its title and span."""
+
+    index: int
+    title: str
+    start: float
+    end: float
+    color: tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something shown for a few seconds: a needle code, a marker, an anchor, a word."""
+
+    kind: str
+    text: str
+    start: float
+    end: float
+    chapter: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scene:
+    """A stretch of a chapter with one shape layout."""
+
+    chapter: int
+    start: float
+    end: float
+    layout_seed: int
+
+
+@dataclass(slots=True)
+class Question:
+    """A multiple-choice question with its answer and the intervals that prove it."""
+
+    id: str
+    kind: str
+    question: str
+    choices: list[str]
+    answer_index: int
+    evidence: list[list[float]]
+
+    @property
+    def answer(self) -> str:
+        """The correct choice's text."""
+        return self.choices[self.answer_index]
+
+
+@dataclass(slots=True)
+class Timeline:
+    """The full content of a synthetic video, before drawing."""
+
+    spec: SynthSpec
+    chapters: list[Chapter] = field(default_factory=list)
+    scenes: list[Scene] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+
+
+def default_fps(duration: float) -> float:
+    """5 fps up to 3 hours, 2 fps beyond (a 10-hour video then encodes in about two minutes)."""
+    return 5.0 if duration <= 3 * 3600 else 2.0
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+
+def _palette(n: int, rng: random.Random) -> list[tuple[int, int, int]]:
+    """``n`` well-separated, mid-dark background colours (white titles stay readable on them)."""
+    import colorsys
+
+    offset = rng.random()
+    colours = []
+    for i in range(n):
+        hue = (offset + i * 0.618033988749895) % 1.0
+        value = 0.42 if i % 2 else 0.58
+        r, g, b = colorsys.hsv_to_rgb(hue, 0.65, value)
+        colours.append((int(r * 255), int(g * 255), int(b * 255)))
+    return colours
+
+
+def _code(rng: random.Random, used: set[str]) -> str:
+    letters = string.ascii_uppercase.replace("O", "").replace("I", "")
+    while True:
+        code = f"{rng.choice(letters)}{rng.choice(letters)}-{rng.randint(1000, 9999)}"
+        if code not in used:
+            used.add(code)
+            return code
+
+
+class _Placer:
+    """Places events at random times inside chapters without overlaps (with padding between)."""
+
+    def __init__(self, timeline: Timeline, rng: random.Random) -> None:
+        self.timeline = timeline
+        self.rng = rng
+        self.taken: list[tuple[float, float]] = []
+
+    def free(self, start: float, end: float, pad: float) -> bool:
+        return all(end + pad <= s or start >= e + pad for s, e in self.taken)
+
+    def try_place(self, chapter: Chapter, length: float, pad: float, tail: float = 0.0) -> float | None:
+        """A start time in ``chapter`` where ``length + tail`` seconds are free, or None."""
+        margin = min(10.0, (chapter.end - chapter.start) * 0.05)
+        lo, hi = chapter.start + margin, chapter.end - margin - length - tail
+        for _ in range(200):
+            if hi <= lo:
+                break
+            start = round(self.rng.uniform(lo, hi), 2)
+            if self.free(start, start + length + tail, pad):
+                self.taken.append((start, start + length + tail))
+                return start
+        return None
+
+    def place(self, chapters: list[Chapter], length: float, pad: float, tail: float = 0.0) -> tuple[Chapter, float]:
+        """Place in the first of ``chapters`` (tried in the given order) that has room."""
+        for chapter in chapters:
+            start = self.try_place(chapter, length, pad, tail)
+            if start is not None:
+                return chapter, start
+        raise BadInputError("the video is too short for its events; use a longer video or shorter events")
+
+    def shuffled(self, chapters: list[Chapter]) -> list[Chapter]:
+        out = list(chapters)
+        self.rng.shuffle(out)
+        return out
+
+
+def plan_timeline(spec: SynthSpec) -> Timeline:
+    """Lay out chapters, scenes, events and questions (no pixels yet)."""
+    rng = random.Random(spec.seed)
+    tl = Timeline(spec)
+    dur = spec.duration
+    ev = spec.event_duration
+    n_ch = max(4, min(len(TOPICS), round(dur / 300)))
+    titles = rng.sample(TOPICS, n_ch)
+    colours = _palette(n_ch, rng)
+    weights = [rng.uniform(0.8, 1.2) for _ in range(n_ch)]
+    bounds = [0.0]
+    for w in weights[:-1]:
+        bounds.append(bounds[-1] + dur * w / sum(weights))
+    bounds.append(dur)
+    bounds = [round(b, 2) for b in bounds[:-1]] + [dur]
+    for i in range(n_ch):
+        tl.chapters.append(Chapter(i, titles[i], bounds[i], bounds[i + 1], colours[i]))
+        t = bounds[i]
+        while t < bounds[i + 1]:
+            length = rng.uniform(20, 90)
+            end = min(bounds[i + 1], t + length)
+            if bounds[i + 1] - end < 10:
+                end = bounds[i + 1]
+            tl.scenes.append(Scene(i, t, end, rng.randrange(1 << 30)))
+            t = end
+
+    placer = _Placer(tl, rng)
+    pad = max(1.0, ev / 2)
+    used: set[str] = set()
+    for ch in tl.chapters:
+        _, start = placer.place([ch], ev, pad)
+        tl.events.append(Event("needle", _code(rng, used), start, start + ev, ch.index))
+
+    n_markers = rng.randint(2, min(6, n_ch))
+    marker_chapters = placer.shuffled(tl.chapters)
+    for i in range(n_markers):
+        ch, start = placer.place(marker_chapters[i:] + marker_chapters[:i], ev, pad)
+        tl.events.append(Event("marker", "STAR", start, start + ev, ch.index))
+
+    words = rng.sample(ORDER_WORDS, 2)
+    order_chapters = placer.shuffled(tl.chapters)
+    first_ch, start = placer.place(order_chapters, ev, pad)
+    tl.events.append(Event("order", words[0], start, start + ev, first_ch.index))
+    rest = [c for c in order_chapters if c.index != first_ch.index]
+    second_ch, start = placer.place(rest, ev, pad)
+    tl.events.append(Event("order", words[1], start, start + ev, second_ch.index))
+
+    after_words = rng.sample(AFTER_WORDS, 4)
+    gap = 0.5
+    anchor_ch, start = placer.place(placer.shuffled(tl.chapters), ev, pad, tail=gap + ev)
+    tl.events.append(Event("anchor", "BELL", start, start + ev, anchor_ch.index))
+    tl.events.append(Event("after", after_words[0], start + ev + gap, start + 2 * ev + gap, anchor_ch.index))
+    for word in after_words[1:]:
+        ch, s = placer.place(placer.shuffled(tl.chapters), ev, pad)
+        tl.events.append(Event("decoy", word, s, s + ev, ch.index))
+    tl.events.sort(key=lambda e: e.start)
+    tl.questions = _questions(tl, rng, words, after_words)
+    return tl
+
+
+def _mc(rng: random.Random, correct: str, others: list[str]) -> tuple[list[str], int]:
+    choices = [correct, *others]
+    rng.shuffle(choices)
+    return choices, choices.index(correct)
+
+
+def _questions(tl: Timeline, rng: random.Random, order_words: list[str], after_words: list[str]) -> list[Question]:
+    questions: list[Question] = []
+    needles = [e for e in tl.events if e.kind == "needle"]
+    for e in needles:
+        title = tl.chapters[e.chapter].title
+        others = rng.sample([n.text for n in needles if n is not e], min(3, len(needles) - 1))
+        choices, idx = _mc(rng, e.text, others)
+        questions.append(Question(
+            f"needle-{e.chapter}", "needle_in_chapter",
+            f"Which code is shown on a white card during the {title} chapter?",
+            choices, idx, [[e.start, e.end]],
+        ))
+    markers = [e for e in tl.events if e.kind == "marker"]
+    n = len(markers)
+    options = sorted({n, n + 1, max(1, n - 1), n + 2} | ({n + 3} if n - 1 < 1 else set()))[:4]
+    choices = [str(x) for x in options]
+    rng.shuffle(choices)
+    questions.append(Question(
+        "count-star", "counting", "How many times does the red STAR badge appear in the video?",
+        choices, choices.index(str(n)), [[m.start, m.end] for m in markers],
+    ))
+    ordered = sorted((e for e in tl.events if e.kind == "order"), key=lambda e: e.start)
+    choices = list(order_words)
+    rng.shuffle(choices)
+    questions.append(Question(
+        "order", "order",
+        f"Which word appears first in the video: {order_words[0]} or {order_words[1]}?",
+        choices, choices.index(ordered[0].text), [[e.start, e.end] for e in ordered],
+    ))
+    anchor = next(e for e in tl.events if e.kind == "anchor")
+    after = next(e for e in tl.events if e.kind == "after")
+    choices, idx = _mc(rng, after.text, after_words[1:])
+    questions.append(Question(
+        "after-bell", "after_anchor", "Which word is shown on a blue card right after the BELL banner?",
+        choices, idx, [[anchor.start, anchor.end], [after.start, after.end]],
+    ))
+    return questions
+
+
+# -- drawing -------------------------------------------------------------------------------------
+
+
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
+
+
+def _text_center(draw: ImageDraw.ImageDraw, cx: int, cy: int, text: str, size: int, fill: tuple[int, int, int]) -> None:
+    font = _font(size)
+    l, t, r, b = draw.textbbox((0, 0), text, font=font)
+    draw.text((cx - (r - l) // 2 - l, cy - (b - t) // 2 - t), text, fill=fill, font=font)
+
+
+def _card(draw: ImageDraw.ImageDraw, spec: SynthSpec, text: str, fill: tuple[int, int, int], fg: tuple[int, int, int]) -> None:
+    w, h = spec.width, spec.height
+    size = max(12, h // 7)
+    font = _font(size)
+    l, t, r, b = draw.textbbox((0, 0), text, font=font)
+    pad = size // 2
+    cw, ch = (r - l) + 2 * pad, (b - t) + 2 * pad
+    cx, cy = w // 2, int(h * 0.6)
+    draw.rounded_rectangle((cx - cw // 2, cy - ch // 2, cx + cw // 2, cy + ch // 2), radius=pad // 2, fill=fill)
+    _text_center(draw, cx, cy, text, size, fg)
+
+
+def draw_state(tl: Timeline, scene: Scene, event: Event | None) -> Image.Image:
+    """The picture shown during ``scene`` with ``event`` (or nothing) on top."""
+    spec = tl.spec
+    w, h = spec.width, spec.height
+    ch = tl.chapters[scene.chapter]
+    img = Image.new("RGB", (w, h), ch.color)
+    draw = ImageDraw.Draw(img)
+    rng = random.Random(scene.layout_seed)
+    for _ in range(5):
+        x0, y0 = rng.randrange(0, w), rng.randrange(h // 4, h)
+        size = rng.randrange(h // 10, h // 3)
+        shade = tuple(max(0, min(255, c + rng.randrange(-60, 61))) for c in ch.color)
+        if rng.random() < 0.5:
+            draw.ellipse((x0, y0, x0 + size, y0 + size), fill=shade)  # type: ignore[arg-type]
+        else:
+            draw.rectangle((x0, y0, x0 + size, y0 + size // 2), fill=shade)  # type: ignore[arg-type]
+    bar = h // 5
+    draw.rectangle((0, 0, w, bar), fill=(0, 0, 0))
+    _text_center(draw, w // 2, bar // 2, f"CHAPTER {ch.index + 1}: {ch.title}", max(12, h // 9), (255, 255, 255))
+    if event is not None:
+        if event.kind == "needle":
+            _card(draw, spec, event.text, (255, 255, 255), (0, 0, 0))
+        elif event.kind == "marker":
+            r = h // 6
+            cx, cy = w // 2, int(h * 0.6)
+            draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=(220, 20, 20), outline=(255, 255, 255), width=3)
+            _text_center(draw, cx, cy, "STAR", max(12, h // 12), (255, 255, 255))
+        elif event.kind == "order":
+            _card(draw, spec, event.text, (30, 150, 60), (255, 255, 255))
+        elif event.kind == "anchor":
+            top = int(h * 0.45)
+            draw.rectangle((0, top, w, top + h // 4), fill=(245, 140, 20))
+            _text_center(draw, w // 2, top + h // 8, "BELL", max(12, h // 6), (0, 0, 0))
+        elif event.kind in ("after", "decoy"):
+            _card(draw, spec, event.text, (30, 70, 200), (255, 255, 255))
+    return img
+
+
+def _segments(tl: Timeline) -> Iterator[tuple[float, float, Scene, Event | None]]:
+    """Consecutive stretches with one visual state each, covering the whole video."""
+    cuts = {0.0, tl.spec.duration}
+    for s in tl.scenes:
+        cuts.update((s.start, s.end))
+    for e in tl.events:
+        cuts.update((e.start, e.end))
+    points = sorted(c for c in cuts if 0 <= c <= tl.spec.duration)
+    si = 0
+    for a, b in zip(points, points[1:], strict=False):
+        if b <= a:
+            continue
+        mid = (a + b) / 2
+        while tl.scenes[si].end <= mid:
+            si += 1
+        event = next((e for e in tl.events if e.start <= mid < e.end), None)
+        yield a, b, tl.scenes[si], event
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def _open_encoder(path: Path, spec: SynthSpec) -> tuple[Any, Any]:
+    container = av.open(str(path), mode="w", options={"movflags": "+faststart"})
+    fps_fraction = _fps_fraction(spec.fps)
+    stream = container.add_stream("libx264", rate=fps_fraction)
+    stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
+    gop = max(1, int(round(spec.gop_s * spec.fps)))
+    options = {"preset": "ultrafast", "crf": str(spec.crf), "g": str(gop), "keyint_min": str(gop)}
+    if not spec.scenecut:
+        options["sc_threshold"] = "0"
+    stream.options = options
+    stream.codec_context.time_base = 1 / fps_fraction
+    return container, stream
+
+
+def _fps_fraction(fps: float) -> Any:
+    from fractions import Fraction
+
+    return Fraction(fps).limit_denominator(1001)
+
+
+Progress = Callable[[int, int], None]
+
+
+def write_frames(
+    path: Path,
+    spec: SynthSpec,
+    states: Iterator[tuple[float, float, Image.Image]],
+    progress: Progress | None = None,
+) -> int:
+    """Encode piecewise-constant pictures: each ``(start, end, image)`` holds for its frames."""
+    container, stream = _open_encoder(path, spec)
+    n_frames = int(math.floor(spec.duration * spec.fps + 1e-9))
+    index = 0
+    try:
+        for start, end, image in states:
+            first = int(math.ceil(start * spec.fps - 1e-9))
+            last = min(n_frames, int(math.ceil(end * spec.fps - 1e-9)))
+            if last <= first:
+                continue
+            frame = av.VideoFrame.from_image(image).reformat(format="yuv420p")
+            for i in range(max(first, index), last):
+                frame.pts = i
+                for packet in stream.encode(frame):
+                    container.mux(packet)
+            index = max(index, last)
+            if progress is not None:
+                progress(index, n_frames)
+        for packet in stream.encode():
+            container.mux(packet)
+    finally:
+        container.close()
+    return index
+
+
+def write_srt(path: Path, tl: Timeline) -> None:
+    """Narration lines: one at the start of every scene, naming its chapter."""
+    def stamp(t: float) -> str:
+        ms = int(round(t * 1000))
+        h, rem = divmod(ms, 3_600_000)
+        m, rem = divmod(rem, 60_000)
+        s, ms = divmod(rem, 1000)
+        return f"{h:02d}:{m:02d}:{s:02d},{ms:03d}"
+
+    lines = []
+    part: dict[int, int] = {}
+    for n, scene in enumerate(tl.scenes, start=1):
+        part[scene.chapter] = part.get(scene.chapter, 0) + 1
+        title = tl.chapters[scene.chapter].title.lower()
+        end = min(scene.end, scene.start + 4.0)
+        lines.append(f"{n}\n{stamp(scene.start)} --> {stamp(end)}\nThis is part {part[scene.chapter]} about {title}.\n")
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def synthesize(
+    spec: SynthSpec, out_dir: str | Path, name: str = "video", progress: Progress | None = None
+) -> dict[str, Any]:
+    """Write ``name.mp4``, ``name.json`` (ground truth) and optionally ``name.srt`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tl = plan_timeline(spec)
+    video = out / f"{name}.mp4"
+    tmp = out / f".{name}.partial.mp4"
+
+    def states() -> Iterator[tuple[float, float, Image.Image]]:
+        for a, b, scene, event in _segments(tl):
+            yield a, b, draw_state(tl, scene, event)
+
+    frames = write_frames(tmp, spec, states(), progress)
+    tmp.replace(video)
+    srt = None
+    if spec.subtitles:
+        srt = out / f"{name}.srt"
+        write_srt(srt, tl)
+    truth = {
+        "schema": SCHEMA_VERSION,
+        "spec": asdict(spec),
+        "video": video.name,
+        "subtitles": srt.name if srt else None,
+        "duration": spec.duration,
+        "frames": frames,
+        "event_duration": spec.event_duration,
+        "chapters": [asdict(c) for c in tl.chapters],
+        "events": [asdict(e) for e in tl.events],
+        "questions": [{**asdict(q), "answer": q.answer} for q in tl.questions],
+    }
+    (out / f"{name}.json").write_text(json.dumps(truth, indent=1), encoding="utf-8")
+    log.info("synthesized", video=str(video), duration=format_ts(spec.duration, 0), frames=frames)
+    return truth
+
+
+def counter_frame(index: int, width: int, height: int, bits: int = 20) -> np.ndarray:
+    """A frame whose pixels encode ``index`` in binary: ``bits`` large black/white blocks on grey."""
+    img = np.full((height, width, 3), 128, np.uint8)
+    cols = 5
+    rows = math.ceil(bits / cols)
+    bw, bh = width // cols, height // rows
+    for b in range(bits):
+        r, c = divmod(b, cols)
+        value = 255 if (index >> b) & 1 else 0
+        img[r * bh + bh // 6 : (r + 1) * bh - bh // 6, c * bw + bw // 6 : (c + 1) * bw - bw // 6] = value
+    return img
+
+
+def read_counter(image: np.ndarray, bits: int = 20) -> int:
+    """Recover the index :func:`counter_frame` drew, from pixels of any scale."""
+    height, width = image.shape[:2]
+    cols = 5
+    rows = math.ceil(bits / cols)
+    bw, bh = width / cols, height / rows
+    value = 0
+    for b in range(bits):
+        r, c = divmod(b, cols)
+        y, x = int((r + 0.5) * bh), int((c + 0.5) * bw)
+        if float(image[y, x].mean()) > 128:
+            value |= 1 << b
+    return value
+
+
+def write_counter_video(path: str | Path, frames: int, fps: float = 25.0, width: int = 320, height: int = 240,
+                        gop: int = 50) -> Path:
+    """A video whose every frame shows its own frame number (for checking which frame was decoded)."""
+    spec = SynthSpec(duration=max(30.0, frames / fps), width=width, height=height, fps=fps, gop_s=gop / fps,
+                     scenecut=False, subtitles=False, crf=18)
+    p = Path(path)
+    container, stream = _open_encoder(p, spec)
+    try:
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(counter_frame(i, width, height), format="rgb24")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    finally:
+        container.close()
+    return p

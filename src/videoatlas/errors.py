@@ -1,0 +1,27 @@
+"""The user-facing error kinds. The CLI turns each into one clear line and an exit code."""
+
+from __future__ import annotations
+
+
+class VideoAtlasError(Exception):
+    """Base of every error that is the user's to fix (bad input, unreachable endpoint, unreadable video)."""
+
+    exit_code = 1
+
+
+class BadInputError(VideoAtlasError):
+    """An argument or input value that cannot be used as given."""
+
+    exit_code = 2
+
+
+class VideoError(VideoAtlasError):
+    """A video file that is missing, unreadable, or has no usable video stream."""
+
+    exit_code = 3
+
+
+class SubtitleError(VideoAtlasError):
+    """A subtitle file that cannot be read or parsed."""
+
+    exit_code = 4
