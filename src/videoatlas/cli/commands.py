@@ -15,6 +15,7 @@ from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import Interval, format_path, parse_path, path_at
 from videoatlas.environment.readers import DEFAULT_BACKEND
 from videoatlas.environment.render import ScratchTile, visual_tokens
+from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
 from videoatlas.environment.timefmt import format_ts, parse_range, parse_time
 from videoatlas.environment.video import probe
@@ -40,6 +41,7 @@ class Progress:
         self.last_time = 0.0
 
     def __call__(self, done: int, total: int) -> None:
+        """Report ``done`` of ``total`` units."""
         pct = int(100 * done / total) if total else 100
         now = time.monotonic()
         if self.tty:
@@ -80,6 +82,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     if (args.start is None) != (args.end is None):
         raise BadInputError("--start and --end go together")
     dead = [Interval(*parse_range(d)) for d in args.dead]
+    subtitles = load_subtitles(args.subtitles, _offset(args.subtitle_offset)) if args.subtitles else None
     began = time.perf_counter()
     atlas = _atlas(args.video, args.k, args.cell_px, args.backend, not args.no_cache)
     try:
@@ -108,6 +111,10 @@ def cmd_grid(args: argparse.Namespace) -> int:
         "unavailable_cells": unavailable,
         "visual_tokens_28px": visual_tokens(view.image.width, view.image.height, 28),
         "visual_tokens_32px": visual_tokens(view.image.width, view.image.height, 32),
+        "subtitles": [
+            {"start": ln.start, "end": ln.end, "text": ln.text}
+            for ln in (subtitles.overlapping(view.grid.interval) if subtitles else [])
+        ],
     }
     if args.json:
         _json(summary)
@@ -122,7 +129,20 @@ def cmd_grid(args: argparse.Namespace) -> int:
     _out(f"render time: {view.image.render_s:.3f} s ({source}); total {elapsed:.3f} s including probe")
     if unavailable:
         _out(f"{unavailable} cell(s) have no decodable frame and are marked 'frame unavailable'")
+    if subtitles is not None:
+        lines = summary["subtitles"]
+        _out(f"subtitles in view: {len(lines)} line(s)")
+        for ln in lines[:20]:
+            _out(f"  [{format_ts(ln['start'])}-{format_ts(ln['end'])}] {ln['text']}")
+        if len(lines) > 20:
+            _out(f"  ... {len(lines) - 20} more (use --json for all)")
     return 0
+
+
+def _offset(text: str) -> float:
+    negative = text.strip().startswith("-")
+    value = parse_time(text.strip().lstrip("-"))
+    return -value if negative else value
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -165,7 +185,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
         _json(result)
         return 0
     _out(f"wrote {result['video']} ({format_ts(duration, 0)}, {truth['frames']} frames) in {elapsed:.1f} s")
-    _out(f"ground truth: {result['ground_truth']} ({result['questions']} questions, {result['chapters']} chapters)")
+    counts = f"{result['questions']} questions, {result['chapters']} chapters"
+    _out(f"ground truth: {result['ground_truth']} ({counts})")
     if result["subtitles"]:
         _out(f"subtitles:    {result['subtitles']}")
     return 0
@@ -194,7 +215,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         cell = path_at(atlas.duration, needle_time, 0)
         child = atlas.grid(cell, dead_zones=[root.grid.cells[0].interval])
         zoom = atlas.zoom(needle_time)
-        pad = atlas.scratchpad([ScratchTile(0, needle_time, None), ScratchTile(1, child.grid.interval.start, None)])
+        pad = atlas.scratchpad(
+            [ScratchTile(0, needle_time, None), ScratchTile(1, child.grid.interval.start, None)]
+        )
     finally:
         atlas.source.close()
     files = {
@@ -204,7 +227,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "scratchpad": str(pad[0].save(out / "scratchpad.jpg")),
     }
     if args.json:
-        _json({"video": str(out / "video.mp4"), "question": question, "expanded_cell": format_path(cell), **files})
+        _json(
+            {
+                "video": str(out / "video.mp4"),
+                "question": question,
+                "expanded_cell": format_path(cell),
+                **files,
+            }
+        )
         return 0
     _out("VideoAtlas environment demo (the question-answering agent arrives in a later release)")
     _out(f"video:          {out / 'video.mp4'} (10 minutes, synthetic)")

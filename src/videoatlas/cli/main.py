@@ -49,7 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--end", metavar="E", help="end of the explicit time range")
     p.add_argument("--k", type=int, default=8, help="grid size K (default 8: 64 cells)")
     p.add_argument("--cell-px", type=int, default=320, help="pixels per cell side (default 320)")
-    p.add_argument("--dead", action="append", default=[], metavar="S-E", help="explored interval to black out")
+    p.add_argument(
+        "--dead", action="append", default=[], metavar="S-E", help="explored interval to black out"
+    )
+    p.add_argument(
+        "--subtitles", metavar="FILE", help="SRT, WebVTT or LongVideoBench JSON; prints the lines in view"
+    )
+    p.add_argument("--subtitle-offset", default="0", metavar="S", help="seconds added to every subtitle time")
     p.add_argument("--backend", choices=["pyav", "decord"], default=None, help="decoder (default pyav)")
     p.add_argument("--no-cache", action="store_true", help="render afresh, ignoring the render cache")
     p.add_argument("-o", "--output", required=True, metavar="OUT.jpg")

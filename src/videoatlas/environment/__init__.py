@@ -1,0 +1,1 @@
+"""The VideoAtlas environment: video access, grid geometry, rendering, subtitles, synthetic videos."""

@@ -133,8 +133,15 @@ class VideoAtlas:
             if found is not None:
                 data, meta = found
                 return RenderedImage(
-                    kind, data, meta["sha256"], meta["width"], meta["height"], tuple(meta["frames"]),
-                    True, time.perf_counter() - began, self.cache.path_for(key),
+                    kind,
+                    data,
+                    meta["sha256"],
+                    meta["width"],
+                    meta["height"],
+                    tuple(meta["frames"]),
+                    True,
+                    time.perf_counter() - began,
+                    self.cache.path_for(key),
                 )
         image, frames = draw()
         data = encode_jpeg(image, self.jpeg_quality)
@@ -144,8 +151,15 @@ class VideoAtlas:
             meta = {"sha256": digest, "width": image.width, "height": image.height, "frames": frames}
             path = self.cache.put(key, data, meta)
         return RenderedImage(
-            kind, data, digest, image.width, image.height, tuple(frames), False,
-            time.perf_counter() - began, path,
+            kind,
+            data,
+            digest,
+            image.width,
+            image.height,
+            tuple(frames),
+            False,
+            time.perf_counter() - began,
+            path,
         )
 
     # -- observations ------------------------------------------------------------------------
@@ -251,11 +265,16 @@ class VideoAtlas:
         return result
 
     async def ainvestigate(
-        self, anchor: Interval, direction: Direction, window_s: float | None = None,
+        self,
+        anchor: Interval,
+        direction: Direction,
+        window_s: float | None = None,
         dead_zones: Sequence[Interval] = (),
     ) -> GridView:
         """:meth:`investigate` off the event loop."""
-        result: GridView = await self._off_loop(self.investigate, anchor, direction, window_s, list(dead_zones))
+        result: GridView = await self._off_loop(
+            self.investigate, anchor, direction, window_s, list(dead_zones)
+        )
         return result
 
     async def azoom(self, t: float) -> RenderedImage:

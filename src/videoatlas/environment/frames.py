@@ -214,7 +214,12 @@ class FrameSource:
         return self._fetch(windows, list(times), box, "exact", allow_keyframes=False)
 
     def _fetch(
-        self, windows: Sequence[Interval], targets: Sequence[float], box: int, kind: str, allow_keyframes: bool
+        self,
+        windows: Sequence[Interval],
+        targets: Sequence[float],
+        box: int,
+        kind: str,
+        allow_keyframes: bool,
     ) -> list[DecodedFrame]:
         if box < 16:
             raise BadInputError(f"frame size must be at least 16 px, got {box}")

@@ -155,9 +155,7 @@ def grid_for_path(duration: float, path: CellPath = (), k: int = 8) -> Grid:
     width = (parent[1] - parent[0]) / n_cells
     bounds = [float(total * (parent[0] + width * j)) for j in range(n_cells + 1)]
     cells = tuple(Cell(j, Interval(bounds[j], bounds[j + 1]), (*path, j)) for j in range(n_cells))
-    return Grid(
-        interval=Interval(bounds[0], bounds[-1]), k=k, cells=cells, path=tuple(path), depth=len(path)
-    )
+    return Grid(interval=Interval(bounds[0], bounds[-1]), k=k, cells=cells, path=tuple(path), depth=len(path))
 
 
 def grid_over(interval: Interval, k: int = 8) -> Grid:

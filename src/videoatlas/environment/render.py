@@ -5,7 +5,7 @@ requests give identical pixels and, through :func:`encode_jpeg`, byte-identical 
 
 Visual-token cost of a grid (one token per patch, image sides rounded up to whole patches):
 ``ceil(K*cell_px / P) ** 2``. With the defaults K=8 and 320 px cells the sheet is 2560 x 2560:
-about 8,360 tokens for 28 px patches (Qwen2.5-VL) and 6,400 tokens for 32 px patches (Qwen3-VL);
+about 8,464 tokens for 28 px patches (Qwen2.5-VL) and 6,400 tokens for 32 px patches (Qwen3-VL);
 see :func:`visual_tokens`.
 """
 
@@ -35,7 +35,8 @@ _UNAVAILABLE_BG = (70, 70, 70)
 
 
 @lru_cache(maxsize=32)
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+def load_font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    """Pillow's bundled scalable font at ``size`` px (no system fonts needed)."""
     return ImageFont.load_default(size=size)
 
 
@@ -64,23 +65,31 @@ def _paste_centered(canvas: Image.Image, frame: DecodedFrame, x: int, y: int, px
 
 
 def _label(draw: ImageDraw.ImageDraw, x: int, y: int, text: str, size: int) -> None:
-    font = _font(size)
+    font = load_font(size)
     left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
     pad = max(2, size // 6)
     draw.rectangle((x, y, x + right - left + 2 * pad, y + bottom - top + 2 * pad), fill=_LABEL_BG)
     draw.text((x + pad - left, y + pad - top), text, fill=_LABEL_FG, font=font)
 
 
-def _centered_text(draw: ImageDraw.ImageDraw, box: tuple[int, int, int, int], text: str, size: int, fill: tuple[int, int, int]) -> None:
-    font = _font(size)
+def draw_centered_text(
+    draw: ImageDraw.ImageDraw, cx: int, cy: int, text: str, size: int, fill: tuple[int, int, int]
+) -> None:
+    """Draw ``text`` with the bundled font so that its ink is centred on ``(cx, cy)``."""
+    font = load_font(size)
     left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
+    draw.text((cx - (right - left) // 2 - left, cy - (bottom - top) // 2 - top), text, fill=fill, font=font)
+
+
+def _centered_text(
+    draw: ImageDraw.ImageDraw,
+    box: tuple[int, int, int, int],
+    text: str,
+    size: int,
+    fill: tuple[int, int, int],
+) -> None:
     x0, y0, x1, y1 = box
-    draw.text(
-        (x0 + (x1 - x0 - (right - left)) // 2 - left, y0 + (y1 - y0 - (bottom - top)) // 2 - top),
-        text,
-        fill=fill,
-        font=font,
-    )
+    draw_centered_text(draw, (x0 + x1) // 2, (y0 + y1) // 2, text, size, fill)
 
 
 def render_grid(
@@ -113,9 +122,15 @@ def render_grid(
             draw.rectangle(box, fill=(0, 0, 0))
             inset = cell_px // 5
             width = max(2, cell_px // 40)
-            draw.line((x + inset, y + inset, x + cell_px - inset, y + cell_px - inset), fill=_DEAD_FG, width=width)
-            draw.line((x + inset, y + cell_px - inset, x + cell_px - inset, y + inset), fill=_DEAD_FG, width=width)
-            _centered_text(draw, (x, y + cell_px // 2, x + cell_px, y + cell_px), "EXPLORED", label_size, _DEAD_FG)
+            draw.line(
+                (x + inset, y + inset, x + cell_px - inset, y + cell_px - inset), fill=_DEAD_FG, width=width
+            )
+            draw.line(
+                (x + inset, y + cell_px - inset, x + cell_px - inset, y + inset), fill=_DEAD_FG, width=width
+            )
+            _centered_text(
+                draw, (x, y + cell_px // 2, x + cell_px, y + cell_px), "EXPLORED", label_size, _DEAD_FG
+            )
         elif frame.image is None:
             draw.rectangle(box, fill=_UNAVAILABLE_BG)
             _centered_text(draw, box, "frame unavailable", max(10, label_size * 3 // 4), (230, 230, 230))
@@ -123,7 +138,9 @@ def render_grid(
             _paste_centered(canvas, frame, x, y, cell_px)
             if covered > 0:
                 bar = max(4, cell_px // 32)
-                draw.rectangle((x, y + cell_px - bar, x + int(cell_px * covered), y + cell_px - 1), fill=_DEAD_FG)
+                draw.rectangle(
+                    (x, y + cell_px - bar, x + int(cell_px * covered), y + cell_px - 1), fill=_DEAD_FG
+                )
         _label(draw, x + 2, y + 2, f"{cell.index}  {format_ts(cell.interval.start, decimals)}", label_size)
     for i in range(1, k):
         draw.line((i * cell_px, 0, i * cell_px, side), fill=_GRID_LINE, width=2)
@@ -174,7 +191,7 @@ def layout(n: int) -> tuple[int, int]:
 
 
 def _wrap(draw: ImageDraw.ImageDraw, text: str, size: int, width: int, max_lines: int) -> list[str]:
-    font = _font(size)
+    font = load_font(size)
     lines: list[str] = []
     current = ""
     for word in text.split():
@@ -207,7 +224,9 @@ def render_scratchpad_page(
         x, y = col * tile_px, row * tile_px
         if frame.image is None:
             draw.rectangle((x, y, x + tile_px - 1, y + tile_px - 1), fill=_UNAVAILABLE_BG)
-            _centered_text(draw, (x, y, x + tile_px, y + tile_px), "frame unavailable", sub_size, (230, 230, 230))
+            _centered_text(
+                draw, (x, y, x + tile_px, y + tile_px), "frame unavailable", sub_size, (230, 230, 230)
+            )
         else:
             _paste_centered(canvas, frame, x, y, tile_px)
         _label(draw, x + 2, y + 2, f"[{evidence_label(tile.index)}] {format_ts(tile.time, 1)}", label_size)
@@ -217,7 +236,7 @@ def render_scratchpad_page(
             top = y + tile_px - line_h * len(lines) - 4
             draw.rectangle((x, top - 2, x + tile_px - 1, y + tile_px - 1), fill=_LABEL_BG)
             for j, line in enumerate(lines):
-                draw.text((x + 4, top + j * line_h), line, fill=(255, 230, 120), font=_font(sub_size))
+                draw.text((x + 4, top + j * line_h), line, fill=(255, 230, 120), font=load_font(sub_size))
     for i in range(1, cols):
         draw.line((i * tile_px, 0, i * tile_px, canvas.height), fill=_GRID_LINE, width=2)
     for i in range(1, rows):

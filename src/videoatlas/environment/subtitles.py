@@ -58,7 +58,9 @@ def parse_srt_or_vtt(text: str, source: str) -> list[SubtitleLine]:
                     lines.append(SubtitleLine(start, end, cue))
                 break
     if not lines and body.strip():
-        raise SubtitleError(f"{source}: no subtitle cues found (expected SRT or WebVTT 'start --> end' lines)")
+        raise SubtitleError(
+            f"{source}: no subtitle cues found (expected SRT or WebVTT 'start --> end' lines)"
+        )
     return lines
 
 
@@ -114,7 +116,7 @@ class Subtitles:
         return len(self.lines)
 
     def overlapping(self, interval: Interval) -> list[SubtitleLine]:
-        """Cues that are on screen at some moment of ``[start, end)`` (a zero-span interval: at that instant)."""
+        """Cues on screen at some moment of ``[start, end)``; for a zero-span interval, at that instant."""
         lo = bisect.bisect_left(self._starts, interval.start - self._longest)
         hi = bisect.bisect_right(self._starts, interval.end)
         out = []
@@ -133,7 +135,7 @@ class Subtitles:
 
 
 def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0) -> Subtitles:
-    """Read ``.srt``, ``.vtt`` or LongVideoBench ``.json`` subtitles; ``offset`` seconds are added to every cue."""
+    """Read ``.srt``, ``.vtt`` or LongVideoBench ``.json`` subtitles, adding ``offset`` s to each cue."""
     p = Path(path)
     if not p.is_file():
         raise SubtitleError(f"no such subtitle file: {p}")

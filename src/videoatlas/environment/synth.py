@@ -21,6 +21,7 @@ Frames are drawn once per visual state and re-encoded with new timestamps, and x
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -33,18 +34,40 @@ from typing import Any
 import av
 import numpy as np
 import structlog
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
 from videoatlas.environment.geometry import cell_span
+from videoatlas.environment.render import draw_centered_text, load_font
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
 
 log = structlog.get_logger(__name__)
 
 TOPICS = (
-    "VOLCANOES", "GLACIERS", "DESERTS", "OCEANS", "FORESTS", "CITIES", "RIVERS", "ISLANDS",
-    "CANYONS", "PRAIRIES", "REEFS", "CAVES", "MOUNTAINS", "MARSHES", "TUNDRA", "SAVANNA",
-    "LAGOONS", "DUNES", "FJORDS", "VALLEYS", "GEYSERS", "STEPPES", "ATOLLS", "DELTAS",
+    "VOLCANOES",
+    "GLACIERS",
+    "DESERTS",
+    "OCEANS",
+    "FORESTS",
+    "CITIES",
+    "RIVERS",
+    "ISLANDS",
+    "CANYONS",
+    "PRAIRIES",
+    "REEFS",
+    "CAVES",
+    "MOUNTAINS",
+    "MARSHES",
+    "TUNDRA",
+    "SAVANNA",
+    "LAGOONS",
+    "DUNES",
+    "FJORDS",
+    "VALLEYS",
+    "GEYSERS",
+    "STEPPES",
+    "ATOLLS",
+    "DELTAS",
 )
 ORDER_WORDS = ("FALCON", "OTTER", "BADGER", "HERON", "LYNX", "MARMOT", "PELICAN", "WALRUS")
 AFTER_WORDS = ("PURPLE", "SILVER", "CRIMSON", "AMBER", "TEAL", "IVORY", "OLIVE", "COPPER")
@@ -202,7 +225,9 @@ class _Placer:
                 return start
         return None
 
-    def place(self, chapters: list[Chapter], length: float, pad: float, tail: float = 0.0) -> tuple[Chapter, float]:
+    def place(
+        self, chapters: list[Chapter], length: float, pad: float, tail: float = 0.0
+    ) -> tuple[Chapter, float]:
         """Place in the first of ``chapters`` (tried in the given order) that has room."""
         for chapter in chapters:
             start = self.try_place(chapter, length, pad, tail)
@@ -282,68 +307,89 @@ def _mc(rng: random.Random, correct: str, others: list[str]) -> tuple[list[str],
     return choices, choices.index(correct)
 
 
-def _questions(tl: Timeline, rng: random.Random, order_words: list[str], after_words: list[str]) -> list[Question]:
+def _questions(
+    tl: Timeline, rng: random.Random, order_words: list[str], after_words: list[str]
+) -> list[Question]:
     questions: list[Question] = []
     needles = [e for e in tl.events if e.kind == "needle"]
     for e in needles:
         title = tl.chapters[e.chapter].title
         others = rng.sample([n.text for n in needles if n is not e], min(3, len(needles) - 1))
         choices, idx = _mc(rng, e.text, others)
-        questions.append(Question(
-            f"needle-{e.chapter}", "needle_in_chapter",
-            f"Which code is shown on a white card during the {title} chapter?",
-            choices, idx, [[e.start, e.end]],
-        ))
+        questions.append(
+            Question(
+                f"needle-{e.chapter}",
+                "needle_in_chapter",
+                f"Which code is shown on a white card during the {title} chapter?",
+                choices,
+                idx,
+                [[e.start, e.end]],
+            )
+        )
     markers = [e for e in tl.events if e.kind == "marker"]
     n = len(markers)
     options = sorted({n, n + 1, max(1, n - 1), n + 2} | ({n + 3} if n - 1 < 1 else set()))[:4]
     choices = [str(x) for x in options]
     rng.shuffle(choices)
-    questions.append(Question(
-        "count-star", "counting", "How many times does the red STAR badge appear in the video?",
-        choices, choices.index(str(n)), [[m.start, m.end] for m in markers],
-    ))
+    questions.append(
+        Question(
+            "count-star",
+            "counting",
+            "How many times does the red STAR badge appear in the video?",
+            choices,
+            choices.index(str(n)),
+            [[m.start, m.end] for m in markers],
+        )
+    )
     ordered = sorted((e for e in tl.events if e.kind == "order"), key=lambda e: e.start)
     choices = list(order_words)
     rng.shuffle(choices)
-    questions.append(Question(
-        "order", "order",
-        f"Which word appears first in the video: {order_words[0]} or {order_words[1]}?",
-        choices, choices.index(ordered[0].text), [[e.start, e.end] for e in ordered],
-    ))
+    questions.append(
+        Question(
+            "order",
+            "order",
+            f"Which word appears first in the video: {order_words[0]} or {order_words[1]}?",
+            choices,
+            choices.index(ordered[0].text),
+            [[e.start, e.end] for e in ordered],
+        )
+    )
     anchor = next(e for e in tl.events if e.kind == "anchor")
     after = next(e for e in tl.events if e.kind == "after")
     choices, idx = _mc(rng, after.text, after_words[1:])
-    questions.append(Question(
-        "after-bell", "after_anchor", "Which word is shown on a blue card right after the BELL banner?",
-        choices, idx, [[anchor.start, anchor.end], [after.start, after.end]],
-    ))
+    questions.append(
+        Question(
+            "after-bell",
+            "after_anchor",
+            "Which word is shown on a blue card right after the BELL banner?",
+            choices,
+            idx,
+            [[anchor.start, anchor.end], [after.start, after.end]],
+        )
+    )
     return questions
 
 
 # -- drawing -------------------------------------------------------------------------------------
 
 
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    return ImageFont.load_default(size=size)
-
-
-def _text_center(draw: ImageDraw.ImageDraw, cx: int, cy: int, text: str, size: int, fill: tuple[int, int, int]) -> None:
-    font = _font(size)
-    l, t, r, b = draw.textbbox((0, 0), text, font=font)
-    draw.text((cx - (r - l) // 2 - l, cy - (b - t) // 2 - t), text, fill=fill, font=font)
-
-
-def _card(draw: ImageDraw.ImageDraw, spec: SynthSpec, text: str, fill: tuple[int, int, int], fg: tuple[int, int, int]) -> None:
+def _card(
+    draw: ImageDraw.ImageDraw,
+    spec: SynthSpec,
+    text: str,
+    fill: tuple[int, int, int],
+    fg: tuple[int, int, int],
+) -> None:
     w, h = spec.width, spec.height
     size = max(12, h // 7)
-    font = _font(size)
-    l, t, r, b = draw.textbbox((0, 0), text, font=font)
+    left, top, right, bottom = draw.textbbox((0, 0), text, font=load_font(size))
     pad = size // 2
-    cw, ch = (r - l) + 2 * pad, (b - t) + 2 * pad
+    cw, ch = (right - left) + 2 * pad, (bottom - top) + 2 * pad
     cx, cy = w // 2, int(h * 0.6)
-    draw.rounded_rectangle((cx - cw // 2, cy - ch // 2, cx + cw // 2, cy + ch // 2), radius=pad // 2, fill=fill)
-    _text_center(draw, cx, cy, text, size, fg)
+    draw.rounded_rectangle(
+        (cx - cw // 2, cy - ch // 2, cx + cw // 2, cy + ch // 2), radius=pad // 2, fill=fill
+    )
+    draw_centered_text(draw, cx, cy, text, size, fg)
 
 
 def draw_state(tl: Timeline, scene: Scene, event: Event | None) -> Image.Image:
@@ -359,26 +405,30 @@ def draw_state(tl: Timeline, scene: Scene, event: Event | None) -> Image.Image:
         size = rng.randrange(h // 10, h // 3)
         shade = tuple(max(0, min(255, c + rng.randrange(-60, 61))) for c in ch.color)
         if rng.random() < 0.5:
-            draw.ellipse((x0, y0, x0 + size, y0 + size), fill=shade)  # type: ignore[arg-type]
+            draw.ellipse((x0, y0, x0 + size, y0 + size), fill=shade)
         else:
-            draw.rectangle((x0, y0, x0 + size, y0 + size // 2), fill=shade)  # type: ignore[arg-type]
+            draw.rectangle((x0, y0, x0 + size, y0 + size // 2), fill=shade)
     bar = h // 5
     draw.rectangle((0, 0, w, bar), fill=(0, 0, 0))
-    _text_center(draw, w // 2, bar // 2, f"CHAPTER {ch.index + 1}: {ch.title}", max(12, h // 9), (255, 255, 255))
+    draw_centered_text(
+        draw, w // 2, bar // 2, f"CHAPTER {ch.index + 1}: {ch.title}", max(12, h // 9), (255, 255, 255)
+    )
     if event is not None:
         if event.kind == "needle":
             _card(draw, spec, event.text, (255, 255, 255), (0, 0, 0))
         elif event.kind == "marker":
             r = h // 6
             cx, cy = w // 2, int(h * 0.6)
-            draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=(220, 20, 20), outline=(255, 255, 255), width=3)
-            _text_center(draw, cx, cy, "STAR", max(12, h // 12), (255, 255, 255))
+            draw.ellipse(
+                (cx - r, cy - r, cx + r, cy + r), fill=(220, 20, 20), outline=(255, 255, 255), width=3
+            )
+            draw_centered_text(draw, cx, cy, "STAR", max(12, h // 12), (255, 255, 255))
         elif event.kind == "order":
             _card(draw, spec, event.text, (30, 150, 60), (255, 255, 255))
         elif event.kind == "anchor":
             top = int(h * 0.45)
             draw.rectangle((0, top, w, top + h // 4), fill=(245, 140, 20))
-            _text_center(draw, w // 2, top + h // 8, "BELL", max(12, h // 6), (0, 0, 0))
+            draw_centered_text(draw, w // 2, top + h // 8, "BELL", max(12, h // 6), (0, 0, 0))
         elif event.kind in ("after", "decoy"):
             _card(draw, spec, event.text, (30, 70, 200), (255, 255, 255))
     return img
@@ -393,7 +443,7 @@ def _segments(tl: Timeline) -> Iterator[tuple[float, float, Scene, Event | None]
         cuts.update((e.start, e.end))
     points = sorted(c for c in cuts if 0 <= c <= tl.spec.duration)
     si = 0
-    for a, b in zip(points, points[1:], strict=False):
+    for a, b in itertools.pairwise(points):
         if b <= a:
             continue
         mid = (a + b) / 2
@@ -411,8 +461,13 @@ def _open_encoder(path: Path, spec: SynthSpec) -> tuple[Any, Any]:
     fps_fraction = _fps_fraction(spec.fps)
     stream = container.add_stream("libx264", rate=fps_fraction)
     stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
-    gop = max(1, int(round(spec.gop_s * spec.fps)))
-    options = {"preset": "ultrafast", "crf": str(spec.crf), "g": str(gop), "keyint_min": str(gop)}
+    gop = max(1, round(spec.gop_s * spec.fps))
+    options: dict[str, object] = {
+        "preset": "ultrafast",
+        "crf": str(spec.crf),
+        "g": str(gop),
+        "keyint_min": str(gop),
+    }
     if not spec.scenecut:
         options["sc_threshold"] = "0"
     stream.options = options
@@ -437,15 +492,15 @@ def write_frames(
 ) -> int:
     """Encode piecewise-constant pictures: each ``(start, end, image)`` holds for its frames."""
     container, stream = _open_encoder(path, spec)
-    n_frames = int(math.floor(spec.duration * spec.fps + 1e-9))
+    n_frames = math.floor(spec.duration * spec.fps + 1e-9)
     index = 0
     try:
         for start, end, image in states:
-            first = int(math.ceil(start * spec.fps - 1e-9))
-            last = min(n_frames, int(math.ceil(end * spec.fps - 1e-9)))
+            first = math.ceil(start * spec.fps - 1e-9)
+            last = min(n_frames, math.ceil(end * spec.fps - 1e-9))
             if last <= first:
                 continue
-            frame = av.VideoFrame.from_image(image).reformat(format="yuv420p")
+            frame = av.VideoFrame.from_ndarray(np.asarray(image), format="rgb24").reformat(format="yuv420p")
             for i in range(max(first, index), last):
                 frame.pts = i
                 for packet in stream.encode(frame):
@@ -462,8 +517,9 @@ def write_frames(
 
 def write_srt(path: Path, tl: Timeline) -> None:
     """Narration lines: one at the start of every scene, naming its chapter."""
+
     def stamp(t: float) -> str:
-        ms = int(round(t * 1000))
+        ms = round(t * 1000)
         h, rem = divmod(ms, 3_600_000)
         m, rem = divmod(rem, 60_000)
         s, ms = divmod(rem, 1000)
@@ -475,7 +531,9 @@ def write_srt(path: Path, tl: Timeline) -> None:
         part[scene.chapter] = part.get(scene.chapter, 0) + 1
         title = tl.chapters[scene.chapter].title.lower()
         end = min(scene.end, scene.start + 4.0)
-        lines.append(f"{n}\n{stamp(scene.start)} --> {stamp(end)}\nThis is part {part[scene.chapter]} about {title}.\n")
+        lines.append(
+            f"{n}\n{stamp(scene.start)} --> {stamp(end)}\nThis is part {part[scene.chapter]} about {title}.\n"
+        )
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
@@ -544,11 +602,20 @@ def read_counter(image: np.ndarray, bits: int = 20) -> int:
     return value
 
 
-def write_counter_video(path: str | Path, frames: int, fps: float = 25.0, width: int = 320, height: int = 240,
-                        gop: int = 50) -> Path:
+def write_counter_video(
+    path: str | Path, frames: int, fps: float = 25.0, width: int = 320, height: int = 240, gop: int = 50
+) -> Path:
     """A video whose every frame shows its own frame number (for checking which frame was decoded)."""
-    spec = SynthSpec(duration=max(30.0, frames / fps), width=width, height=height, fps=fps, gop_s=gop / fps,
-                     scenecut=False, subtitles=False, crf=18)
+    spec = SynthSpec(
+        duration=max(30.0, frames / fps),
+        width=width,
+        height=height,
+        fps=fps,
+        gop_s=gop / fps,
+        scenecut=False,
+        subtitles=False,
+        crf=18,
+    )
     p = Path(path)
     container, stream = _open_encoder(p, spec)
     try:

@@ -121,7 +121,7 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
             duration = 0.0
         frames = int(stream.frames or 0)
         if frames == 0 and fps > 0:
-            frames = int(round(duration * fps))
+            frames = round(duration * fps)
         if duration <= 0 or frames <= 0:
             raise VideoError(f"{p} has zero duration (no video frames)")
         if fps <= 0:

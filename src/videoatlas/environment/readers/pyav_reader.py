@@ -33,6 +33,8 @@ class PyAVReader:
         # Frame threading delays the first frame after every seek by a thread's worth of packets;
         # we seek often and decode few frames per seek, so slice threading is the better trade.
         self._stream.thread_type = "SLICE"
+        if self._stream.time_base is None:
+            raise VideoError(f"{info.path}: the video stream has no time base")
         self._tb = self._stream.time_base
         self._start_pts = self._stream.start_time or 0
         self._keyframes: list[float] | None = None
@@ -155,5 +157,7 @@ class PyAVReader:
             self.stats.exact_frames += 1
             return DecodedFrame(nxt[0], self._convert(nxt[1], box), "exact")
         self.stats.unavailable += 1
-        reason = "undecodable frames" if (nxt and nxt[2]) or (prev and prev[2]) else "no frame in this interval"
+        reason = (
+            "undecodable frames" if (nxt and nxt[2]) or (prev and prev[2]) else "no frame in this interval"
+        )
         return DecodedFrame(item.target, None, "unavailable", reason)
