@@ -210,13 +210,15 @@ class VideoAtlas:
         return GridView(grid, self._cached(kind, params, draw))
 
     def zoom(self, t: float) -> RenderedImage:
-        """The exact frame on screen at ``t``, at up to ``zoom_px`` on its long side (ZOOM)."""
+        """The exact frame on screen at ``t``, at native size up to ``zoom_px`` on its long side (ZOOM)."""
         if not 0 <= t <= self.duration:
             raise BadInputError(f"time {t:.3f}s is outside the video (0..{self.duration:.3f}s)")
-        params = self._params("zoom", t=_exact(t), px=self.zoom_px)
+        # Never upscale: more pixels than the source has would cost tokens and show nothing new.
+        box = min(self.zoom_px, max(self.source.info.width, self.source.info.height))
+        params = self._params("zoom", t=_exact(t), px=box)
 
         def draw() -> tuple[Image.Image, list[dict[str, Any]]]:
-            frame = self.source.frames_at([t], self.zoom_px)[0]
+            frame = self.source.frames_at([t], box)[0]
             image = render_zoom(frame, format_ts(frame.time, 2))
             return image, [{"time": frame.time, "method": frame.method, "reason": frame.reason}]
 

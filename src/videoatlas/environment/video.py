@@ -106,8 +106,12 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
         videos = list(container.streams.video)
         has_audio = bool(container.streams.audio)
         if not videos:
-            what = "audio only" if has_audio else "no streams FFmpeg can use"
-            raise VideoError(f"{p} has no video stream ({what})")
+            if has_audio:
+                raise VideoError(f"{p} has no video stream (audio only)")
+            if not container.streams and not container.duration:
+                # What a recording stopped before its first frame looks like: a header, no samples.
+                raise VideoError(f"{p} has zero duration (no frames in any stream)")
+            raise VideoError(f"{p} has no video stream")
         stream = videos[0]
         ctx = stream.codec_context
         fps = float(stream.average_rate or stream.guessed_rate or 0)

@@ -1,0 +1,170 @@
+"""The console command as a user runs it: a real process, its stdout, stderr and exit code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+EXE = str(Path(sys.executable).parent / "videoatlas")
+
+
+def run(*args: str, env_home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = dict(os.environ)
+    if env_home is not None:
+        env["VIDEOATLAS_HOME"] = str(env_home)
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, fragment: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert fragment in lines[0]
+
+
+@pytest.mark.parametrize("command", ["probe", "grid", "synth", "demo"])
+def test_help(command: str) -> None:
+    proc = run(command, "--help")
+    assert proc.returncode == 0 and "usage: videoatlas" in proc.stdout
+
+
+def test_top_level_help_lists_commands() -> None:
+    proc = run("--help")
+    for name in ("probe", "grid", "synth", "demo"):
+        assert name in proc.stdout
+
+
+def test_probe_json(counter_video: Path) -> None:
+    proc = run("probe", str(counter_video), "--json")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["frame_count"] == 2000 and info["fps"] == pytest.approx(25.0) and info["has_audio"] is False
+
+
+def test_grid_renders_caches_and_reports(counter_video: Path, tmp_path: Path) -> None:
+    out = tmp_path / "g.jpg"
+    args = (
+        "grid",
+        str(counter_video),
+        "--cell",
+        "3",
+        "--cell-px",
+        "96",
+        "--dead",
+        "4-4.2",
+        "-o",
+        str(out),
+        "--json",
+    )
+    first = run(*args, env_home=tmp_path / "home")
+    assert first.returncode == 0, first.stderr
+    a: dict[str, Any] = json.loads(first.stdout)
+    bytes_a = out.read_bytes()
+    second = run(*args, env_home=tmp_path / "home")
+    b: dict[str, Any] = json.loads(second.stdout)
+    assert not a["cache_hit"] and b["cache_hit"]
+    assert a["sha256"] == b["sha256"] and out.read_bytes() == bytes_a
+    assert a["interval"] == [3.75, 5.0] and a["cell"] == "3" and a["width"] == 768
+    assert a["visual_tokens_28px"] == 28 * 28
+
+
+def test_grid_text_output_prints_render_time(counter_video: Path, tmp_path: Path) -> None:
+    proc = run("grid", str(counter_video), "--start", "10", "--end", "0:20", "-o", str(tmp_path / "r.jpg"))
+    assert proc.returncode == 0, proc.stderr
+    assert "render time:" in proc.stdout and "time range 00:10.0-00:20.0" in proc.stdout
+
+
+def test_grid_prints_subtitles_in_view(synth_video: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    video, _ = synth_video
+    proc = run(
+        "grid", str(video), "--subtitles", str(video.with_suffix(".srt")), "-o", str(tmp_path / "s.jpg")
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "subtitles in view:" in proc.stdout and "about" in proc.stdout
+
+
+def test_synth_json(tmp_path: Path) -> None:
+    proc = run(
+        "synth", "--duration", "45s", "--seed", "2", "--size", "320x180", "--out", str(tmp_path), "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    truth = json.loads(Path(result["ground_truth"]).read_text())
+    assert Path(result["video"]).is_file() and truth["spec"]["seed"] == 2 and result["questions"] >= 7
+
+
+def test_demo(tmp_path: Path) -> None:
+    proc = run("demo", "--out", str(tmp_path / "demo"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    for key in ("root_grid", "expanded_grid", "zoom", "scratchpad"):
+        assert Path(result[key]).stat().st_size > 10_000
+    again = run("demo", "--out", str(tmp_path / "demo"))
+    assert again.returncode == 0 and "synthesising" not in again.stderr  # the video is reused
+
+
+def test_corrupt_stream_renders_with_marked_cells(corrupt_video: Path, tmp_path: Path) -> None:
+    proc = run("grid", str(corrupt_video), "--cell-px", "64", "-o", str(tmp_path / "c.jpg"))
+    assert proc.returncode == 0, proc.stderr
+    assert "marked 'frame unavailable'" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("fixture", "code", "fragment"),
+    [
+        ("missing", 3, "no such file"),
+        ("not_a_video", 3, "is not a readable video"),
+        ("empty_video", 3, "zero duration"),
+        ("audio_only", 3, "no video stream (audio only)"),
+    ],
+)
+def test_bad_videos(
+    request: pytest.FixtureRequest, tmp_path: Path, fixture: str, code: int, fragment: str
+) -> None:
+    path = tmp_path / "missing.mp4" if fixture == "missing" else request.getfixturevalue(fixture)
+    assert_one_line_error(run("probe", str(path)), code, fragment)
+    assert_one_line_error(run("grid", str(path), "-o", str(tmp_path / "x.jpg")), code, fragment)
+    assert not (tmp_path / "x.jpg").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--k", "1"), "K must be an integer >= 2"),
+        (("--cell", "64"), "out of range"),
+        (("--cell", "1/a"), "cell ids separated by '/'"),
+        (("--start", "70", "--end", "95"), "outside the video"),
+        (("--start", "50", "--end", "40"), "ends before it starts"),
+        (("--start", "5"), "--start and --end go together"),
+        (("--dead", "9-3"), "ends before it starts"),
+        (("--cell-px", "8"), "cell size must be between"),
+    ],
+)
+def test_bad_grid_arguments(
+    counter_video: Path, tmp_path: Path, args: tuple[str, ...], fragment: str
+) -> None:
+    assert_one_line_error(run("grid", str(counter_video), *args, "-o", str(tmp_path / "x.jpg")), 2, fragment)
+
+
+def test_unreadable_subtitles(counter_video: Path, tmp_path: Path) -> None:
+    subs = tmp_path / "s.srt"
+    subs.write_text("nothing here")
+    proc = run("grid", str(counter_video), "--subtitles", str(subs), "-o", str(tmp_path / "x.jpg"))
+    assert_one_line_error(proc, 4, "no subtitle cues")
+
+
+def test_usage_errors_are_one_line() -> None:
+    assert_one_line_error(run("grid"), 2, "the following arguments are required")
+    assert_one_line_error(
+        run("synth", "--duration", "soon", "--out", "/tmp/x"), 2, "cannot read 'soon' as a time"
+    )
+    assert_one_line_error(run("synth", "--duration", "10", "--out", "/tmp/x"), 2, "at least 30 s")

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from videoatlas.environment.geometry import Interval
+from videoatlas.environment.subtitles import SubtitleLine, Subtitles, load_subtitles
+from videoatlas.errors import SubtitleError
+
+pytestmark = pytest.mark.unit
+
+SRT = """1
+00:00:01,000 --> 00:00:04,500
+Hello <i>there</i>.
+
+2
+00:01:00,250 --> 00:01:02,000
+Second line
+wrapped over two rows
+
+3
+01:00:00,000 --> 01:00:03,000
+An hour in &amp; counting
+"""
+
+VTT = """WEBVTT
+
+NOTE a comment block
+
+intro
+00:01.000 --> 00:04.500 align:start
+Hello there.
+
+00:01:00.250 --> 00:01:02.000
+<v Speaker>Second line</v>
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_srt(tmp_path: Path) -> None:
+    subs = load_subtitles(write(tmp_path, "a.srt", SRT))
+    assert [(ln.start, ln.end) for ln in subs.lines] == [(1.0, 4.5), (60.25, 62.0), (3600.0, 3603.0)]
+    assert subs.lines[0].text == "Hello there."
+    assert subs.lines[1].text == "Second line wrapped over two rows"
+    assert subs.lines[2].text == "An hour in & counting"
+
+
+def test_vtt(tmp_path: Path) -> None:
+    subs = load_subtitles(write(tmp_path, "a.vtt", VTT))
+    assert [(ln.start, ln.end, ln.text) for ln in subs.lines] == [
+        (1.0, 4.5, "Hello there."),
+        (60.25, 62.0, "Second line"),
+    ]
+
+
+def test_longvideobench_json_both_shapes(tmp_path: Path) -> None:
+    data = [
+        {"timestamp": [0.5, 2.0], "text": "first"},
+        {"start": "00:00:10.5", "end": "00:00:12.0", "line": "second"},
+    ]
+    subs = load_subtitles(write(tmp_path, "lvb.json", json.dumps(data)))
+    assert [(ln.start, ln.end, ln.text) for ln in subs.lines] == [(0.5, 2.0, "first"), (10.5, 12.0, "second")]
+
+
+def test_offset_shifts_every_cue(tmp_path: Path) -> None:
+    subs = load_subtitles(write(tmp_path, "a.srt", SRT), offset=3600.0)
+    assert subs.lines[0].start == 3601.0 and subs.lines[-1].end == 7203.0
+
+
+def test_overlap_lookup() -> None:
+    subs = Subtitles([SubtitleLine(0, 10, "long"), SubtitleLine(5, 6, "short"), SubtitleLine(20, 21, "late")])
+    assert [ln.text for ln in subs.overlapping(Interval(5.5, 5.6))] == ["long", "short"]
+    assert [ln.text for ln in subs.overlapping(Interval(6, 20))] == ["long"]  # touching ends do not overlap
+    assert [ln.text for ln in subs.overlapping(Interval(19, 30))] == ["late"]
+    assert [ln.text for ln in subs.overlapping(Interval(20.5, 20.5))] == ["late"]  # an instant
+    assert subs.overlapping(Interval(11, 19)) == []
+    assert subs.text_for(Interval(0, 30), max_chars=12) == "long short…"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("bad.srt", "this is not a subtitle file\n", "no subtitle cues"),
+        ("bad.vtt", "00:01.000 --> 00:02.000\nx\n", "must start with 'WEBVTT'"),
+        ("bad.json", "{not json", "invalid JSON"),
+        ("bad2.json", json.dumps({"a": 1}), "must be a JSON list"),
+        ("bad3.json", json.dumps([{"timestamp": [1]}]), "timestamp must be"),
+        ("bad4.json", json.dumps([{"start": "soon", "end": "later"}]), "unreadable time"),
+        ("bad.ass", "[Script Info]", "unsupported subtitle format"),
+    ],
+)
+def test_unreadable_subtitles_raise_clear_errors(tmp_path: Path, name: str, text: str, message: str) -> None:
+    with pytest.raises(SubtitleError, match=message):
+        load_subtitles(write(tmp_path, name, text))
+
+
+def test_missing_and_binary_subtitle_files(tmp_path: Path) -> None:
+    with pytest.raises(SubtitleError, match="no such subtitle file"):
+        load_subtitles(tmp_path / "nope.srt")
+    binary = tmp_path / "bin.srt"
+    binary.write_bytes(b"\xff\xfe\x00\x81\x9f garbage")
+    with pytest.raises(SubtitleError, match="not UTF-8"):
+        load_subtitles(binary)
