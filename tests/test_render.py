@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ def is_red(region: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture
-def atlas(counter_video: Path, tmp_path: Path) -> VideoAtlas:
+def atlas(counter_video: Path, tmp_path: Path) -> Iterator[VideoAtlas]:
     src = FrameSource(counter_video)
     yield VideoAtlas(src, cell_px=PX, cache=RenderCache(tmp_path / "renders"))
     src.close()

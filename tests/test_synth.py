@@ -34,8 +34,8 @@ def test_timeline_structure(duration: float) -> None:
         assert a.end == b.start
     assert len({c.title for c in tl.chapters}) == len(tl.chapters)
     events = sorted(tl.events, key=lambda e: e.start)
-    for a, b in itertools.pairwise(events):
-        assert a.end <= b.start, "events overlap"
+    for before, after_ev in itertools.pairwise(events):
+        assert before.end <= after_ev.start, "events overlap"
     for e in tl.events:
         ch = tl.chapters[e.chapter]
         assert ch.start <= e.start < e.end <= ch.end
