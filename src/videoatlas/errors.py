@@ -25,3 +25,23 @@ class SubtitleError(VideoAtlasError):
     """A subtitle file that cannot be read or parsed."""
 
     exit_code = 4
+
+
+class EndpointError(VideoAtlasError):
+    """The VLM endpoint could not be reached or refused the request."""
+
+    exit_code = 5
+
+
+class ModelNotServedError(EndpointError):
+    """The endpoint is up but does not serve the requested model."""
+
+
+class ImageLimitError(BadInputError):
+    """An image (or the number of images) exceeds what the server accepts; refused before sending."""
+
+
+class ModelReplyError(VideoAtlasError):
+    """The model's reply could not be turned into the asked-for structure, even after repair and a re-ask."""
+
+    exit_code = 6

@@ -248,3 +248,77 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _out(f"scratchpad:     {files['scratchpad']}")
     _out(f"answer (ground truth): {question['answer']}")
     return 0
+
+
+def _faults(specs: list[str]) -> dict[str, float]:
+    faults: dict[str, float] = {}
+    for spec in specs:
+        name, _, rate = spec.partition("=")
+        try:
+            value = float(rate)
+        except ValueError:
+            raise BadInputError(f"--fault {spec!r} must look like NAME=RATE, e.g. http500=0.1") from None
+        if not 0 <= value <= 1:
+            raise BadInputError(f"--fault rate must be between 0 and 1, got {value}")
+        faults[name] = value
+    return faults
+
+
+def cmd_sim_server(args: argparse.Namespace) -> int:
+    """``videoatlas sim-server``: the stand-in VLM in the foreground."""
+    from videoatlas.llm.sim.server import FAULTS, STANDIN_MODEL, SimConfig, SimServer, serve_forever
+
+    faults = _faults(args.fault)
+    unknown = set(faults) - set(FAULTS)
+    if unknown:
+        raise BadInputError(f"unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
+    config = SimConfig(
+        model=args.model or STANDIN_MODEL,
+        seed=args.seed,
+        latency_s=args.latency,
+        per_token_s=args.per_token,
+        patch=args.patch,
+        cache_blocks=args.cache_blocks,
+        min_text_px=args.min_text_px,
+        faults=faults,
+    )
+    sys.stderr.write(
+        f"STAND-IN VLM (OCR-based test backend, not a real model) serving '{config.model}' "
+        f"at http://{args.host}:{args.port}/v1; stats at /stats\n"
+    )
+    serve_forever(SimServer(config), args.host, args.port)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``videoatlas serve``: build the vLLM command, and run it unless ``--dry-run``."""
+    import os
+    import shlex
+
+    from videoatlas.llm.serve import ServeOptions, vllm_command, vllm_executable
+
+    opts = ServeOptions(
+        model=args.model,
+        gpus=args.gpus,
+        host=args.host,
+        port=args.port,
+        max_images=args.max_images,
+        max_model_len=args.max_model_len,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        served_name=args.served_name,
+    )
+    cmd = vllm_command(opts)
+    if args.json:
+        _json(cmd)
+    else:
+        _out(shlex.join(cmd))
+    if args.dry_run:
+        return 0
+    exe = vllm_executable()
+    if exe is None:
+        raise BadInputError(
+            "vllm is not installed here: pip install 'videoatlas[serve]' on a machine with a GPU"
+        )
+    sys.stdout.flush()
+    os.execv(exe, cmd)
+    return 0  # not reached

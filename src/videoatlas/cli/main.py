@@ -75,6 +75,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_synth)
 
+    p = sub.add_parser(
+        "sim-server", help="run the STAND-IN VLM server (OCR-based, for tests and demos; not a VLM)"
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8001)
+    p.add_argument("--model", default=None, help="model id it serves (default videoatlas-standin)")
+    p.add_argument("--latency", type=float, default=0.0, help="fixed seconds per completion")
+    p.add_argument("--per-token", type=float, default=0.0, help="extra seconds per completion token")
+    p.add_argument("--patch", type=int, default=28, choices=[28, 32], help="visual token patch size")
+    p.add_argument("--cache-blocks", type=int, default=32768, help="prefix-cache capacity in 16-token blocks")
+    p.add_argument("--min-text-px", type=int, default=9, help="text lines shorter than this are not read")
+    p.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME=RATE",
+        help="inject a fault per request: http500, http429, hang, drop, malformed, schema, range",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=commands.cmd_sim_server)
+
+    p = sub.add_parser("serve", help="build and run the vLLM server command for a real VLM (needs a GPU)")
+    p.add_argument(
+        "--model", required=True, help="Hugging Face id or local path, e.g. Qwen/Qwen2.5-VL-7B-Instruct"
+    )
+    p.add_argument("--gpus", type=int, default=1, help="tensor-parallel GPUs")
+    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--max-images", type=int, default=16, help="images per prompt")
+    p.add_argument("--max-model-len", type=int, default=65536)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.90)
+    p.add_argument("--served-name", default=None, help="model id clients use (default: the model argument)")
+    p.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    p.add_argument("--json", action="store_true", help="print the command as a JSON list")
+    p.set_defaults(func=commands.cmd_serve)
+
     p = sub.add_parser("demo", help="synthesise a video and show the environment on it")
     p.add_argument("--out", default=None, metavar="DIR", help="where to write (default: the data directory)")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -23,7 +23,7 @@ from videoatlas.environment.geometry import Cell, Interval, covered_fraction
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.environment.video import DecodedFrame
 
-RENDER_VERSION = 1
+RENDER_VERSION = 2
 """Bump when drawing changes, so on-disk render caches do not serve stale pictures."""
 
 _BG = (24, 24, 24)
@@ -120,16 +120,14 @@ def render_grid(
         box = (x, y, x + cell_px - 1, y + cell_px - 1)
         if covered >= 0.999:
             draw.rectangle(box, fill=(0, 0, 0))
-            inset = cell_px // 5
+            # A cross over the picture area and a word under it, apart so both stay legible.
+            left, right = x + cell_px // 4, x + cell_px - cell_px // 4
+            top, bottom = y + cell_px // 5, y + cell_px * 7 // 10
             width = max(2, cell_px // 40)
-            draw.line(
-                (x + inset, y + inset, x + cell_px - inset, y + cell_px - inset), fill=_DEAD_FG, width=width
-            )
-            draw.line(
-                (x + inset, y + cell_px - inset, x + cell_px - inset, y + inset), fill=_DEAD_FG, width=width
-            )
-            _centered_text(
-                draw, (x, y + cell_px // 2, x + cell_px, y + cell_px), "EXPLORED", label_size, _DEAD_FG
+            draw.line((left, top, right, bottom), fill=_DEAD_FG, width=width)
+            draw.line((left, bottom, right, top), fill=_DEAD_FG, width=width)
+            draw_centered_text(
+                draw, x + cell_px // 2, y + cell_px * 17 // 20, "EXPLORED", label_size, _DEAD_FG
             )
         elif frame.image is None:
             draw.rectangle(box, fill=_UNAVAILABLE_BG)

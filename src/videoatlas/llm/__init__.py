@@ -1,0 +1,1 @@
+"""The one door to the VLM server: settings, the chat model, structured calls, accounting."""

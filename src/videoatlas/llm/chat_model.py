@@ -1,0 +1,141 @@
+"""A langchain-core chat model over the official ``openai`` client, for vLLM's OpenAI-compatible server.
+
+Why the ``openai`` client under a thin :class:`BaseChatModel` rather than ``langchain-openai``:
+we need the raw reply text (to repair JSON locally before judging it), vLLM's
+``usage.prompt_tokens_details.cached_tokens`` exactly as the server reports it, ``response_format``
+passed through untouched, and a retry policy of our own (jittered backoff, no retry on 4xx) instead
+of a library's hidden one. The openai client is built with ``max_retries=0`` so that every attempt
+is ours to count. Being a ``BaseChatModel`` keeps the rest of the code testable with
+langchain-core's fake chat models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+from videoatlas.llm.settings import EndpointSettings
+
+
+class OpenAICompatibleChat(BaseChatModel):
+    """Chat completions against one OpenAI-compatible endpoint (vLLM, the stand-in, or OpenAI itself)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    settings: EndpointSettings
+    _async_client: openai.AsyncOpenAI | None = PrivateAttr(default=None)
+    _sync_client: openai.OpenAI | None = PrivateAttr(default=None)
+
+    @property
+    def _llm_type(self) -> str:
+        return "openai-compatible"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"base_url": self.settings.base_url, "model": self.settings.model}
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        return {
+            "base_url": self.settings.base_url,
+            "api_key": self.settings.api_key or "EMPTY",
+            "timeout": self.settings.timeout_s,
+            "max_retries": 0,
+        }
+
+    @property
+    def async_client(self) -> openai.AsyncOpenAI:
+        """The async client, created on first use (never at import)."""
+        if self._async_client is None:
+            self._async_client = openai.AsyncOpenAI(**self._client_kwargs())
+        return self._async_client
+
+    @property
+    def sync_client(self) -> openai.OpenAI:
+        """The blocking client, created on first use."""
+        if self._sync_client is None:
+            self._sync_client = openai.OpenAI(**self._client_kwargs())
+        return self._sync_client
+
+    def _request(
+        self, messages: Sequence[BaseMessage], stop: list[str] | None, **kwargs: Any
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": convert_to_openai_messages(list(messages)),
+            "temperature": kwargs.pop("temperature", self.settings.temperature),
+            "max_tokens": kwargs.pop("max_tokens", self.settings.max_tokens),
+        }
+        if stop:
+            request["stop"] = stop
+        response_format = kwargs.pop("response_format", None)
+        if response_format is not None:
+            request["response_format"] = response_format
+        request.update(kwargs)
+        return request
+
+    @staticmethod
+    def _result(response: Any) -> ChatResult:
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        usage = response.usage
+        usage_metadata: UsageMetadata | None = None
+        cached = 0
+        if usage is not None:
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+            usage_metadata = UsageMetadata(
+                input_tokens=int(usage.prompt_tokens or 0),
+                output_tokens=int(usage.completion_tokens or 0),
+                total_tokens=int(usage.total_tokens or 0),
+                input_token_details={"cache_read": cached},
+            )
+        message = AIMessage(
+            content=text,
+            usage_metadata=usage_metadata,
+            response_metadata={
+                "model_name": response.model,
+                "finish_reason": choice.finish_reason,
+                "cached_tokens": cached,
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        response = await self.async_client.chat.completions.create(**self._request(messages, stop, **kwargs))
+        return self._result(response)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        response = self.sync_client.chat.completions.create(**self._request(messages, stop, **kwargs))
+        return self._result(response)
+
+    async def served_models(self) -> list[str]:
+        """The model ids the endpoint lists at ``GET /models``."""
+        page = await self.async_client.models.list()
+        return [m.id for m in page.data]
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pools."""
+        if self._async_client is not None:
+            await self._async_client.close()
+        if self._sync_client is not None:
+            self._sync_client.close()

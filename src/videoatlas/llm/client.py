@@ -1,0 +1,317 @@
+"""Structured calls to the VLM: schema in, validated object out, every attempt counted.
+
+A call sends the system prompt first, then the images, then the text that changes from call to
+call, so that a server's prefix cache can reuse the stable beginning. The reply must satisfy a
+pydantic schema, sent as ``response_format`` (json_schema). A reply that does not parse is first
+repaired locally (fences, stray text, trailing commas); failing that, the model is asked once
+more with the validation error; failing that, :class:`ModelReplyError`. Never a random fallback.
+
+Transport failures (connection errors, timeouts, HTTP 429 and 5xx) are retried with exponential
+backoff and full jitter; other 4xx answers are not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import openai
+import structlog
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, ValidationError, create_model
+
+from videoatlas.errors import EndpointError, ModelNotServedError, ModelReplyError
+from videoatlas.llm.images import ImagePart, check_limits
+from videoatlas.llm.records import CallRecord, CallTotals
+from videoatlas.llm.repair import repair_json
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.prompts import builtin_template
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T", bound=BaseModel)
+
+_RETRYABLE_STATUS = {408, 409, 429}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply(Generic[T]):
+    """A validated reply and the record of what it took."""
+
+    value: T
+    record: CallRecord
+
+
+def choice_schema(name: str, field: str, allowed: Sequence[str], **fields: Any) -> type[BaseModel]:
+    """A schema whose ``field`` is an enum of ``allowed`` values, built at run time.
+
+    This is how a worker's available actions become part of its schema: an action it does not
+    have is not in the enum, so constrained decoding cannot produce it and validation rejects it.
+    """
+    if not allowed:
+        raise ValueError("a choice schema needs at least one allowed value")
+    literal = Literal.__getitem__(tuple(allowed))
+    definitions: dict[str, Any] = {field: (literal, ...), **fields}
+    model: type[BaseModel] = create_model(name, **definitions)
+    return model
+
+
+def response_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAI ``response_format`` for a pydantic schema."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True},
+    }
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code >= 500 or exc.status_code in _RETRYABLE_STATUS
+    return False
+
+
+def _usage(message: BaseMessage) -> tuple[int, int, int]:
+    usage = getattr(message, "usage_metadata", None) or {}
+    details = usage.get("input_token_details") or {}
+    return (
+        int(usage.get("input_tokens", 0)),
+        int(usage.get("output_tokens", 0)),
+        int(details.get("cache_read", 0)),
+    )
+
+
+class VLMClient:
+    """Structured, budgeted, counted access to one chat model.
+
+    ``model`` is any langchain-core chat model: :class:`OpenAICompatibleChat` in production and
+    end-to-end tests, a fake chat model in unit tests.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        settings: EndpointSettings,
+        on_record: Callable[[CallRecord], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        seed: int | None = None,
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self.totals = CallTotals()
+        self.on_record = on_record
+        self._sleep = sleep
+        self._rng = random.Random(seed)
+        self._semaphore = asyncio.Semaphore(settings.max_concurrency)
+        self._reask = builtin_template("reask")
+
+    def build_messages(self, system: str, images: Sequence[ImagePart], text: str) -> list[BaseMessage]:
+        """System prompt, then images, then the changing text (stable parts first)."""
+        content: list[str | dict[str, Any]] = [
+            {"type": "image_url", "image_url": {"url": image.data_url()}} for image in images
+        ]
+        content.append({"type": "text", "text": text})
+        return [SystemMessage(content=system), HumanMessage(content=content)]
+
+    async def ask(
+        self,
+        schema: type[T],
+        *,
+        system: str,
+        text: str,
+        images: Sequence[ImagePart] = (),
+        node: str = "",
+        meta: dict[str, Any] | None = None,
+    ) -> Reply[T]:
+        """Ask for one ``schema`` object; raises :class:`ModelReplyError` or :class:`EndpointError`."""
+        check_limits(images, self.settings)
+        record = CallRecord(
+            node=node,
+            schema=schema.__name__,
+            started_at=time.time(),
+            images=len(images),
+            image_pixels=sum(i.pixels for i in images),
+            meta=dict(meta or {}),
+        )
+        messages = self.build_messages(system, images, text)
+        began = time.perf_counter()
+        try:
+            value = await self._ask(schema, messages, record)
+            return Reply(value, record)
+        except BaseException as exc:
+            record.outcome = "failed"
+            record.error = record.error or f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            record.latency_s = time.perf_counter() - began
+            self.totals.add(record)
+            if self.on_record is not None:
+                self.on_record(record)
+            log.debug(
+                "model_call",
+                node=node,
+                schema=record.schema,
+                outcome=record.outcome,
+                prompt_tokens=record.prompt_tokens,
+                cached=record.cached_tokens,
+                latency_s=round(record.latency_s, 3),
+            )
+
+    async def _ask(self, schema: type[T], messages: list[BaseMessage], record: CallRecord) -> T:
+        fmt = response_format(schema)
+        reply = await self._send(messages, fmt, record)
+        record.reply_text = reply
+        value, error = self._parse(schema, reply, record)
+        if value is not None:
+            return value
+        followup = [
+            *messages,
+            AIMessage(content=reply),
+            HumanMessage(content=self._reask.render(error=error)),
+        ]
+        second = await self._send(followup, fmt, record)
+        record.reply_text = second
+        value, error = self._parse(schema, second, record)
+        if value is not None:
+            record.outcome = "reasked"
+            return value
+        record.error = f"invalid reply after a re-ask: {error}"
+        raise ModelReplyError(f"the model's reply to {schema.__name__} was not valid after a re-ask: {error}")
+
+    def _parse(self, schema: type[T], text: str, record: CallRecord) -> tuple[T | None, str]:
+        try:
+            value = schema.model_validate_json(text)
+            record.outcome = "ok"
+            return value, ""
+        except ValidationError as exc:
+            first_error = _short_error(exc)
+        repaired = repair_json(text)
+        if repaired is not None and repaired != text:
+            try:
+                value = schema.model_validate_json(repaired)
+                record.outcome = "repaired"
+                return value, ""
+            except ValidationError as exc:
+                first_error = _short_error(exc)
+        record.parse_errors.append(first_error)
+        return None, first_error
+
+    async def _send(self, messages: list[BaseMessage], fmt: dict[str, Any], record: CallRecord) -> str:
+        attempt = 0
+        while True:
+            attempt += 1
+            record.attempts += 1
+            try:
+                async with self._semaphore:
+                    message = await self.model.ainvoke(messages, response_format=fmt)
+            except Exception as exc:
+                if not _retryable(exc):
+                    raise await self._translate(exc) from None
+                if attempt > self.settings.max_retries:
+                    raise EndpointError(
+                        f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: "
+                        f"{_describe(exc)}"
+                    ) from None
+                record.retries += 1
+                delay = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2 ** (attempt - 1))
+                log.info("model_call_retry", attempt=attempt, error=_describe(exc), delay_s=round(delay, 2))
+                await self._sleep(self._rng.uniform(0, delay))
+                continue
+            prompt, completion, cached = _usage(message)
+            record.prompt_tokens += prompt
+            record.completion_tokens += completion
+            record.cached_tokens += cached
+            content = message.content
+            return content if isinstance(content, str) else str(content)
+
+    async def _translate(self, exc: Exception) -> Exception:
+        """Turn a non-retryable failure into a user-facing error with what the user needs to fix it."""
+        if isinstance(exc, openai.NotFoundError) or (
+            isinstance(exc, openai.BadRequestError)
+            and "model" in str(exc).lower()
+            and "exist" in str(exc).lower()
+        ):
+            served = await self.served_models_or_none()
+            if served is not None and self.settings.model not in served:
+                return ModelNotServedError(
+                    f"model {self.settings.model!r} is not served at {self.settings.base_url}; "
+                    f"served: {', '.join(served) or 'none'}"
+                )
+        if isinstance(exc, openai.APIStatusError):
+            return EndpointError(
+                f"VLM endpoint {self.settings.base_url} refused the request "
+                f"(HTTP {exc.status_code}): {_describe(exc)}"
+            )
+        return exc
+
+    async def served_models_or_none(self) -> list[str] | None:
+        """The models the endpoint lists, or None when this chat model cannot tell."""
+        lister = getattr(self.model, "served_models", None)
+        if lister is None:
+            return None
+        try:
+            served: list[str] = await lister()
+        except openai.OpenAIError:
+            return None
+        return served
+
+    async def check_model(self) -> str:
+        """Make sure the endpoint is reachable and serves our model; returns the model id used.
+
+        With no model configured, the server's first listed model is chosen.
+        """
+        lister = getattr(self.model, "served_models", None)
+        if lister is None:
+            return self.settings.model
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                served: list[str] = await lister()
+                break
+            except openai.OpenAIError as exc:
+                if not _retryable(exc) or attempt > self.settings.max_retries:
+                    raise EndpointError(
+                        f"cannot reach the VLM endpoint at {self.settings.base_url} "
+                        f"after {attempt} attempts: {_describe(exc)}"
+                    ) from None
+                delay = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2 ** (attempt - 1))
+                await self._sleep(self._rng.uniform(0, delay))
+        if not self.settings.model:
+            if not served:
+                raise ModelNotServedError(f"the endpoint at {self.settings.base_url} serves no model")
+            self.settings = self.settings.with_model(served[0])
+            if hasattr(self.model, "settings"):
+                self.model.settings = self.settings
+        elif self.settings.model not in served:
+            raise ModelNotServedError(
+                f"model {self.settings.model!r} is not served at {self.settings.base_url}; "
+                f"served: {', '.join(served) or 'none'}"
+            )
+        return self.settings.model
+
+
+def _short_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:3]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "reply"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "request timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        return f"connection error ({type(cause).__name__ if cause else 'no response'})"
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        message = body.get("message") or (body.get("error") or {}).get("message") if body else None
+        return f"HTTP {exc.status_code}: {message or exc.message}"
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,61 @@
+"""Images as the model receives them: JPEG bytes sent as data URLs, with the server's limits checked first."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from PIL import Image
+
+from videoatlas.errors import ImageLimitError
+from videoatlas.llm.settings import EndpointSettings
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """One JPEG image for a prompt."""
+
+    jpeg: bytes
+    width: int
+    height: int
+    label: str = ""
+    """What the image is (for traces): 'root grid', 'cell 12/5', 'scratchpad p1'..."""
+
+    @classmethod
+    def from_jpeg(cls, jpeg: bytes, label: str = "") -> ImagePart:
+        """Read the size from the bytes."""
+        with Image.open(io.BytesIO(jpeg)) as img:
+            return cls(jpeg, img.width, img.height, label)
+
+    @property
+    def pixels(self) -> int:
+        """Width x height."""
+        return self.width * self.height
+
+    @property
+    def sha256(self) -> str:
+        """Content hash (what a prefix cache keys images by)."""
+        return hashlib.sha256(self.jpeg).hexdigest()
+
+    def data_url(self) -> str:
+        """``data:image/jpeg;base64,...``."""
+        return "data:image/jpeg;base64," + base64.b64encode(self.jpeg).decode("ascii")
+
+
+def check_limits(images: Sequence[ImagePart], settings: EndpointSettings) -> None:
+    """Refuse, before sending, a prompt the server would reject for its images."""
+    if len(images) > settings.max_images:
+        raise ImageLimitError(
+            f"{len(images)} images in one prompt exceed the server's limit of {settings.max_images} "
+            "(raise vLLM's --limit-mm-per-prompt and videoatlas' max_images together)"
+        )
+    for image in images:
+        if image.pixels > settings.max_image_pixels:
+            raise ImageLimitError(
+                f"image {image.label or image.sha256[:12]} is {image.width}x{image.height} "
+                f"= {image.pixels:,} px, over the server's {settings.max_image_pixels:,} px per image; "
+                "use smaller cells or a smaller K"
+            )

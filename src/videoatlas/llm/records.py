@@ -1,0 +1,81 @@
+"""What every model call cost and how it ended."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal["ok", "repaired", "reasked", "failed"]
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One structured call: latency, tokens, images, the schema asked for, and the outcome."""
+
+    node: str
+    schema: str
+    started_at: float
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    images: int = 0
+    image_pixels: int = 0
+    outcome: Outcome = "failed"
+    attempts: int = 0
+    """HTTP requests made, retries and the re-ask included."""
+    retries: int = 0
+    parse_errors: list[str] = field(default_factory=list)
+    reply_text: str = ""
+    error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Caller's labels: prompt set, template hash, worker, round."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for traces and JSON output."""
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class CallTotals:
+    """Running totals over many calls, safe to update from several tasks and threads."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    images: int = 0
+    latency_s: float = 0.0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, record: CallRecord) -> None:
+        """Count one finished call."""
+        with self._lock:
+            self.calls += 1
+            self.prompt_tokens += record.prompt_tokens
+            self.completion_tokens += record.completion_tokens
+            self.cached_tokens += record.cached_tokens
+            self.images += record.images
+            self.latency_s += record.latency_s
+            self.outcomes[record.outcome] += 1
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """Share of prompt tokens served from the server's prefix cache."""
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data."""
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_hit_rate": round(self.cache_hit_rate, 4),
+            "images": self.images,
+            "latency_s": round(self.latency_s, 3),
+            "outcomes": dict(self.outcomes),
+        }

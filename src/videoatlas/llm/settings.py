@@ -1,0 +1,70 @@
+"""Endpoint settings: environment variables first, command-line flags on top."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from videoatlas.errors import BadInputError
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSettings:
+    """How to reach an OpenAI-compatible VLM server, and how patiently."""
+
+    base_url: str = DEFAULT_BASE_URL
+    model: str = ""
+    """Empty: use the first model the server lists."""
+    api_key: str = "EMPTY"
+    timeout_s: float = 120.0
+    """Per HTTP request."""
+    max_retries: int = 4
+    """Retries after the first attempt, on connection errors, timeouts, 429 and 5xx."""
+    backoff_s: float = 0.5
+    backoff_cap_s: float = 8.0
+    max_concurrency: int = 16
+    """Requests in flight at once, across every node and worker."""
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    max_images: int = 16
+    """Images per prompt the server accepts (vLLM ``--limit-mm-per-prompt``)."""
+    max_image_pixels: int = 12_845_056
+    """Pixels per image the server accepts (Qwen2.5-VL's default ``max_pixels``, 16384 x 28 x 28)."""
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise BadInputError(f"endpoint URL must start with http:// or https://, got {self.base_url!r}")
+        for name in ("timeout_s", "max_concurrency", "max_tokens", "max_images", "max_image_pixels"):
+            if getattr(self, name) <= 0:
+                raise BadInputError(f"{name} must be positive")
+        if self.max_retries < 0:
+            raise BadInputError("max_retries must be >= 0")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> EndpointSettings:
+        """Read ``VIDEOATLAS_BASE_URL``, ``VIDEOATLAS_MODEL``, ``VIDEOATLAS_API_KEY``; ``overrides`` win."""
+        source = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for key, var in (
+            ("base_url", "VIDEOATLAS_BASE_URL"),
+            ("model", "VIDEOATLAS_MODEL"),
+            ("api_key", "VIDEOATLAS_API_KEY"),
+        ):
+            if source.get(var):
+                values[key] = source[var]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def with_model(self, model: str) -> EndpointSettings:
+        """A copy naming ``model``."""
+        return replace(self, model=model)
+
+    def redacted(self) -> dict[str, Any]:
+        """Plain data safe to log or store: the API key is never included."""
+        data = asdict(self)
+        data["api_key"] = "***" if self.api_key and self.api_key != "EMPTY" else self.api_key
+        return data
