@@ -168,3 +168,77 @@ def test_usage_errors_are_one_line() -> None:
         run("synth", "--duration", "soon", "--out", "/tmp/x"), 2, "cannot read 'soon' as a time"
     )
     assert_one_line_error(run("synth", "--duration", "10", "--out", "/tmp/x"), 2, "at least 30 s")
+
+
+def test_serve_dry_run_builds_the_vllm_command() -> None:
+    proc = run("serve", "--model", "Qwen/Qwen2.5-VL-7B-Instruct", "--gpus", "4", "--dry-run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    cmd = json.loads(proc.stdout)
+    assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen2.5-VL-7B-Instruct"]
+    assert cmd[cmd.index("--tensor-parallel-size") + 1] == "4"
+    assert json.loads(cmd[cmd.index("--limit-mm-per-prompt") + 1]) == {"image": 16, "video": 0}
+    for flag in ("--enable-prefix-caching", "--enable-prompt-tokens-details", "--enable-auto-tool-choice"):
+        assert flag in cmd
+    assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes"
+
+
+def test_serve_without_vllm_is_a_clear_error() -> None:
+    import shutil
+
+    if shutil.which("vllm"):
+        pytest.skip("vllm is installed here; this checks the message on machines without it")
+    proc = run("serve", "--model", "Qwen/Qwen2.5-VL-7B-Instruct")
+    assert proc.returncode == 2 and "pip install 'videoatlas[serve]'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_sim_server_command_serves_the_protocol() -> None:
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([EXE, "sim-server", "--port", str(port)], stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(100):
+            try:
+                models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("sim-server did not start")
+        assert models["data"][0]["id"] == "videoatlas-standin"
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            json={
+                "model": "videoatlas-standin",
+                "messages": [{"role": "user", "content": "Question: why? A. x\nB. y"}],
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "A",
+                        "schema": {
+                            "type": "object",
+                            "properties": {"answer": {"type": "integer", "minimum": 0, "maximum": 1}},
+                            "required": ["answer"],
+                        },
+                    },
+                },
+            },
+            timeout=60,
+        ).json()
+        assert json.loads(reply["choices"][0]["message"]["content"])["answer"] in (0, 1)
+        assert reply["usage"]["prompt_tokens"] > 0
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert "STAND-IN VLM" in (server.stderr.read() if server.stderr else "")
+
+
+def test_bad_fault_spec_is_one_line() -> None:
+    assert_one_line_error(run("sim-server", "--fault", "meteor=0.5"), 2, "unknown fault")
+    assert_one_line_error(run("sim-server", "--fault", "http500=lots"), 2, "NAME=RATE")

@@ -26,7 +26,7 @@ class Pick(BaseModel):
 class Recording(GenericFakeChatModel):
     """A fake chat model that also keeps every prompt it was sent."""
 
-    seen: list[list[BaseMessage]] = []
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
 
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         self.seen.append(list(messages))
@@ -50,7 +50,9 @@ def tiny_image(label: str = "") -> ImagePart:
 
 async def test_valid_reply_and_message_order() -> None:
     client, model = client_with(['{"cells": [3, 4], "reason": "titles match"}'])
-    reply = await client.ask(Pick, system="SYS", text="CHANGING", images=[tiny_image("a"), tiny_image("b")], node="probe")
+    reply = await client.ask(
+        Pick, system="SYS", text="CHANGING", images=[tiny_image("a"), tiny_image("b")], node="probe"
+    )
     assert reply.value == Pick(cells=[3, 4], reason="titles match")
     assert reply.record.outcome == "ok" and reply.record.attempts == 1 and reply.record.images == 2
     (sent,) = model.seen
@@ -124,10 +126,12 @@ def test_repair_json() -> None:
 
 
 def test_settings_from_env_and_redaction() -> None:
-    env = {"VIDEOATLAS_BASE_URL": "http://gpu-node:8000/v1", "VIDEOATLAS_MODEL": "Qwen/Qwen2.5-VL-7B-Instruct",
-           "VIDEOATLAS_API_KEY": "sk-secret"}
+    env = {
+        "VIDEOATLAS_BASE_URL": "http://gpu-node:8000/v1",
+        "VIDEOATLAS_MODEL": "Qwen/Qwen2.5-VL-7B-Instruct",
+        "VIDEOATLAS_API_KEY": "sk-secret",
+    }
     settings = EndpointSettings.from_env(env, model="override", timeout_s=None)
     assert settings.base_url == "http://gpu-node:8000/v1" and settings.model == "override"
     assert settings.timeout_s == 120.0
     assert "sk-secret" not in str(settings.redacted())
-

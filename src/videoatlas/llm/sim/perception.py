@@ -93,13 +93,29 @@ def parse_clock(text: str) -> float:
     return value
 
 
-def decode_data_url(url: str) -> np.ndarray:
-    """RGB pixels of a ``data:image/...;base64,`` URL."""
+@dataclass(frozen=True, slots=True)
+class EncodedImage:
+    """An image as received: its bytes, their hash, and its size read from the header only."""
+
+    data: bytes
+    sha256: str
+    width: int
+    height: int
+
+    def pixels(self) -> np.ndarray:
+        """Decode to RGB (only needed when the image has not been read before)."""
+        with Image.open(io.BytesIO(self.data)) as img:
+            return np.asarray(img.convert("RGB"))
+
+
+def decode_data_url(url: str) -> EncodedImage:
+    """The image in a ``data:image/...;base64,`` URL, without decoding its pixels yet."""
     if not url.startswith("data:image/") or ";base64," not in url:
         raise ValueError("only base64 data URLs of images are accepted")
     raw = base64.b64decode(url.split(",", 1)[1], validate=False)
     with Image.open(io.BytesIO(raw)) as img:
-        return np.asarray(img.convert("RGB"))
+        width, height = img.size
+    return EncodedImage(raw, hashlib.sha256(raw).hexdigest(), width, height)
 
 
 class Reader:
@@ -114,13 +130,17 @@ class Reader:
         self._cache: dict[str, Sight] = {}
         self._cache_size = cache_size
 
-    def see(self, rgb: np.ndarray) -> Sight:
-        """Read an image (cached by its pixel content)."""
-        key = hashlib.sha256(rgb.tobytes()).hexdigest() + f":{rgb.shape}"
+    def see(self, image: np.ndarray | EncodedImage) -> Sight:
+        """Read an image (cached by content: the encoded bytes' hash, or the pixels')."""
+        if isinstance(image, EncodedImage):
+            key = "enc:" + image.sha256
+        else:
+            key = "rgb:" + hashlib.sha256(image.tobytes()).hexdigest() + f":{image.shape}"
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
+        rgb = image.pixels() if isinstance(image, EncodedImage) else image
         lines = self._read_lines(rgb)
         sight = _layout(rgb.shape[1], rgb.shape[0], lines)
         with self._lock:

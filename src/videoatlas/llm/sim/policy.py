@@ -128,8 +128,11 @@ class Request:
         return False
 
     def relevance(self, tile: Tile) -> int:
-        """How much a tile matters: a choice shown with a salient word beats a salient word alone,
-        which beats a choice alone (a same-looking distractor elsewhere), which beats nothing."""
+        """How much a tile matters to the question.
+
+        A choice shown with a salient word beats a salient word alone, which beats a choice alone
+        (a same-looking distractor elsewhere), which beats nothing.
+        """
         if tile.explored:
             return 0
         has_choice = bool(self.choices_in(tile)) if self.choices and not self.counting else False

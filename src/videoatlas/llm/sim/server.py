@@ -21,11 +21,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import structlog
 from aiohttp import web
 
-from videoatlas.llm.sim.perception import Reader, Sight, decode_data_url
+from videoatlas.llm.sim.perception import EncodedImage, Reader, Sight, decode_data_url
 from videoatlas.llm.sim.policy import Request, respond
 from videoatlas.llm.sim.tokens import PrefixCache, prompt_tokens, text_pieces
 
@@ -215,7 +214,7 @@ class SimServer:
                 "messages",
             )
         for img in images:
-            if img.shape[0] * img.shape[1] > self.config.max_image_pixels:
+            if img.width * img.height > self.config.max_image_pixels:
                 self.stats.errors["image_too_large"] += 1
                 return _error(400, "image exceeds max_pixels", "BadRequestError", "messages")
         schema = _schema_of(body.get("response_format"))
@@ -319,10 +318,10 @@ def _schema_of(response_format: Any) -> dict[str, Any] | None:
     return None
 
 
-def _read_messages(messages: list[Any]) -> tuple[list[str], list[np.ndarray], list[tuple[str, Any]]]:
-    """Texts, decoded images, and the ordered token parts of a chat request."""
+def _read_messages(messages: list[Any]) -> tuple[list[str], list[EncodedImage], list[tuple[str, Any]]]:
+    """Texts, images (not yet decoded), and the ordered token parts of a chat request."""
     texts: list[str] = []
-    images: list[np.ndarray] = []
+    images: list[EncodedImage] = []
     parts: list[tuple[str, Any]] = []
     for message in messages:
         if not isinstance(message, dict):
@@ -347,8 +346,7 @@ def _read_messages(messages: list[Any]) -> tuple[list[str], list[np.ndarray], li
                 except (ValueError, OSError) as exc:
                     raise ValueError(f"cannot read image: {exc}") from None
                 images.append(img)
-                sha = hashlib.sha256(url.encode()).hexdigest()
-                parts.append((role, (sha, img.shape[1], img.shape[0])))
+                parts.append((role, (img.sha256, img.width, img.height)))
             else:
                 raise ValueError(f"unsupported content part type {kind!r}")
     return texts, images, parts
