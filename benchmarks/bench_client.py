@@ -89,9 +89,7 @@ async def run(base_url: str, calls: int, concurrency: int, images: list[ImagePar
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()

@@ -131,9 +131,7 @@ def measure(method: str, video: Path, path: tuple[int, ...], cache_dir: str | No
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default="bench-data", help="where the benchmark videos are kept")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default=None, help="write all raw results as JSON here")

@@ -85,17 +85,13 @@ def test_grid_text_output_prints_render_time(counter_video: Path, tmp_path: Path
 
 def test_grid_prints_subtitles_in_view(synth_video: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     video, _ = synth_video
-    proc = run(
-        "grid", str(video), "--subtitles", str(video.with_suffix(".srt")), "-o", str(tmp_path / "s.jpg")
-    )
+    proc = run("grid", str(video), "--subtitles", str(video.with_suffix(".srt")), "-o", str(tmp_path / "s.jpg"))
     assert proc.returncode == 0, proc.stderr
     assert "subtitles in view:" in proc.stdout and "about" in proc.stdout
 
 
 def test_synth_json(tmp_path: Path) -> None:
-    proc = run(
-        "synth", "--duration", "45s", "--seed", "2", "--size", "320x180", "--out", str(tmp_path), "--json"
-    )
+    proc = run("synth", "--duration", "45s", "--seed", "2", "--size", "320x180", "--out", str(tmp_path), "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     truth = json.loads(Path(result["ground_truth"]).read_text())
@@ -127,9 +123,7 @@ def test_corrupt_stream_renders_with_marked_cells(corrupt_video: Path, tmp_path:
         ("audio_only", 3, "no video stream (audio only)"),
     ],
 )
-def test_bad_videos(
-    request: pytest.FixtureRequest, tmp_path: Path, fixture: str, code: int, fragment: str
-) -> None:
+def test_bad_videos(request: pytest.FixtureRequest, tmp_path: Path, fixture: str, code: int, fragment: str) -> None:
     path = tmp_path / "missing.mp4" if fixture == "missing" else request.getfixturevalue(fixture)
     assert_one_line_error(run("probe", str(path)), code, fragment)
     assert_one_line_error(run("grid", str(path), "-o", str(tmp_path / "x.jpg")), code, fragment)
@@ -149,9 +143,7 @@ def test_bad_videos(
         (("--cell-px", "8"), "cell size must be between"),
     ],
 )
-def test_bad_grid_arguments(
-    counter_video: Path, tmp_path: Path, args: tuple[str, ...], fragment: str
-) -> None:
+def test_bad_grid_arguments(counter_video: Path, tmp_path: Path, args: tuple[str, ...], fragment: str) -> None:
     assert_one_line_error(run("grid", str(counter_video), *args, "-o", str(tmp_path / "x.jpg")), 2, fragment)
 
 
@@ -164,9 +156,7 @@ def test_unreadable_subtitles(counter_video: Path, tmp_path: Path) -> None:
 
 def test_usage_errors_are_one_line() -> None:
     assert_one_line_error(run("grid"), 2, "the following arguments are required")
-    assert_one_line_error(
-        run("synth", "--duration", "soon", "--out", "/tmp/x"), 2, "cannot read 'soon' as a time"
-    )
+    assert_one_line_error(run("synth", "--duration", "soon", "--out", "/tmp/x"), 2, "cannot read 'soon' as a time")
     assert_one_line_error(run("synth", "--duration", "10", "--out", "/tmp/x"), 2, "at least 30 s")
 
 

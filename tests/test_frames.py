@@ -43,9 +43,7 @@ def assert_honest(frame: DecodedFrame, window: Interval) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("path", [(), (0,), (17,), (63,), (40, 5)])
-def test_every_grid_frame_lies_inside_its_cell(
-    counter_video: Path, backend: str, path: tuple[int, ...]
-) -> None:
+def test_every_grid_frame_lies_inside_its_cell(counter_video: Path, backend: str, path: tuple[int, ...]) -> None:
     with FrameSource(counter_video, backend=backend) as src:
         grid = grid_for_path(src.duration, path)
         frames = src.fetch_cells([c.interval for c in grid.cells], 160)
@@ -82,9 +80,7 @@ def test_exact_targets_in_one_gop_share_one_pass(counter_video: Path) -> None:
 def test_custom_interval_grid(counter_video: Path, backend: str) -> None:
     with FrameSource(counter_video, backend=backend) as src:
         grid = grid_over(Interval(12.3, 19.7))
-        for cell, frame in zip(
-            grid.cells, src.fetch_cells([c.interval for c in grid.cells], 96), strict=True
-        ):
+        for cell, frame in zip(grid.cells, src.fetch_cells([c.interval for c in grid.cells], 96), strict=True):
             assert_honest(frame, cell.interval)
 
 
@@ -138,8 +134,7 @@ def test_concurrent_threads_get_the_same_frames_as_sequential(counter_video: Pat
     with FrameSource(counter_video) as ref:
         expected = {
             p: [
-                frame_number(f)
-                for f in ref.fetch_cells([c.interval for c in grid_for_path(ref.duration, p).cells], 64)
+                frame_number(f) for f in ref.fetch_cells([c.interval for c in grid_for_path(ref.duration, p).cells], 64)
             ]
             for p in paths
         }

@@ -41,9 +41,7 @@ def test_fine_grid_shares_sequential_passes() -> None:
 def test_runs_split_only_where_a_seek_saves_decoding() -> None:
     from videoatlas.environment.plan import FrameTarget
 
-    targets = [
-        FrameTarget(i, Interval(t - 0.1, t + 0.1), t) for i, t in enumerate([1.0, 2.0, 9.0, 11.0, 35.0])
-    ]
+    targets = [FrameTarget(i, Interval(t - 0.1, t + 0.1), t) for i, t in enumerate([1.0, 2.0, 9.0, 11.0, 35.0])]
     runs = group_runs(targets, KEYS_10S)
     assert [[t.target for t in r] for r in runs] == [[1.0, 2.0, 9.0], [11.0], [35.0]]
     runs = group_runs(targets, None)  # no index: close targets share a pass

@@ -81,9 +81,7 @@ def test_unavailable_cells_render_grey_and_the_grid_still_renders(corrupt_video:
         assert grey > 0.6
 
 
-def test_identical_requests_give_identical_bytes_with_and_without_cache(
-    counter_video: Path, tmp_path: Path
-) -> None:
+def test_identical_requests_give_identical_bytes_with_and_without_cache(counter_video: Path, tmp_path: Path) -> None:
     shas = []
     for _ in range(2):
         with FrameSource(counter_video) as src:

@@ -53,18 +53,14 @@ def grids(synth_video: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
 
 
 def client_for(base_url: str, **overrides: Any) -> VLMClient:
-    settings = EndpointSettings(
-        base_url=base_url, model=STANDIN_MODEL, backoff_s=0.01, backoff_cap_s=0.02, **overrides
-    )
+    settings = EndpointSettings(base_url=base_url, model=STANDIN_MODEL, backoff_s=0.01, backoff_cap_s=0.02, **overrides)
     return VLMClient(OpenAICompatibleChat(settings=settings), settings)
 
 
 def question_text(truth: dict[str, Any], needle: dict[str, Any]) -> str:
     q = next(q for q in truth["questions"] if q["id"] == f"needle-{needle['chapter']}")
     letters = "ABCD"
-    lines = [f"Question: {q['question']}", "Choices:"] + [
-        f"{letters[i]}. {c}" for i, c in enumerate(q["choices"])
-    ]
+    lines = [f"Question: {q['question']}", "Choices:"] + [f"{letters[i]}. {c}" for i, c in enumerate(q["choices"])]
     return "\n".join(lines)
 
 
@@ -83,9 +79,7 @@ def test_models_endpoint_labels_the_stand_in(server: RunningServer) -> None:
     assert "stand-in" in data["data"][0]["owned_by"]
 
 
-async def test_probe_picks_the_named_chapter_from_pixels(
-    server: RunningServer, grids: dict[str, Any]
-) -> None:
+async def test_probe_picks_the_named_chapter_from_pixels(server: RunningServer, grids: dict[str, Any]) -> None:
     truth, needle = grids["truth"], grids["needle"]
     chapter = truth["chapters"][needle["chapter"]]
     client = client_for(server.base_url)
@@ -97,9 +91,7 @@ async def test_probe_picks_the_named_chapter_from_pixels(
     assert all(s.start < chapter["end"] and s.end > chapter["start"] for s in spans), (cells, chapter)
 
 
-async def test_text_too_small_to_read_is_not_read(
-    server: RunningServer, grids: dict[str, Any], reader: Reader
-) -> None:
+async def test_text_too_small_to_read_is_not_read(server: RunningServer, grids: dict[str, Any], reader: Reader) -> None:
     import io
 
     import numpy as np
@@ -113,9 +105,7 @@ async def test_text_too_small_to_read_is_not_read(
     assert title not in seen(grids["small"].image.jpeg).replace(" ", "")  # 48 px cells: titles ~3 px tall
 
 
-async def test_worker_step_finds_the_needle_in_the_expanded_cell(
-    server: RunningServer, grids: dict[str, Any]
-) -> None:
+async def test_worker_step_finds_the_needle_in_the_expanded_cell(server: RunningServer, grids: dict[str, Any]) -> None:
     step = choice_schema(
         "Step",
         "action",
@@ -181,12 +171,8 @@ async def test_usage_counts_image_tokens_and_prefix_cache(reader: Reader, grids:
     for patch, per_image in ((28, 92 * 92), (32, 80 * 80)):
         with RunningServer(SimServer(SimConfig(patch=patch), reader=reader)) as srv:
             client = client_for(srv.base_url)
-            first = await client.ask(
-                Probe, system="Pick cells.", images=[image], text="Question: which? A. x\nB. y"
-            )
-            again = await client.ask(
-                Probe, system="Pick cells.", images=[image], text="Question: other? A. x\nB. y"
-            )
+            first = await client.ask(Probe, system="Pick cells.", images=[image], text="Question: which? A. x\nB. y")
+            again = await client.ask(Probe, system="Pick cells.", images=[image], text="Question: other? A. x\nB. y")
             assert per_image < first.record.prompt_tokens < per_image + 60
             assert first.record.cached_tokens == 0
             # Same system prompt and image, different trailing text: the stable prefix is served from cache.
@@ -196,9 +182,7 @@ async def test_usage_counts_image_tokens_and_prefix_cache(reader: Reader, grids:
 
 
 def fault_server(reader: Reader, fault: str, budget: int | None = None, **extra: Any) -> RunningServer:
-    return RunningServer(
-        SimServer(SimConfig(faults={fault: 1.0}, fault_budget=budget, **extra), reader=reader)
-    )
+    return RunningServer(SimServer(SimConfig(faults={fault: 1.0}, fault_budget=budget, **extra), reader=reader))
 
 
 @pytest.mark.parametrize("fault", ["http500", "http429", "drop"])
@@ -220,9 +204,7 @@ async def test_persistent_faults_exhaust_the_retry_budget(reader: Reader, fault:
 
 async def test_hang_past_the_client_timeout_is_retried(reader: Reader) -> None:
     with fault_server(reader, "hang", budget=1, hang_s=30.0) as srv:
-        reply = await client_for(srv.base_url, timeout_s=0.5).ask(
-            Probe, system="s", text="Question: q? A. x\nB. y"
-        )
+        reply = await client_for(srv.base_url, timeout_s=0.5).ask(Probe, system="s", text="Question: q? A. x\nB. y")
         assert reply.record.retries == 1 and reply.record.outcome == "ok"
 
 
@@ -237,9 +219,7 @@ async def test_client_errors_are_not_retried(reader: Reader, server: RunningServ
         await client.check_model()
 
 
-@pytest.mark.parametrize(
-    ("fault", "outcome"), [("malformed", "reasked"), ("schema", "reasked"), ("range", "reasked")]
-)
+@pytest.mark.parametrize(("fault", "outcome"), [("malformed", "reasked"), ("schema", "reasked"), ("range", "reasked")])
 async def test_bad_replies_are_reasked(reader: Reader, fault: str, outcome: str) -> None:
     class Bounded(BaseModel):
         cell: int = Field(ge=0, le=63)
@@ -274,8 +254,6 @@ async def test_check_model_picks_the_served_model(server: RunningServer) -> None
 async def test_global_concurrency_limit(reader: Reader) -> None:
     with RunningServer(SimServer(SimConfig(latency_s=0.2), reader=reader)) as srv:
         client = client_for(srv.base_url, max_concurrency=2)
-        await asyncio.gather(
-            *(client.ask(Probe, system="s", text=f"Question: q{i}? A. x\nB. y") for i in range(8))
-        )
+        await asyncio.gather(*(client.ask(Probe, system="s", text=f"Question: q{i}? A. x\nB. y") for i in range(8)))
         s = stats(srv)
         assert s["completed"] == 8 and s["in_flight_max"] == 2

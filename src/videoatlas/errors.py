@@ -7,6 +7,8 @@ class VideoAtlasError(Exception):
     """Base of every error that is the user's to fix (bad input, unreachable endpoint, unreadable video)."""
 
     exit_code = 1
+    record: object | None = None
+    """For errors of a model call: the call's record (tokens spent, attempts), attached by the client."""
 
 
 class BadInputError(VideoAtlasError):

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.frames import FrameSource
-from videoatlas.environment.geometry import Interval, format_path, parse_path, path_at
+from videoatlas.environment.geometry import Interval, format_path, parse_path
 from videoatlas.environment.readers import DEFAULT_BACKEND
-from videoatlas.environment.render import ScratchTile, visual_tokens
+from videoatlas.environment.render import ScratchTile, evidence_label, visual_tokens
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
 from videoatlas.environment.timefmt import format_ts, parse_range, parse_time
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
+from videoatlas.graph.context import RunConfig
+from videoatlas.llm.settings import EndpointSettings
 from videoatlas.paths import home_dir, render_cache_dir
+from videoatlas.runs import RunResult, run_question
 
 
 def _out(text: str) -> None:
@@ -192,8 +200,133 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_config_from(args: argparse.Namespace) -> RunConfig:
+    """The agent's configuration from command-line flags."""
+    try:
+        return RunConfig(
+            k=args.k,
+            cell_px=args.cell_px,
+            workers=args.workers,
+            traversal=args.traversal,
+            max_depth=args.max_depth,
+            rounds=args.rounds,
+            token_budget=args.token_budget,
+            call_budget=args.call_budget,
+            dfs_steps=args.dfs_steps,
+            prompts=args.prompts,
+            max_concurrency=args.max_concurrency,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BadInputError(f"--{where.replace('_', '-')}: {first['msg']}") from None
+
+
+@contextlib.contextmanager
+def endpoint_from(args: argparse.Namespace) -> Iterator[EndpointSettings]:
+    """Endpoint settings from the environment and flags; with ``--standin``, a stand-in server for the duration."""
+    if getattr(args, "standin", False):
+        from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
+
+        sys.stderr.write("starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process\n")
+        with RunningServer(SimServer(SimConfig())) as server:
+            yield EndpointSettings.from_env({}, base_url=server.base_url, model="", timeout_s=args.timeout)
+        return
+    yield EndpointSettings.from_env(
+        None, base_url=args.base_url, model=args.model, api_key=args.api_key, timeout_s=args.timeout
+    )
+
+
+def describe_event(event: dict[str, Any]) -> str | None:
+    """One progress line for a streamed event (None: not worth a line)."""
+    kind = event.get("event")
+    if kind == "search_task_done":
+        return f"search task: {event['search_task']}"
+    if kind == "traversal":
+        return f"traversal: {event['traversal']} ({event['reason']})"
+    if kind == "assign":
+        return f"round {event['round']}: workers on {', '.join(event['targets'])}"
+    if kind == "worker_step":
+        mark = "" if event.get("valid", True) else " [invalid]"
+        return f"  {event['worker']} step {event['step'] + 1}: {event['note']}{mark}"
+    if kind == "worker_done":
+        return f"  {event['worker']} done ({event['stop']}): {event['evidence']} evidence in {event['steps']} step(s)"
+    if kind == "worker_error":
+        return f"  {event['worker']} stopped: {event['error']}"
+    if kind == "round_done":
+        return (
+            f"round {event['round']} done: {event['evidence']} evidence items, {event['explored']:.0%} explored, "
+            f"{event['tokens']:,} tokens so far"
+        )
+    if kind == "uncertainty_done":
+        verdict = "sufficient" if event["sufficient"] else "not sufficient"
+        return f"uncertainty: {verdict}; {event['hints']} place(s) suggested; {event['erased']} item(s) erased"
+    if kind == "decide":
+        return "final decision..."
+    return None
+
+
+def _progress(quiet: bool) -> Any:
+    def show(event: dict[str, Any]) -> None:
+        line = describe_event(event)
+        if line and not quiet:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    return show
+
+
+def print_result(result: RunResult) -> None:
+    """The answer, the evidence with timestamps, and the cost, for people."""
+    if result.answer_index is not None:
+        _out(f"answer: {chr(ord('A') + result.answer_index)}. {result.answer}")
+    else:
+        _out(f"answer: {result.answer or '(none)'}")
+    if result.reasoning:
+        _out(f"reasoning: {result.reasoning}")
+    _out(f"evidence ({len(result.evidence)}):")
+    for i, e in enumerate(result.evidence):
+        cited = " *" if e.id in result.cited else ""
+        where = f"cell {e.cell}" if e.cell else f"{format_ts(e.start)}-{format_ts(e.end)}"
+        _out(
+            f"  [{evidence_label(i)}] {format_ts(e.time, 1)} ({where}, conf {e.confidence:.2f}){cited}: {e.description}"
+        )
+    c = result.cost
+    _out(
+        f"cost: {c.calls} calls, {c.tokens:,} tokens ({c.prompt_tokens:,} prompt, {c.cached_tokens:,} cached = "
+        f"{result.cache_hit_rate:.0%}; master {c.master_tokens:,}, workers {c.worker_tokens:,}), "
+        f"{result.rounds} round(s), {result.wall_s:.1f} s"
+    )
+    _out(f"stopped: {result.stop_reason}; run id {result.run_id}")
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """``videoatlas ask VIDEO -q ... [-c ...]``."""
+    config = run_config_from(args)
+    if not args.question.strip():
+        raise BadInputError("the question is empty")
+    with endpoint_from(args) as endpoint:
+        result = asyncio.run(
+            run_question(
+                args.video,
+                args.question,
+                args.choice,
+                config,
+                endpoint,
+                subtitles=args.subtitles,
+                subtitle_offset=_offset(args.subtitle_offset),
+                on_progress=_progress(args.quiet or args.json),
+            )
+        )
+    if args.json:
+        _json(result.as_dict())
+    else:
+        print_result(result)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Synthesise (once) a 10-minute video and render what an agent would see on it."""
+    """Synthesise (once) a 10-minute video, start the stand-in VLM in-process, and answer a question."""
     out = Path(args.out) if args.out else home_dir() / "demo"
     spec = SynthSpec(duration=600, seed=7)
     truth_path = out / "video.json"
@@ -205,48 +338,66 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if truth is None:
         sys.stderr.write(f"synthesising a 10-minute demo video into {out} ...\n")
         truth = synthesize(spec, out, progress=Progress("synth"))
-    question = truth["questions"][0]
-    needle_time = (question["evidence"][0][0] + question["evidence"][0][1]) / 2
-    atlas = _atlas(str(out / "video.mp4"), 8, 320, None, cache=True)
-    try:
-        root = atlas.grid(())
-        # The demo expands the root cell that holds the first question's evidence (known from the
-        # ground truth). The agent that chooses cells by itself is the subject of a later release.
-        cell = path_at(atlas.duration, needle_time, 0)
-        child = atlas.grid(cell, dead_zones=[root.grid.cells[0].interval])
-        zoom = atlas.zoom(needle_time)
-        pad = atlas.scratchpad(
-            [ScratchTile(0, needle_time, None), ScratchTile(1, child.grid.interval.start, None)]
+    questions = truth["questions"]
+    if not 0 <= args.question < len(questions):
+        raise BadInputError(f"--question must be between 0 and {len(questions) - 1}")
+    question = questions[args.question]
+    video = out / "video.mp4"
+    sys.stderr.write(
+        "starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process; "
+        "point --base-url at a vLLM server to use a real model\n"
+    )
+    from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
+
+    with RunningServer(SimServer(SimConfig())) as server:
+        endpoint = EndpointSettings.from_env({}, base_url=server.base_url, model="")
+        result = asyncio.run(
+            run_question(
+                video,
+                question["question"],
+                question["choices"],
+                RunConfig(),
+                endpoint,
+                on_progress=_progress(args.json),
+            )
         )
+    atlas = _atlas(str(video), 8, 320, None, cache=True)
+    try:
+        zones = [Interval(a, b) for a, b in result.state.get("dead_zones", [])]
+        root = atlas.grid((), zones)
+        pages = atlas.scratchpad([ScratchTile(i, e.time, e.subtitle) for i, e in enumerate(result.evidence)])
     finally:
         atlas.source.close()
-    files = {
-        "root_grid": str(root.image.save(out / "root_grid.jpg")),
-        "expanded_grid": str(child.image.save(out / f"grid_{format_path(cell).replace('/', '_')}.jpg")),
-        "zoom": str(zoom.save(out / "zoom.jpg")),
-        "scratchpad": str(pad[0].save(out / "scratchpad.jpg")),
-    }
+    files = {"root_grid": str(root.image.save(out / "root_grid_explored.jpg"))}
+    for n, page in enumerate(pages):
+        files[f"scratchpad_{n + 1}"] = str(page.save(out / f"scratchpad_{n + 1}.jpg"))
+    correct = result.answer_index == question["answer_index"]
     if args.json:
         _json(
             {
-                "video": str(out / "video.mp4"),
-                "question": question,
-                "expanded_cell": format_path(cell),
+                **result.as_dict(),
+                "video": str(video),
+                "truth": question["answer"],
+                "correct": correct,
                 **files,
             }
         )
         return 0
-    _out("VideoAtlas environment demo (the question-answering agent arrives in a later release)")
-    _out(f"video:          {out / 'video.mp4'} (10 minutes, synthetic)")
-    _out(f"question:       {question['question']}")
-    _out(f"root grid:      {files['root_grid']} ({root.image.render_s:.2f} s)")
-    _out(
-        f"expanded cell {format_path(cell)} ({format_ts(child.grid.interval.start)}-"
-        f"{format_ts(child.grid.interval.end)}): {files['expanded_grid']} ({child.image.render_s:.2f} s)"
-    )
-    _out(f"zoom at {format_ts(needle_time)}:  {files['zoom']}")
-    _out(f"scratchpad:     {files['scratchpad']}")
-    _out(f"answer (ground truth): {question['answer']}")
+    _out(f"video:    {video} (10 minutes, synthetic; ground truth in {truth_path})")
+    _out(f"question: {question['question']}")
+    for i, choice in enumerate(question["choices"]):
+        _out(f"          {chr(ord('A') + i)}. {choice}")
+    print_result(result)
+    _out(f"ground truth: {question['answer']} ({'correct' if correct else 'wrong'})")
+    _out("inspect:")
+    _out(f"  root grid with explored regions blacked out: {files['root_grid']}")
+    for key, path in files.items():
+        if key.startswith("scratchpad"):
+            _out(f"  evidence scratchpad: {path}")
+    if result.evidence:
+        cell = result.evidence[0].cell or "root"
+        _out(f"  the grid a worker saw: videoatlas grid {video} --cell {cell.rsplit('/', 1)[0]} -o grid.jpg")
+    _out(f"  the same run as JSON:  videoatlas demo --json --out {out}")
     return 0
 
 
@@ -316,9 +467,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     exe = vllm_executable()
     if exe is None:
-        raise BadInputError(
-            "vllm is not installed here: pip install 'videoatlas[serve]' on a machine with a GPU"
-        )
+        raise BadInputError("vllm is not installed here: pip install 'videoatlas[serve]' on a machine with a GPU")
     sys.stdout.flush()
     os.execv(exe, cmd)
     return 0  # not reached

@@ -25,6 +25,34 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def add_agent_options(p: argparse.ArgumentParser) -> None:
+    """Knobs of the Video-RLM agent."""
+    p.add_argument("--workers", type=int, default=4, help="cells explored in parallel per round (default 4)")
+    p.add_argument("--traversal", choices=["auto", "bfs", "dfs"], default="auto")
+    p.add_argument("--max-depth", default="auto", help="'auto' (first sub-second depth) or a number")
+    p.add_argument("--rounds", type=int, default=4, help="exploration rounds at most (default 4)")
+    p.add_argument("--token-budget", type=int, default=None, help="stop exploring after this many tokens")
+    p.add_argument("--call-budget", type=int, default=None, help="stop exploring after this many model calls")
+    p.add_argument("--dfs-steps", type=int, default=6, help="steps per DFS worker (default 6)")
+    p.add_argument("--prompts", default="default", help="prompt set: a built-in name or a directory")
+    p.add_argument("--k", type=int, default=8, help="grid size K (default 8)")
+    p.add_argument("--cell-px", type=int, default=320, help="pixels per cell (default 320)")
+    p.add_argument("--max-concurrency", type=int, default=8, help="worker tasks running at once (default 8)")
+
+
+def add_endpoint_options(p: argparse.ArgumentParser) -> None:
+    """Where the VLM is; flags override VIDEOATLAS_BASE_URL / VIDEOATLAS_MODEL / VIDEOATLAS_API_KEY."""
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (env VIDEOATLAS_BASE_URL)")
+    p.add_argument("--model", default=None, help="model id (env VIDEOATLAS_MODEL; default: first served)")
+    p.add_argument("--api-key", default=None, help="API key (env VIDEOATLAS_API_KEY)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per request (default 120)")
+    p.add_argument(
+        "--standin",
+        action="store_true",
+        help="start the STAND-IN VLM in-process and use it (OCR-based test backend, not a VLM)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full command-line interface."""
     parser = _Parser(
@@ -49,12 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--end", metavar="E", help="end of the explicit time range")
     p.add_argument("--k", type=int, default=8, help="grid size K (default 8: 64 cells)")
     p.add_argument("--cell-px", type=int, default=320, help="pixels per cell side (default 320)")
-    p.add_argument(
-        "--dead", action="append", default=[], metavar="S-E", help="explored interval to black out"
-    )
-    p.add_argument(
-        "--subtitles", metavar="FILE", help="SRT, WebVTT or LongVideoBench JSON; prints the lines in view"
-    )
+    p.add_argument("--dead", action="append", default=[], metavar="S-E", help="explored interval to black out")
+    p.add_argument("--subtitles", metavar="FILE", help="SRT, WebVTT or LongVideoBench JSON; prints the lines in view")
     p.add_argument("--subtitle-offset", default="0", metavar="S", help="seconds added to every subtitle time")
     p.add_argument("--backend", choices=["pyav", "decord"], default=None, help="decoder (default pyav)")
     p.add_argument("--no-cache", action="store_true", help="render afresh, ignoring the render cache")
@@ -75,9 +99,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_synth)
 
-    p = sub.add_parser(
-        "sim-server", help="run the STAND-IN VLM server (OCR-based, for tests and demos; not a VLM)"
-    )
+    p = sub.add_parser("ask", help="answer a question about a video with the Video-RLM agent")
+    p.add_argument("video")
+    p.add_argument("-q", "--question", required=True)
+    p.add_argument("-c", "--choice", action="append", default=[], help="an answer choice (repeat); none: open-ended")
+    p.add_argument("--subtitles", metavar="FILE", help="SRT, WebVTT or LongVideoBench JSON")
+    p.add_argument("--subtitle-offset", default="0", metavar="S", help="seconds added to every subtitle time")
+    add_agent_options(p)
+    add_endpoint_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=commands.cmd_ask)
+
+    p = sub.add_parser("sim-server", help="run the STAND-IN VLM server (OCR-based, for tests and demos; not a VLM)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8001)
     p.add_argument("--model", default=None, help="model id it serves (default videoatlas-standin)")
@@ -97,9 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_sim_server)
 
     p = sub.add_parser("serve", help="build and run the vLLM server command for a real VLM (needs a GPU)")
-    p.add_argument(
-        "--model", required=True, help="Hugging Face id or local path, e.g. Qwen/Qwen2.5-VL-7B-Instruct"
-    )
+    p.add_argument("--model", required=True, help="Hugging Face id or local path, e.g. Qwen/Qwen2.5-VL-7B-Instruct")
     p.add_argument("--gpus", type=int, default=1, help="tensor-parallel GPUs")
     p.add_argument("--host", default="0.0.0.0")
     p.add_argument("--port", type=int, default=8000)
@@ -111,8 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the command as a JSON list")
     p.set_defaults(func=commands.cmd_serve)
 
-    p = sub.add_parser("demo", help="synthesise a video and show the environment on it")
+    p = sub.add_parser("demo", help="synthesise a video, start the stand-in VLM, answer a question about it")
     p.add_argument("--out", default=None, metavar="DIR", help="where to write (default: the data directory)")
+    p.add_argument("--question", type=int, default=0, help="which of the demo video's questions to ask")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_demo)
     return parser

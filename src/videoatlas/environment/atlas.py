@@ -274,9 +274,7 @@ class VideoAtlas:
         dead_zones: Sequence[Interval] = (),
     ) -> GridView:
         """:meth:`investigate` off the event loop."""
-        result: GridView = await self._off_loop(
-            self.investigate, anchor, direction, window_s, list(dead_zones)
-        )
+        result: GridView = await self._off_loop(self.investigate, anchor, direction, window_s, list(dead_zones))
         return result
 
     async def azoom(self, t: float) -> RenderedImage:

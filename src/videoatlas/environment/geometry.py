@@ -119,9 +119,7 @@ def _path_fraction(path: CellPath, k: int) -> tuple[Fraction, Fraction]:
     width = Fraction(1)
     for depth, cell_id in enumerate(path):
         if not 0 <= cell_id < n_cells:
-            raise BadInputError(
-                f"cell id {cell_id} at level {depth} is out of range 0..{n_cells - 1} for K={k}"
-            )
+            raise BadInputError(f"cell id {cell_id} at level {depth} is out of range 0..{n_cells - 1} for K={k}")
         width /= n_cells
         lo += width * cell_id
     return lo, lo + width

@@ -126,9 +126,7 @@ def render_grid(
             width = max(2, cell_px // 40)
             draw.line((left, top, right, bottom), fill=_DEAD_FG, width=width)
             draw.line((left, bottom, right, top), fill=_DEAD_FG, width=width)
-            draw_centered_text(
-                draw, x + cell_px // 2, y + cell_px * 17 // 20, "EXPLORED", label_size, _DEAD_FG
-            )
+            draw_centered_text(draw, x + cell_px // 2, y + cell_px * 17 // 20, "EXPLORED", label_size, _DEAD_FG)
         elif frame.image is None:
             draw.rectangle(box, fill=_UNAVAILABLE_BG)
             _centered_text(draw, box, "frame unavailable", max(10, label_size * 3 // 4), (230, 230, 230))
@@ -136,9 +134,7 @@ def render_grid(
             _paste_centered(canvas, frame, x, y, cell_px)
             if covered > 0:
                 bar = max(4, cell_px // 32)
-                draw.rectangle(
-                    (x, y + cell_px - bar, x + int(cell_px * covered), y + cell_px - 1), fill=_DEAD_FG
-                )
+                draw.rectangle((x, y + cell_px - bar, x + int(cell_px * covered), y + cell_px - 1), fill=_DEAD_FG)
         _label(draw, x + 2, y + 2, f"{cell.index}  {format_ts(cell.interval.start, decimals)}", label_size)
     for i in range(1, k):
         draw.line((i * cell_px, 0, i * cell_px, side), fill=_GRID_LINE, width=2)
@@ -222,9 +218,7 @@ def render_scratchpad_page(
         x, y = col * tile_px, row * tile_px
         if frame.image is None:
             draw.rectangle((x, y, x + tile_px - 1, y + tile_px - 1), fill=_UNAVAILABLE_BG)
-            _centered_text(
-                draw, (x, y, x + tile_px, y + tile_px), "frame unavailable", sub_size, (230, 230, 230)
-            )
+            _centered_text(draw, (x, y, x + tile_px, y + tile_px), "frame unavailable", sub_size, (230, 230, 230))
         else:
             _paste_centered(canvas, frame, x, y, tile_px)
         _label(draw, x + 2, y + 2, f"[{evidence_label(tile.index)}] {format_ts(tile.time, 1)}", label_size)

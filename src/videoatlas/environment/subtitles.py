@@ -58,9 +58,7 @@ def parse_srt_or_vtt(text: str, source: str) -> list[SubtitleLine]:
                     lines.append(SubtitleLine(start, end, cue))
                 break
     if not lines and body.strip():
-        raise SubtitleError(
-            f"{source}: no subtitle cues found (expected SRT or WebVTT 'start --> end' lines)"
-        )
+        raise SubtitleError(f"{source}: no subtitle cues found (expected SRT or WebVTT 'start --> end' lines)")
     return lines
 
 

@@ -225,9 +225,7 @@ class _Placer:
                 return start
         return None
 
-    def place(
-        self, chapters: list[Chapter], length: float, pad: float, tail: float = 0.0
-    ) -> tuple[Chapter, float]:
+    def place(self, chapters: list[Chapter], length: float, pad: float, tail: float = 0.0) -> tuple[Chapter, float]:
         """Place in the first of ``chapters`` (tried in the given order) that has room."""
         for chapter in chapters:
             start = self.try_place(chapter, length, pad, tail)
@@ -307,9 +305,7 @@ def _mc(rng: random.Random, correct: str, others: list[str]) -> tuple[list[str],
     return choices, choices.index(correct)
 
 
-def _questions(
-    tl: Timeline, rng: random.Random, order_words: list[str], after_words: list[str]
-) -> list[Question]:
+def _questions(tl: Timeline, rng: random.Random, order_words: list[str], after_words: list[str]) -> list[Question]:
     questions: list[Question] = []
     needles = [e for e in tl.events if e.kind == "needle"]
     for e in needles:
@@ -386,9 +382,7 @@ def _card(
     pad = size // 2
     cw, ch = (right - left) + 2 * pad, (bottom - top) + 2 * pad
     cx, cy = w // 2, int(h * 0.6)
-    draw.rounded_rectangle(
-        (cx - cw // 2, cy - ch // 2, cx + cw // 2, cy + ch // 2), radius=pad // 2, fill=fill
-    )
+    draw.rounded_rectangle((cx - cw // 2, cy - ch // 2, cx + cw // 2, cy + ch // 2), radius=pad // 2, fill=fill)
     draw_centered_text(draw, cx, cy, text, size, fg)
 
 
@@ -410,18 +404,14 @@ def draw_state(tl: Timeline, scene: Scene, event: Event | None) -> Image.Image:
             draw.rectangle((x0, y0, x0 + size, y0 + size // 2), fill=shade)
     bar = h // 5
     draw.rectangle((0, 0, w, bar), fill=(0, 0, 0))
-    draw_centered_text(
-        draw, w // 2, bar // 2, f"CHAPTER {ch.index + 1}: {ch.title}", max(12, h // 9), (255, 255, 255)
-    )
+    draw_centered_text(draw, w // 2, bar // 2, f"CHAPTER {ch.index + 1}: {ch.title}", max(12, h // 9), (255, 255, 255))
     if event is not None:
         if event.kind == "needle":
             _card(draw, spec, event.text, (255, 255, 255), (0, 0, 0))
         elif event.kind == "marker":
             r = h // 6
             cx, cy = w // 2, int(h * 0.6)
-            draw.ellipse(
-                (cx - r, cy - r, cx + r, cy + r), fill=(220, 20, 20), outline=(255, 255, 255), width=3
-            )
+            draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=(220, 20, 20), outline=(255, 255, 255), width=3)
             draw_centered_text(draw, cx, cy, "STAR", max(12, h // 12), (255, 255, 255))
         elif event.kind == "order":
             _card(draw, spec, event.text, (30, 150, 60), (255, 255, 255))
@@ -531,9 +521,7 @@ def write_srt(path: Path, tl: Timeline) -> None:
         part[scene.chapter] = part.get(scene.chapter, 0) + 1
         title = tl.chapters[scene.chapter].title.lower()
         end = min(scene.end, scene.start + 4.0)
-        lines.append(
-            f"{n}\n{stamp(scene.start)} --> {stamp(end)}\nThis is part {part[scene.chapter]} about {title}.\n"
-        )
+        lines.append(f"{n}\n{stamp(scene.start)} --> {stamp(end)}\nThis is part {part[scene.chapter]} about {title}.\n")
     path.write_text("\n".join(lines), encoding="utf-8")
 
 

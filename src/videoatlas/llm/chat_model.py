@@ -64,9 +64,7 @@ class OpenAICompatibleChat(BaseChatModel):
             self._sync_client = openai.OpenAI(**self._client_kwargs())
         return self._sync_client
 
-    def _request(
-        self, messages: Sequence[BaseMessage], stop: list[str] | None, **kwargs: Any
-    ) -> dict[str, Any]:
+    def _request(self, messages: Sequence[BaseMessage], stop: list[str] | None, **kwargs: Any) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.settings.model,
             "messages": convert_to_openai_messages(list(messages)),

@@ -25,12 +25,12 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError, create_model
 
-from videoatlas.errors import EndpointError, ModelNotServedError, ModelReplyError
+from videoatlas.errors import EndpointError, ModelNotServedError, ModelReplyError, VideoAtlasError
 from videoatlas.llm.images import ImagePart, check_limits
 from videoatlas.llm.records import CallRecord, CallTotals
 from videoatlas.llm.repair import repair_json
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.prompts import builtin_template
+from videoatlas.prompts import Template, builtin_template
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -100,6 +100,7 @@ class VLMClient:
         on_record: Callable[[CallRecord], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         seed: int | None = None,
+        reask: Template | None = None,
     ) -> None:
         self.model = model
         self.settings = settings
@@ -108,7 +109,7 @@ class VLMClient:
         self._sleep = sleep
         self._rng = random.Random(seed)
         self._semaphore = asyncio.Semaphore(settings.max_concurrency)
-        self._reask = builtin_template("reask")
+        self._reask = reask or builtin_template("reask")
 
     def build_messages(self, system: str, images: Sequence[ImagePart], text: str) -> list[BaseMessage]:
         """System prompt, then images, then the changing text (stable parts first)."""
@@ -146,6 +147,8 @@ class VLMClient:
         except BaseException as exc:
             record.outcome = "failed"
             record.error = record.error or f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, VideoAtlasError):
+                exc.record = record
             raise
         finally:
             record.latency_s = time.perf_counter() - began
@@ -214,8 +217,7 @@ class VLMClient:
                     raise await self._translate(exc) from None
                 if attempt > self.settings.max_retries:
                     raise EndpointError(
-                        f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: "
-                        f"{_describe(exc)}"
+                        f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: {_describe(exc)}"
                     ) from None
                 record.retries += 1
                 delay = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2 ** (attempt - 1))
@@ -232,9 +234,7 @@ class VLMClient:
     async def _translate(self, exc: Exception) -> Exception:
         """Turn a non-retryable failure into a user-facing error with what the user needs to fix it."""
         if isinstance(exc, openai.NotFoundError) or (
-            isinstance(exc, openai.BadRequestError)
-            and "model" in str(exc).lower()
-            and "exist" in str(exc).lower()
+            isinstance(exc, openai.BadRequestError) and "model" in str(exc).lower() and "exist" in str(exc).lower()
         ):
             served = await self.served_models_or_none()
             if served is not None and self.settings.model not in served:
@@ -244,8 +244,7 @@ class VLMClient:
                 )
         if isinstance(exc, openai.APIStatusError):
             return EndpointError(
-                f"VLM endpoint {self.settings.base_url} refused the request "
-                f"(HTTP {exc.status_code}): {_describe(exc)}"
+                f"VLM endpoint {self.settings.base_url} refused the request (HTTP {exc.status_code}): {_describe(exc)}"
             )
         return exc
 

@@ -7,6 +7,7 @@ import re
 import string
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 from videoatlas.errors import BadInputError
 
@@ -36,8 +37,7 @@ class Template:
         extra = values.keys() - self.variables
         if missing or extra:
             raise BadInputError(
-                f"template {self.name}: missing {sorted(missing) or 'nothing'}, "
-                f"unexpected {sorted(extra) or 'nothing'}"
+                f"template {self.name}: missing {sorted(missing) or 'nothing'}, unexpected {sorted(extra) or 'nothing'}"
             )
         return string.Template(self.text).substitute({k: str(v) for k, v in values.items()})
 
@@ -48,3 +48,124 @@ def builtin_template(name: str, prompt_set: str = "default") -> Template:
     if not path.is_file():
         raise BadInputError(f"no template {name!r} in the built-in prompt set {prompt_set!r}")
     return Template(f"{prompt_set}/{name}", path.read_text(encoding="utf-8"))
+
+
+# -- prompt sets -------------------------------------------------------------------------------------
+
+TEMPLATE_SPEC: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    # name: (variables that must appear, variables that may appear)
+    "search_task.system": (frozenset(), frozenset()),
+    "search_task.user": (frozenset({"question"}), frozenset({"choices"})),
+    "traversal.system": (frozenset(), frozenset()),
+    "traversal.user": (frozenset({"question"}), frozenset({"choices", "search_task"})),
+    "probe.system": (frozenset(), frozenset({"k"})),
+    "probe.user": (
+        frozenset({"question", "n"}),
+        frozenset({"choices", "search_task", "cells", "hints", "evidence", "progress", "k", "duration"}),
+    ),
+    "worker.system": (frozenset(), frozenset({"k"})),
+    "worker.user": (
+        frozenset({"question", "actions"}),
+        frozenset(
+            {
+                "choices",
+                "search_task",
+                "start",
+                "end",
+                "pct",
+                "duration",
+                "depth",
+                "k",
+                "cells",
+                "previous",
+                "collected",
+                "subtitles",
+                "zoom",
+            }
+        ),
+    ),
+    "uncertainty.system": (frozenset(), frozenset()),
+    "uncertainty.user": (
+        frozenset({"question"}),
+        frozenset({"choices", "search_task", "evidence", "progress", "cells", "gaps", "n", "max_range"}),
+    ),
+    "decide.system": (frozenset(), frozenset()),
+    "decide.user": (frozenset({"question", "evidence"}), frozenset({"choices", "format", "search_task"})),
+    "reask": (frozenset({"error"}), frozenset()),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSet:
+    """A named directory of templates, checked when loaded, with a hash recorded on every result."""
+
+    name: str
+    source: str
+    templates: dict[str, Template]
+
+    @property
+    def sha256(self) -> str:
+        """Hash over every template's name and text."""
+        digest = hashlib.sha256()
+        for key in sorted(self.templates):
+            digest.update(key.encode() + b"\0" + self.templates[key].text.encode() + b"\0")
+        return digest.hexdigest()[:16]
+
+    def __getitem__(self, name: str) -> Template:
+        return self.templates[name]
+
+    def render(self, name: str, **values: object) -> str:
+        """Fill template ``name`` with the values it uses; values it does not use are ignored.
+
+        Nodes offer every variable the spec allows; a template decides which to show. What the
+        spec does not allow was already refused when the set was loaded.
+        """
+        template = self.templates[name]
+        return template.render(**{k: v for k, v in values.items() if k in template.variables})
+
+
+def load_prompt_set(name_or_path: str = "default") -> PromptSet:
+    """Load a built-in set by name or a directory by path, checking every template's variables."""
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_dir():
+        files = {p.stem: p.read_text(encoding="utf-8") for p in candidate.glob("*.txt")}
+        source, name = str(candidate.resolve()), candidate.name
+    else:
+        root = resources.files("videoatlas.prompts").joinpath(name_or_path)
+        if not root.is_dir():
+            raise BadInputError(
+                f"prompt set {name_or_path!r} is neither a built-in set nor a directory "
+                f"(built-in: {', '.join(builtin_sets())})"
+            )
+        files = {
+            entry.name[: -len(".txt")]: entry.read_text(encoding="utf-8")
+            for entry in root.iterdir()
+            if entry.name.endswith(".txt")
+        }
+        source, name = f"builtin:{name_or_path}", name_or_path
+    problems = []
+    templates: dict[str, Template] = {}
+    for key, (required, optional) in TEMPLATE_SPEC.items():
+        if key not in files:
+            problems.append(f"{key}.txt is missing")
+            continue
+        template = Template(f"{name}/{key}", files[key])
+        unknown = template.variables - required - optional
+        absent = required - template.variables
+        if unknown:
+            problems.append(f"{key}.txt uses unknown variable(s) {', '.join(sorted(unknown))}")
+        if absent:
+            problems.append(f"{key}.txt lacks required variable(s) {', '.join(sorted(absent))}")
+        templates[key] = template
+    extra = set(files) - set(TEMPLATE_SPEC)
+    if extra:
+        problems.append(f"unexpected template(s) {', '.join(sorted(extra))}")
+    if problems:
+        raise BadInputError(f"prompt set {name_or_path}: " + "; ".join(problems))
+    return PromptSet(name, source, templates)
+
+
+def builtin_sets() -> list[str]:
+    """Names of the prompt sets shipped with the package."""
+    root = resources.files("videoatlas.prompts")
+    return sorted(entry.name for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith("_"))

@@ -157,7 +157,5 @@ class PyAVReader:
             self.stats.exact_frames += 1
             return DecodedFrame(nxt[0], self._convert(nxt[1], box), "exact")
         self.stats.unavailable += 1
-        reason = (
-            "undecodable frames" if (nxt and nxt[2]) or (prev and prev[2]) else "no frame in this interval"
-        )
+        reason = "undecodable frames" if (nxt and nxt[2]) or (prev and prev[2]) else "no frame in this interval"
         return DecodedFrame(item.target, None, "unavailable", reason)

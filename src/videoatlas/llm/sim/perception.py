@@ -179,9 +179,7 @@ class Reader:
 def detect_text_lines(rgb: np.ndarray, min_text_px: int) -> list[tuple[int, int, int, int]]:
     """Boxes ``(x, y, w, h)`` of likely text lines: dense, high-contrast strokes on one baseline."""
     gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-    gradient = cv2.morphologyEx(
-        gray, cv2.MORPH_GRADIENT, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
-    )
+    gradient = cv2.morphologyEx(gray, cv2.MORPH_GRADIENT, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3)))
     _, binary = cv2.threshold(gradient, 60, 255, cv2.THRESH_BINARY)
     # Long straight edges (grid lines, frame borders, letterbox edges) are not text: remove them so
     # they cannot glue neighbouring labels into one tall blob.

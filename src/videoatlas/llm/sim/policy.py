@@ -118,14 +118,32 @@ class Request:
         return not tile.explored and bool(self.keywords_in(tile))
 
     def already_noted(self, tile: Tile) -> bool:
-        """Whether the request text already records this tile's evidence (it was collected before)."""
-        marks = [norm(self.choices[i]) for i in self.choices_in(tile)] or [
-            norm(k) for k in self.keywords_in(tile)
-        ]
-        if tile.time is not None:
-            stamp = f"{tile.time:.1f}"
-            return stamp in self.text and any(m in norm(self.text) for m in marks)
+        """Whether the request already records this tile's evidence.
+
+        Evidence lines in our prompts carry a time (``@118.8 s``). For counting, a tile is noted when
+        a collected line mentions the counted thing within a few seconds (the same appearance); for
+        other questions, when its time is already listed, or two collected lines already show the
+        same choice (more copies of one answer add nothing).
+        """
+        if tile.time is None:
+            return False
+        if self.counting or not self.choices:
+            times = [t for mark in self.keywords_in(tile) for t in self.noted_times(norm(mark))]
+            return any(abs(t - tile.time) < 6.0 for t in times)
+        for i in self.choices_in(tile):
+            times = self.noted_times(norm(self.choices[i]))
+            if len(times) >= 2 or any(abs(t - tile.time) <= 0.06 for t in times):
+                return True
         return False
+
+    def noted_times(self, mark: str) -> list[float]:
+        """Times of evidence lines (``@12.3 s``) in the request that mention ``mark``."""
+        times = []
+        for line in self.text.splitlines():
+            stamp = re.search(r"@\s*(\d+(?:\.\d+)?)\s*s", line)
+            if stamp and mark in norm(line):
+                times.append(float(stamp.group(1)))
+        return times
 
     def relevance(self, tile: Tile) -> int:
         """How much a tile matters to the question.
@@ -137,11 +155,7 @@ class Request:
             return 0
         has_choice = bool(self.choices_in(tile)) if self.choices and not self.counting else False
         has_word = bool(self.keywords_in(tile))
-        return (
-            7 * (has_choice and has_word)
-            + 3 * (has_word and not has_choice)
-            + 2 * (has_choice and not has_word)
-        )
+        return 7 * (has_choice and has_word) + 3 * (has_word and not has_choice) + 2 * (has_choice and not has_word)
 
     def grid_tiles(self) -> list[Tile]:
         """Cell tiles of the images, unexplored ones first in reading order."""
@@ -268,13 +282,13 @@ class Filler:
         lo = int(node.get("minItems", 0))
         hi = int(node.get("maxItems", max(lo, 8)))
         items = self.resolve(node.get("items", {}))
-        if items.get("type") == "integer" or (
-            re.search(r"cell|id|top", name) and not items.get("properties")
-        ):
+        if re.search(r"erase|drop|remove|explore|suggest", name):
+            return [self.value(items, name) for _ in range(lo)]  # a small model rarely volunteers these
+        if items.get("type") == "integer" or (re.search(r"cell|id|top", name) and not items.get("properties")):
             ids = self.cell_ids(lo, hi, items)
             return ids
         if items.get("type") == "object" or "properties" in items:
-            focus_tiles = self.evidence_tiles()[:hi] if re.search(r"item|evidence|find|add", name) else []
+            focus_tiles = self.new_evidence()[: min(hi, 3)] if re.search(r"item|evidence|find|add", name) else []
             if re.search(r"erase|drop|remove|explore|suggest", name):
                 focus_tiles = []
             out = []
@@ -391,9 +405,7 @@ class Filler:
         """Evidence cells not yet recorded in the request's text, the most relevant kind only."""
         fresh = [t for t in self.evidence_tiles() if t.cell is not None and not self.req.already_noted(t)]
         best = max((self.req.relevance(t) for t in fresh), default=0)
-        return [
-            t for t in fresh if self.req.relevance(t) == best or (self.req.counting or not self.req.choices)
-        ]
+        return [t for t in fresh if self.req.relevance(t) == best or (self.req.counting or not self.req.choices)]
 
     def _ranked_cells(self) -> list[int]:
         tiles = [t for t in self.req.grid_tiles() if not t.explored and t.cell is not None]
@@ -426,12 +438,7 @@ class Filler:
         if fresh and (add := pick("ADD_TO_SCRATCHPAD", "ADD")):
             return add
         anchors = [t for t in self.req.grid_tiles() if self.req.is_anchor(t) and not self.req.is_evidence(t)]
-        if (
-            anchors
-            and self.req.direction
-            and "INVESTIGATE" in allowed
-            and "INVESTIGATE" not in self.req.text.upper()
-        ):
+        if anchors and self.req.direction and "INVESTIGATE" in allowed and "INVESTIGATE" not in self.req.text.upper():
             return "INVESTIGATE"
         if anchors and not self.evidence_tiles():
             if (mark := pick("MARK_PROMISING")) is not None:
@@ -464,9 +471,7 @@ class Filler:
             return None
         texts = self._evidence_texts()
         if self.req.counting:
-            count = len(
-                {round(t, 1) for t, txt in texts if any(norm(k) in norm(txt) for k in self.req.keywords)}
-            )
+            count = len({round(t, 1) for t, txt in texts if any(norm(k) in norm(txt) for k in self.req.keywords)})
             numeric = [(i, int(c)) for i, c in enumerate(choices) if c.strip().isdigit()]
             if numeric and count:
                 return min(numeric, key=lambda p: (abs(p[1] - count), p[1]))[0]
@@ -484,9 +489,7 @@ class Filler:
 
     def _evidence_texts(self) -> list[tuple[float, str]]:
         """(time, text) of every evidence tile seen and every timestamped evidence line in the text."""
-        items = [
-            (t.time or 0.0, t.text) for t in self.req.tiles if t.evidence is not None or t.cell is not None
-        ]
+        items = [(t.time or 0.0, t.text) for t in self.req.tiles if t.evidence is not None or t.cell is not None]
         for line in self.req.text.splitlines():
             match = re.search(r"(?:@|at\s)\s*(\d+(?:\.\d+)?)\s*s", line)
             if match:
@@ -501,9 +504,7 @@ class Filler:
         if idx is None:
             return False
         if self.req.counting:
-            progress = re.search(
-                r"(\d+(?:\.\d+)?)\s*%\s*(?:of the video\s*)?(?:explored|covered)", self.req.text
-            )
+            progress = re.search(r"(\d+(?:\.\d+)?)\s*%\s*(?:of the video\s*)?(?:explored|covered)", self.req.text)
             return progress is not None and float(progress.group(1)) >= 90.0
         if self.req.ordering:
             texts = " ".join(txt for _, txt in self._evidence_texts())

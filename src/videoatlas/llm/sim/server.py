@@ -101,9 +101,7 @@ class SimStats:
             "in_flight_max": self.in_flight_max,
             "distinct_requests_completed": len(self.completions_by_request),
             "repeated_completions": repeated,
-            "cache_hit_rate": round(self.cached_tokens / self.prompt_tokens, 4)
-            if self.prompt_tokens
-            else 0.0,
+            "cache_hit_rate": round(self.cached_tokens / self.prompt_tokens, 4) if self.prompt_tokens else 0.0,
         }
 
 

@@ -1,0 +1,1 @@
+"""Wiring of the Video-RLM graphs (no node logic lives here)."""

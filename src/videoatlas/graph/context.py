@@ -1,0 +1,76 @@
+"""The runtime context: everything non-serialisable a node needs (environment, model client, prompts).
+
+It travels through LangGraph's runtime, never through state, so it is not checkpointed; a resumed
+run rebuilds it from the stored :class:`RunConfig`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from videoatlas.environment.atlas import VideoAtlas
+from videoatlas.environment.geometry import auto_max_depth
+from videoatlas.environment.subtitles import Subtitles
+from videoatlas.errors import BadInputError
+from videoatlas.llm.client import VLMClient
+from videoatlas.prompts import PromptSet
+
+
+class RunConfig(BaseModel):
+    """Every knob of a run (stored with the run, so it can be resumed and compared)."""
+
+    k: int = Field(default=8, ge=2, le=16)
+    cell_px: int = Field(default=320, ge=32, le=1024)
+    workers: int = Field(default=4, ge=1, le=32)
+    """Cells assigned per round (top-N of the global probe)."""
+    traversal: Literal["auto", "bfs", "dfs"] = "auto"
+    max_depth: int | Literal["auto"] = "auto"
+    rounds: int = Field(default=4, ge=1, le=50)
+    token_budget: int | None = Field(default=None, ge=1)
+    call_budget: int | None = Field(default=None, ge=1)
+    dfs_steps: int = Field(default=6, ge=1, le=50)
+    bfs_steps: int = Field(default=1, ge=1, le=50)
+    min_expand_span_s: float = Field(default=1.0, gt=0)
+    """EXPAND is not offered on cells shorter than this."""
+    virtual_loss: float = Field(default=3.0, ge=0)
+    """Rank penalty per earlier assignment of the same cell."""
+    scratchpad_page: int = Field(default=16, ge=1, le=64)
+    prompts: str = "default"
+    max_concurrency: int = Field(default=8, ge=1, le=64)
+    """Top-level LangGraph concurrency: worker tasks running at once."""
+
+    @field_validator("max_depth", mode="before")
+    @classmethod
+    def _depth(cls, value: object) -> object:
+        if isinstance(value, str) and value != "auto":
+            if not value.isdigit():
+                raise ValueError("max depth must be 'auto' or a whole number")
+            return int(value)
+        return value
+
+    def resolved_max_depth(self, duration: float) -> int:
+        """The deepest grid level workers may reach."""
+        if self.max_depth == "auto":
+            return auto_max_depth(duration, self.k)
+        if self.max_depth < 0:
+            raise BadInputError("max depth must be >= 0")
+        return self.max_depth
+
+
+@dataclass
+class AgentContext:
+    """Dependencies of every node, passed as LangGraph's runtime context."""
+
+    atlas: VideoAtlas
+    vlm: VLMClient
+    prompts: PromptSet
+    config: RunConfig
+    subtitles: Subtitles | None = None
+
+    @property
+    def max_depth(self) -> int:
+        """The resolved maximum depth for this video."""
+        return self.config.resolved_max_depth(self.atlas.duration)

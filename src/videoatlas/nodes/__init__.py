@@ -1,0 +1,1 @@
+"""The Video-RLM nodes, one module each, named by what they do."""

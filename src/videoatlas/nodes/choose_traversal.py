@@ -1,0 +1,28 @@
+"""Pick BFS or DFS from the question's wording (or take the user's choice)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.graph.context import AgentContext
+from videoatlas.nodes.common import ask, choices_block, emit
+from videoatlas.state.master import MasterState
+from videoatlas.state.schemas import TraversalChoice
+
+
+async def choose_traversal(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """BFS for sequence, order and counting questions, DFS for localized details; ``--traversal`` wins."""
+    ctx = runtime.context
+    if ctx.config.traversal != "auto":
+        emit("traversal", traversal=ctx.config.traversal, reason="set by the user")
+        return {"traversal": ctx.config.traversal, "traversal_reason": "set by the user"}
+    values = {
+        "question": state["question"],
+        "choices": choices_block(state["choices"]),
+        "search_task": state["search_task"],
+    }
+    reply, cost = await ask(ctx, TraversalChoice, "choose_traversal", "traversal", [], values)
+    emit("traversal", traversal=reply.value.traversal, reason=reply.value.reason)
+    return {"traversal": reply.value.traversal, "traversal_reason": reply.value.reason, "cost": cost}

@@ -1,0 +1,80 @@
+"""The final decision, from the evidence rendered as labelled frames plus their descriptions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.errors import EndpointError, ModelReplyError
+from videoatlas.graph.context import AgentContext
+from videoatlas.llm.images import ImagePart
+from videoatlas.nodes.common import (
+    ask,
+    choices_block,
+    emit,
+    evidence_block,
+    failed_call_cost,
+    labelled,
+    scratchpad_images,
+)
+from videoatlas.state.master import MasterState
+from videoatlas.state.models import zones_as_intervals
+from videoatlas.state.schemas import decision_schema
+
+_FORMAT_CHOICES = (
+    'Reply in JSON: "judgements" (for each choice its index, a verdict and the evidence labels), '
+    '"answer" (the index of the chosen choice, 0 for A), "reasoning", and "evidence" (the labels it rests on).'
+)
+_FORMAT_OPEN = (
+    'Reply in JSON: "answer" (a short answer in your own words that cites evidence labels and times), '
+    '"reasoning", and "evidence" (the labels it rests on).'
+)
+
+
+async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Judge each choice against the evidence and answer; a failed reply is recorded, never guessed."""
+    ctx = runtime.context
+    evidence = state["evidence"]
+    images = await scratchpad_images(ctx, evidence)
+    if not images:  # nothing collected: the overview is all there is to look at
+        root = await ctx.atlas.agrid((), zones_as_intervals(state["dead_zones"]))
+        images = [ImagePart(root.image.jpeg, root.image.width, root.image.height, "root grid")]
+    choices = state["choices"]
+    values = {
+        "question": state["question"],
+        "choices": choices_block(choices),
+        "search_task": state["search_task"],
+        "evidence": evidence_block(evidence),
+        "format": _FORMAT_CHOICES if choices else _FORMAT_OPEN,
+    }
+    emit("decide")
+    stop = state.get("stop_reason") or "evidence sufficient"
+    try:
+        reply, cost = await ask(ctx, decision_schema(len(choices)), "decide", "decide", images, values)
+    except (ModelReplyError, EndpointError) as exc:
+        return {
+            "answer": "",
+            "answer_index": None,
+            "reasoning": f"no valid final decision: {exc}",
+            "cited": [],
+            "cost": failed_call_cost(exc, "master"),
+            "stop_reason": f"{stop}; final decision failed",
+        }
+    value: Any = reply.value
+    labels = dict(labelled(evidence))
+    cited = [labels[lbl.strip("[] ")].id for lbl in value.evidence if lbl.strip("[] ") in labels]
+    if choices:
+        index = int(value.answer)
+        answer = choices[index]
+    else:
+        index, answer = None, str(value.answer)
+    emit("answer", answer=answer, index=index)
+    return {
+        "answer": answer,
+        "answer_index": index,
+        "reasoning": value.reasoning,
+        "cited": cited,
+        "cost": cost,
+        "stop_reason": stop,
+    }

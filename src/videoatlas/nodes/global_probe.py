@@ -1,0 +1,145 @@
+"""Global probing: look at the root grid (explored regions masked) and assign the next cells to workers.
+
+Targets come, in order, from the last uncertainty analysis's suggestions, then the BFS frontier
+(cells workers marked promising, first in first out), then the model's ranking of root cells.
+A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
+another worker this round) from being picked again while fresher cells are available.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Send
+
+from videoatlas.environment.geometry import Interval, cell_interval, covered_fraction, parse_path
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.graph.context import AgentContext
+from videoatlas.llm.images import ImagePart
+from videoatlas.nodes.common import (
+    ask,
+    budget_exhausted,
+    cells_block,
+    choices_block,
+    emit,
+    evidence_block,
+    explored_share,
+    scratchpad_images,
+)
+from videoatlas.state.master import MasterState
+from videoatlas.state.models import Target, zones_as_intervals
+from videoatlas.state.schemas import probe_schema
+from videoatlas.state.worker import WorkerInput
+
+
+def _is_dead(start: float, end: float, dead: list[Interval]) -> bool:
+    return covered_fraction(Interval(start, end), dead) >= 0.999
+
+
+async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Command[Literal["worker", "decide"]]:
+    """Choose this round's targets and send one worker to each."""
+    ctx = runtime.context
+    cfg = ctx.config
+    duration = ctx.atlas.duration
+    round_no = state["round"] + 1
+    spent = budget_exhausted(state["cost"], cfg.call_budget, cfg.token_budget)
+    if spent:
+        return Command(goto="decide", update={"stop_reason": spent})
+    dead = zones_as_intervals(state["dead_zones"])
+    visits = dict(state["visits"])
+    targets: list[Target] = []
+    taken: set[str] = set()
+
+    def take(target: Target) -> None:
+        if target.key not in taken and len(targets) < cfg.workers and not _is_dead(target.start, target.end, dead):
+            targets.append(target)
+            taken.add(target.key)
+
+    for hint in state["hints"]:
+        if hint.path is not None:
+            iv = cell_interval(duration, parse_path(hint.path, cfg.k), cfg.k)
+            take(Target(path=hint.path, start=iv.start, end=iv.end, source="hint-cell"))
+        elif hint.start is not None and hint.end is not None:
+            take(Target(path=None, start=hint.start, end=hint.end, source="hint-range"))
+    for marked in state["frontier"]:
+        if visits.get(marked.path, 0) == 0:
+            iv = cell_interval(duration, parse_path(marked.path, cfg.k), cfg.k)
+            take(Target(path=marked.path, start=iv.start, end=iv.end, source="frontier"))
+
+    cost_update = None
+    root = await ctx.atlas.agrid((), dead)
+    open_cells = [c for c in root.grid.cells if not _is_dead(c.interval.start, c.interval.end, dead)]
+    needed = cfg.workers - len(targets)
+    if needed > 0 and open_cells:
+        n = min(cfg.workers, len(open_cells))
+        images = [ImagePart(root.image.jpeg, root.image.width, root.image.height, "root grid")]
+        images += await scratchpad_images(ctx, state["evidence"])
+        values = {
+            "question": state["question"],
+            "choices": choices_block(state["choices"]),
+            "search_task": state["search_task"],
+            "n": n,
+            "k": cfg.k,
+            "duration": format_ts(duration, 0),
+            "cells": cells_block(root.grid, dead),
+            "evidence": evidence_block(state["evidence"]),
+            "progress": f"round {round_no} of {cfg.rounds}; {explored_share(state['dead_zones'], duration):.0%} "
+            f"of the video explored; {len(state['evidence'])} evidence items",
+            "hints": ", ".join(t.key for t in targets) or "(none)",
+        }
+        emit("probe", round=round_no)
+        reply, cost_update = await ask(
+            ctx,
+            probe_schema(n, cfg.k * cfg.k),
+            "global_probe",
+            "probe",
+            images,
+            values,
+            meta={"round": round_no},
+        )
+        # Priority queue: the model's rank, pushed back by virtual loss for earlier assignments.
+        queue: list[tuple[float, int, int]] = []
+        for rank, cell_id in enumerate(reply.value.cells):  # type: ignore[attr-defined]
+            queue.append((rank + cfg.virtual_loss * visits.get(str(cell_id), 0), rank, cell_id))
+        ranked_ids = {cell_id for _, _, cell_id in queue}
+        for offset, cell in enumerate(open_cells):  # cells the model did not rank come after, in time order
+            if cell.index not in ranked_ids:
+                queue.append((n + offset + cfg.virtual_loss * visits.get(str(cell.index), 0), n + offset, cell.index))
+        heapq.heapify(queue)
+        while queue and len(targets) < cfg.workers:
+            _, _, cell_id = heapq.heappop(queue)
+            iv = root.grid.cells[cell_id].interval
+            take(Target(path=str(cell_id), start=iv.start, end=iv.end, source="probe"))
+    if not targets:
+        update: dict[str, Any] = {"stop_reason": "every region is explored"}
+        if cost_update is not None:
+            update["cost"] = cost_update
+        return Command(goto="decide", update=update)
+    for target in targets:
+        visits[target.key] = visits.get(target.key, 0) + 1
+    budget = cfg.dfs_steps if state["traversal"] == "dfs" else cfg.bfs_steps
+    tokens_left = None if cfg.token_budget is None else max(0, cfg.token_budget - state["cost"].tokens)
+    sends = [
+        Send(
+            "worker",
+            WorkerInput(
+                worker=f"r{round_no}w{i + 1}",
+                round=round_no,
+                question=state["question"],
+                choices=state["choices"],
+                search_task=state["search_task"],
+                traversal=state["traversal"],
+                target=target,
+                budget=budget,
+                tokens_left=tokens_left,
+            ),
+        )
+        for i, target in enumerate(targets)
+    ]
+    emit("assign", round=round_no, targets=[t.key for t in targets])
+    update = {"round": round_no, "assignments": targets, "visits": visits, "hints": []}
+    if cost_update is not None:
+        update["cost"] = cost_update
+    return Command(goto=sends, update=update)

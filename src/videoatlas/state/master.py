@@ -1,0 +1,87 @@
+"""The Master's state: what goes in, what it keeps between rounds, what comes out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+from videoatlas.state.models import (
+    Cost,
+    Evidence,
+    Hint,
+    Marked,
+    Target,
+    WorkerReport,
+    Zone,
+    add_cost,
+    add_marked,
+    add_reports,
+    merge_evidence,
+    merge_zones,
+)
+
+Traversal = Literal["bfs", "dfs"]
+
+
+class MasterInput(TypedDict):
+    """A question about the video in the runtime context."""
+
+    question: str
+    choices: list[str]
+    """Answer candidates; empty for an open-ended question."""
+
+
+class RoundCheck(TypedDict):
+    """The outcome of one uncertainty analysis."""
+
+    round: int
+    sufficient: bool
+    reasoning: str
+    statuses: list[str]
+    hints: int
+    erased: list[str]
+
+
+class MasterState(MasterInput):
+    """Everything the Master keeps. Keys written by parallel workers have reducers."""
+
+    search_task: str
+    traversal: Traversal
+    traversal_reason: str
+    round: int
+    """Rounds started so far."""
+    assignments: list[Target]
+    """This round's worker targets."""
+    visits: dict[str, int]
+    """Times each target key was assigned (virtual loss)."""
+    hints: list[Hint]
+    """Where the last uncertainty analysis suggested looking."""
+    frontier: Annotated[list[Marked], add_marked]
+    evidence: Annotated[list[Evidence], merge_evidence]
+    dead_zones: Annotated[list[Zone], merge_zones]
+    cost: Annotated[Cost, add_cost]
+    reports: Annotated[list[WorkerReport], add_reports]
+    checks: list[RoundCheck]
+    stop_reason: str
+    answer: str
+    answer_index: int | None
+    reasoning: str
+    cited: list[str]
+    """Evidence ids the final decision rests on."""
+
+
+class MasterOutput(TypedDict):
+    """What a run returns."""
+
+    answer: str
+    answer_index: int | None
+    reasoning: str
+    cited: list[str]
+    evidence: list[Evidence]
+    cost: Cost
+    round: int
+    stop_reason: str
+    search_task: str
+    traversal: Traversal
+    checks: list[RoundCheck]
+    reports: list[WorkerReport]
+    dead_zones: list[Zone]
