@@ -35,8 +35,9 @@ class RunConfig(BaseModel):
     bfs_steps: int = Field(default=1, ge=1, le=50)
     min_expand_span_s: float = Field(default=1.0, gt=0)
     """EXPAND is not offered on cells shorter than this."""
-    virtual_loss: float = Field(default=3.0, ge=0)
-    """Rank penalty per earlier assignment of the same cell."""
+    virtual_loss: float = Field(default=64.0, ge=0)
+    """Rank penalty per earlier assignment of a cell; the default (K^2 positions for K=8) puts cells
+    already assigned behind every cell not yet assigned, while keeping the model's order among each."""
     scratchpad_page: int = Field(default=16, ge=1, le=64)
     prompts: str = "default"
     max_concurrency: int = Field(default=8, ge=1, le=64)

@@ -112,7 +112,7 @@ async def ask(
     meta: dict[str, Any] | None = None,
 ) -> tuple[Reply[T], Cost]:
     """A structured call with the node's templates; returns the reply and its cost."""
-    system = ctx.prompts.render(f"{template}.system", **values)
+    system = ctx.prompts.render("worker.system" if role == "worker" else "master.system", k=ctx.config.k)
     text = ctx.prompts.render(f"{template}.user", **values)
     labels = {
         "prompt_set": ctx.prompts.name,

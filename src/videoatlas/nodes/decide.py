@@ -36,10 +36,11 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     """Judge each choice against the evidence and answer; a failed reply is recorded, never guessed."""
     ctx = runtime.context
     evidence = state["evidence"]
-    images = await scratchpad_images(ctx, evidence)
-    if not images:  # nothing collected: the overview is all there is to look at
-        root = await ctx.atlas.agrid((), zones_as_intervals(state["dead_zones"]))
-        images = [ImagePart(root.image.jpeg, root.image.width, root.image.height, "root grid")]
+    # The overview first, then the evidence: the same images, in the same order, as the last
+    # uncertainty analysis, so the whole prefix is served from the server's cache.
+    root = await ctx.atlas.agrid((), zones_as_intervals(state["dead_zones"]))
+    images = [ImagePart(root.image.jpeg, root.image.width, root.image.height, "root grid")]
+    images += await scratchpad_images(ctx, evidence)
     choices = state["choices"]
     values = {
         "question": state["question"],

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.environment.geometry import cell_interval, parse_path
 from videoatlas.graph.context import AgentContext
 from videoatlas.nodes.common import emit
 from videoatlas.state.models import WorkerReport, Zone
 from videoatlas.state.worker import WorkerState
 
 
-def empty_views(viewed: list[Zone], evidence_times: list[float]) -> list[Zone]:
-    """Viewed intervals with no evidence moment inside: explored and found empty."""
-    out = []
+def empty_views(viewed: list[Zone], evidence_times: list[float], keep: Sequence[Zone] = ()) -> list[Zone]:
+    """Viewed intervals with no evidence moment inside (explored and found empty), minus ``keep``.
+
+    ``keep`` holds cells flagged promising: they were seen but not searched, so they stay open.
+    """
+    out: list[Zone] = []
     for start, end in viewed:
-        if not any(start <= t < end for t in evidence_times):
-            out.append((start, end))
+        if any(start <= t < end for t in evidence_times):
+            continue
+        pieces = [(start, end)]
+        for k_start, k_end in keep:
+            pieces = [
+                part for a, b in pieces for part in ((a, min(b, k_start)), (max(a, k_end), b)) if part[1] > part[0]
+            ]
+        out.extend(pieces)
     return out
 
 
@@ -27,7 +38,12 @@ async def finish(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str
     times = [e.time for e in evidence]
     target = state["target"]
     viewed = list(state.get("viewed") or [])
-    dead = empty_views(viewed, times)
+    ctx = runtime.context
+    marked = [
+        cell_interval(ctx.atlas.duration, parse_path(m.path, ctx.config.k), ctx.config.k)
+        for m in state.get("frontier") or []
+    ]
+    dead = empty_views(viewed, times, [(iv.start, iv.end) for iv in marked])
     if state.get("stop") == "model-error":
         dead = []  # a failed step explored nothing for sure
     report = WorkerReport(

@@ -54,16 +54,16 @@ def builtin_template(name: str, prompt_set: str = "default") -> Template:
 
 TEMPLATE_SPEC: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # name: (variables that must appear, variables that may appear)
-    "search_task.system": (frozenset(), frozenset()),
+    # One system prompt for every Master call and one for every Worker call: calls that show the
+    # same images then share their whole prefix, which a server's prefix cache reuses.
+    "master.system": (frozenset(), frozenset({"k"})),
+    "worker.system": (frozenset(), frozenset({"k"})),
     "search_task.user": (frozenset({"question"}), frozenset({"choices"})),
-    "traversal.system": (frozenset(), frozenset()),
     "traversal.user": (frozenset({"question"}), frozenset({"choices", "search_task"})),
-    "probe.system": (frozenset(), frozenset({"k"})),
     "probe.user": (
         frozenset({"question", "n"}),
         frozenset({"choices", "search_task", "cells", "hints", "evidence", "progress", "k", "duration"}),
     ),
-    "worker.system": (frozenset(), frozenset({"k"})),
     "worker.user": (
         frozenset({"question", "actions"}),
         frozenset(
@@ -84,12 +84,10 @@ TEMPLATE_SPEC: dict[str, tuple[frozenset[str], frozenset[str]]] = {
             }
         ),
     ),
-    "uncertainty.system": (frozenset(), frozenset()),
     "uncertainty.user": (
         frozenset({"question"}),
         frozenset({"choices", "search_task", "evidence", "progress", "cells", "gaps", "n", "max_range"}),
     ),
-    "decide.system": (frozenset(), frozenset()),
     "decide.user": (frozenset({"question", "evidence"}), frozenset({"choices", "format", "search_task"})),
     "reask": (frozenset({"error"}), frozenset()),
 }

@@ -284,7 +284,7 @@ class Filler:
         items = self.resolve(node.get("items", {}))
         if re.search(r"erase|drop|remove|explore|suggest", name):
             return [self.value(items, name) for _ in range(lo)]  # a small model rarely volunteers these
-        if items.get("type") == "integer" or (re.search(r"cell|id|top", name) and not items.get("properties")):
+        if items.get("type") == "integer" or (_is_id_field(name) and not items.get("properties")):
             ids = self.cell_ids(lo, hi, items)
             return ids
         if items.get("type") == "object" or "properties" in items:
@@ -299,8 +299,8 @@ class Filler:
             while len(out) < lo:
                 out.append(self.value(items, name))
             return out[:hi]
-        if re.search(r"erase|drop|remove|explore|suggest", name):
-            return [self.value(items, name) for _ in range(lo)]
+        if items.get("type") == "string" and re.search(r"evidence|label|cite", name):
+            return self.cited_labels()[:hi]
         return [self.value(items, name) for _ in range(lo)]
 
     # -- scalars ----------------------------------------------------------------------------------
@@ -336,7 +336,7 @@ class Filler:
             value = self.answer_index()
             if value is None:
                 value = self._guess(len(self.req.choices) or 1)
-        elif re.search(r"cell|id", name):
+        elif _is_id_field(name):
             if self.focus is not None and self.focus.cell is not None:
                 value = self.focus.cell
             else:
@@ -488,13 +488,30 @@ class Filler:
         return max(support, key=lambda i: (len(support[i]), -i))
 
     def _evidence_texts(self) -> list[tuple[float, str]]:
-        """(time, text) of every evidence tile seen and every timestamped evidence line in the text."""
-        items = [(t.time or 0.0, t.text) for t in self.req.tiles if t.evidence is not None or t.cell is not None]
+        """(time, text) of labelled evidence tiles and timestamped evidence lines.
+
+        Grid cells count only when there is no labelled evidence at all (the overview is then all
+        there is).
+        """
+        labelled = [(t.time or 0.0, t.text) for t in self.req.tiles if t.evidence is not None]
+        items = labelled or [(t.time or 0.0, t.text) for t in self.req.tiles if t.cell is not None]
         for line in self.req.text.splitlines():
             match = re.search(r"(?:@|at\s)\s*(\d+(?:\.\d+)?)\s*s", line)
             if match:
                 items.append((float(match.group(1)), line))
         return items
+
+    def cited_labels(self) -> list[str]:
+        """Labels of evidence tiles that show the chosen answer (or any evidence, for open questions)."""
+        idx = self.answer_index()
+        out = []
+        for tile in self.req.tiles:
+            if tile.evidence is None:
+                continue
+            shows = norm(tile.text)
+            if idx is None or norm(self.req.choices[idx]) in shows:
+                out.append(tile.evidence)
+        return out
 
     def sufficient(self) -> bool:
         """Whether the evidence seen settles the question."""
@@ -539,6 +556,11 @@ class Filler:
         """A deterministic guess (the stand-in's own; the agent never guesses)."""
         digest = hashlib.sha256(f"{self.seed}:{self.req.question}".encode()).digest()
         return digest[0] % max(1, n)
+
+
+def _is_id_field(name: str) -> bool:
+    """Field names that hold cell ids (whole words: ``cell``, ``cells``, ``id``, ``cell_ids``, ``top``)."""
+    return any(part in ("cell", "cells", "id", "ids", "top") for part in re.split(r"[_\W]+", name.lower()))
 
 
 def respond(schema: dict[str, Any] | None, request: Request, seed: int = 0) -> Any:
