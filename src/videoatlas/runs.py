@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +21,18 @@ from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.subtitles import load_subtitles
+from videoatlas.errors import BadInputError
 from videoatlas.graph.context import AgentContext, RunConfig
-from videoatlas.graph.video_rlm import build_graph
+from videoatlas.graph.tracing import RunTracer
+from videoatlas.graph.video_rlm import AGENT_NAME, build_graph
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.paths import render_cache_dir
+from videoatlas.persistence.checkpoint import open_checkpointer
+from videoatlas.persistence.db import redact_url, resolve_db_url
+from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.prompts import load_prompt_set
 from videoatlas.state.models import Cost, Evidence
 
@@ -93,57 +101,91 @@ class RunResult:
         }
 
 
-async def run_question(
+@dataclass(slots=True)
+class _Prepared:
+    context: AgentContext
+    source: FrameSource
+    model: BaseChatModel
+    owns_model: bool
+    records: list[CallRecord]
+
+
+async def _prepare(
     video: str | Path,
-    question: str,
-    choices: list[str],
     config: RunConfig,
     endpoint: EndpointSettings,
-    subtitles: str | Path | None = None,
-    subtitle_offset: float = 0.0,
-    on_progress: Progress | None = None,
-    chat_model: BaseChatModel | None = None,
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
-    run_id: str | None = None,
-) -> RunResult:
-    """Answer one question about one video."""
+    subtitles: str | Path | None,
+    subtitle_offset: float,
+    chat_model: BaseChatModel | None,
+    tracer: RunTracer | None,
+) -> _Prepared:
     prompts = load_prompt_set(config.prompts)
     subs = load_subtitles(subtitles, subtitle_offset) if subtitles else None
     source = FrameSource(video)
     records: list[CallRecord] = []
+
+    def on_record(record: CallRecord) -> None:
+        records.append(record)
+        if tracer is not None:
+            tracer.store.model_call(tracer.run_id, record)
+
     try:
         atlas = VideoAtlas(
             source, k=config.k, cell_px=config.cell_px, cache=RenderCache(render_cache_dir()), subtitles=subs
         )
         model = chat_model if chat_model is not None else OpenAICompatibleChat(settings=endpoint)
-        vlm = VLMClient(model, endpoint, on_record=records.append, reask=prompts["reask"])
+        vlm = VLMClient(model, endpoint, on_record=on_record, reask=prompts["reask"])
         await vlm.check_model()
-        context = AgentContext(atlas=atlas, vlm=vlm, prompts=prompts, config=config, subtitles=subs)
-        graph = build_graph(checkpointer if checkpointer is not None else InMemorySaver())
-        thread = run_id or uuid.uuid4().hex[:12]
-        run_config: dict[str, Any] = {
-            "configurable": {"thread_id": thread},
-            "max_concurrency": config.max_concurrency,
-            "recursion_limit": 500,
-        }
-        began = time.perf_counter()
-        final: dict[str, Any] = {}
-        async for namespace, mode, chunk in graph.astream(
-            {"question": question, "choices": list(choices)},
-            run_config,
-            context=context,
-            stream_mode=["custom", "values"],
-            subgraphs=True,
-        ):
-            if mode == "custom" and on_progress is not None:
-                on_progress(chunk)
-            elif mode == "values" and not namespace:  # the Master's state, not a worker's
-                final = chunk
-        wall = time.perf_counter() - began
-    finally:
+    except BaseException:
         source.close()
-        if chat_model is None and "model" in locals() and isinstance(model, OpenAICompatibleChat):
-            await model.aclose()
+        raise
+    context = AgentContext(atlas=atlas, vlm=vlm, prompts=prompts, config=config, subtitles=subs, tracer=tracer)
+    return _Prepared(context, source, model, chat_model is None, records)
+
+
+async def _execute(
+    prepared: _Prepared,
+    checkpointer: BaseCheckpointSaver[Any],
+    thread: str,
+    inputs: dict[str, Any] | None,
+    on_progress: Progress | None,
+) -> tuple[dict[str, Any], float]:
+    graph = build_graph(checkpointer)
+    run_config: dict[str, Any] = {
+        "configurable": {"thread_id": thread},
+        "max_concurrency": prepared.context.config.max_concurrency,
+        "recursion_limit": 500,
+    }
+    if inputs is None:
+        saved = await graph.aget_state(run_config)
+        if not saved.values:
+            raise BadInputError(f"run {thread} has no checkpoint to resume from (it stopped before its first step)")
+        if not saved.next:
+            raise BadInputError(f"run {thread} has already finished")
+    began = time.perf_counter()
+    final: dict[str, Any] = {}
+    # durability="sync": each finished task's writes are saved before the next step starts, so a
+    # SIGKILL loses at most the tasks that were in flight.
+    async for namespace, mode, chunk in graph.astream(
+        inputs,
+        run_config,
+        context=prepared.context,
+        stream_mode=["custom", "values"],
+        subgraphs=True,
+        durability="sync",
+    ):
+        if mode == "custom" and on_progress is not None:
+            on_progress(chunk)
+        elif mode == "values" and not namespace:  # the Master's state, not a worker's
+            final = chunk
+    if inputs is None or (not final.get("answer") and final.get("answer_index") is None):
+        final = {**(await graph.aget_state(run_config)).values, **final}
+    return final, time.perf_counter() - began
+
+
+def _result(
+    thread: str, question: str, choices: list[str], final: dict[str, Any], wall: float, records: list[CallRecord]
+) -> RunResult:
     return RunResult(
         run_id=thread,
         question=question,
@@ -162,3 +204,144 @@ async def run_question(
         records=records,
         state=final,
     )
+
+
+def _finished_values(result: RunResult) -> dict[str, Any]:
+    return {
+        "status": "finished",
+        "finished_at": datetime.now(UTC),
+        "answer": result.answer,
+        "answer_index": result.answer_index,
+        "reasoning": result.reasoning,
+        "cost": {**result.cost.model_dump(), "tokens": result.cost.tokens, "wall_s": round(result.wall_s, 3)},
+        "stop_reason": result.stop_reason,
+    }
+
+
+async def _run_traced(
+    store: TraceStore | None,
+    thread: str,
+    prepared: _Prepared,
+    checkpointer: BaseCheckpointSaver[Any],
+    inputs: dict[str, Any] | None,
+    question: str,
+    choices: list[str],
+    on_progress: Progress | None,
+) -> RunResult:
+    try:
+        final, wall = await _execute(prepared, checkpointer, thread, inputs, on_progress)
+    except BaseException as exc:
+        if store is not None:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError) else "failed"
+            store.update_run(thread, status=status, error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    finally:
+        prepared.source.close()
+        if prepared.owns_model and isinstance(prepared.model, OpenAICompatibleChat):
+            await prepared.model.aclose()
+    result = _result(thread, question, choices, final, wall, prepared.records)
+    if store is not None:
+        store.update_run(thread, **_finished_values(result))
+    return result
+
+
+async def run_question(
+    video: str | Path,
+    question: str,
+    choices: list[str],
+    config: RunConfig,
+    endpoint: EndpointSettings,
+    subtitles: str | Path | None = None,
+    subtitle_offset: float = 0.0,
+    on_progress: Progress | None = None,
+    chat_model: BaseChatModel | None = None,
+    db_url: str | None = None,
+    persist: bool = True,
+    run_id: str | None = None,
+) -> RunResult:
+    """Answer one question about one video; with ``persist``, checkpointed and traced in ``db_url``."""
+    thread = run_id or uuid.uuid4().hex[:12]
+    url = resolve_db_url(db_url) if persist else None
+    store = TraceStore(url) if url else None
+    try:
+        tracer = RunTracer(store, thread) if store is not None else None
+        prepared = await _prepare(video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer)
+        if store is not None:
+            prompts = prepared.context.prompts
+            store.start_run(
+                RunRow(
+                    id=thread,
+                    status="running",
+                    agent=AGENT_NAME,
+                    question=question,
+                    choices=list(choices),
+                    video_path=str(Path(video).resolve()),
+                    video_identity=prepared.source.identity,
+                    config=config.model_dump(),
+                    endpoint=_endpoint_record(prepared.context.vlm.settings),
+                    prompt_set=prompts.source,
+                    prompt_sha=prompts.sha256,
+                    templates={k: t.sha256 for k, t in prompts.templates.items()},
+                    subtitles=str(Path(subtitles).resolve()) if subtitles else None,
+                    subtitle_offset=subtitle_offset,
+                    cost={},
+                )
+            )
+        if on_progress is not None:
+            on_progress({"event": "run_started", "run_id": thread})
+        inputs = {"question": question, "choices": list(choices)}
+        async with _checkpointer(url) as saver:
+            return await _run_traced(store, thread, prepared, saver, inputs, question, choices, on_progress)
+    finally:
+        if store is not None:
+            store.close()
+
+
+async def resume_run(
+    run_id: str,
+    db_url: str | None = None,
+    on_progress: Progress | None = None,
+    chat_model: BaseChatModel | None = None,
+    endpoint: EndpointSettings | None = None,
+) -> RunResult:
+    """Continue an interrupted run from its last checkpoint, rebuilding its context from the stored config."""
+    url = resolve_db_url(db_url)
+    store = TraceStore(url)
+    try:
+        row = store.run(run_id)
+        if row is None:
+            raise BadInputError(f"no run {run_id!r} in {redact_url(url)}")
+        if row.status == "finished":
+            raise BadInputError(f"run {row.id} already finished (answer: {row.answer or '(none)'}); nothing to resume")
+        settings = endpoint or EndpointSettings.from_env(
+            None, base_url=row.endpoint.get("base_url"), model=row.endpoint.get("model") or None
+        )
+        config = RunConfig.model_validate(row.config)
+        tracer = RunTracer(store, row.id)
+        prepared = await _prepare(
+            row.video_path, config, settings, row.subtitles, row.subtitle_offset, chat_model, tracer
+        )
+        if prepared.source.identity != row.video_identity:
+            prepared.source.close()
+            raise BadInputError(f"{row.video_path} is not the video run {row.id} was started on (its content changed)")
+        store.update_run(row.id, status="running", error=None)
+        if on_progress is not None:
+            on_progress({"event": "run_started", "run_id": row.id, "resumed": True})
+        async with _checkpointer(url) as saver:
+            return await _run_traced(store, row.id, prepared, saver, None, row.question, row.choices, on_progress)
+    finally:
+        store.close()
+
+
+def _endpoint_record(settings: EndpointSettings) -> dict[str, Any]:
+    """What is stored about the endpoint: never the API key."""
+    return {"base_url": settings.base_url, "model": settings.model, "timeout_s": settings.timeout_s}
+
+
+@contextlib.asynccontextmanager
+async def _checkpointer(url: str | None) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    if url is None:
+        yield InMemorySaver()
+        return
+    async with open_checkpointer(url) as saver:
+        yield saver

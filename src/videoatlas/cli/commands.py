@@ -240,6 +240,8 @@ def endpoint_from(args: argparse.Namespace) -> Iterator[EndpointSettings]:
 def describe_event(event: dict[str, Any]) -> str | None:
     """One progress line for a streamed event (None: not worth a line)."""
     kind = event.get("event")
+    if kind == "run_started":
+        return f"run id: {event['run_id']}" + (" (resumed)" if event.get("resumed") else "")
     if kind == "search_task_done":
         return f"search task: {event['search_task']}"
     if kind == "traversal":
@@ -316,6 +318,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 subtitles=args.subtitles,
                 subtitle_offset=_offset(args.subtitle_offset),
                 on_progress=_progress(args.quiet or args.json),
+                db_url=args.db,
+                persist=not args.no_persist,
             )
         )
     if args.json:
@@ -471,3 +475,84 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     os.execv(exe, cmd)
     return 0  # not reached
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """``videoatlas runs``."""
+    from videoatlas.persistence.db import resolve_db_url
+    from videoatlas.persistence.store import TraceStore
+
+    store = TraceStore(resolve_db_url(args.db))
+    try:
+        rows = store.runs(args.status, args.limit)
+    finally:
+        store.close()
+    data: list[dict[str, Any]] = [
+        {
+            "id": r.id,
+            "status": r.status,
+            "created_at": r.created_at.isoformat(),
+            "question": r.question,
+            "answer": r.answer,
+            "video": r.video_path,
+            "calls": (r.cost or {}).get("calls"),
+            "tokens": (r.cost or {}).get("tokens"),
+            "stop_reason": r.stop_reason,
+            "error": r.error,
+        }
+        for r in rows
+    ]
+    if args.json:
+        _json(data)
+        return 0
+    if not data:
+        _out("no runs")
+        return 0
+    _out(f"{'id':<14}{'status':<13}{'created (UTC)':<21}{'calls':>6}{'tokens':>10}  question -> answer")
+    for d in data:
+        created = d["created_at"][:19].replace("T", " ")
+        calls = "" if d["calls"] is None else str(d["calls"])
+        tokens = "" if d["tokens"] is None else f"{d['tokens']:,}"
+        question = d["question"] if len(d["question"]) <= 60 else d["question"][:59] + "…"
+        _out(f"{d['id']:<14}{d['status']:<13}{created:<21}{calls:>6}{tokens:>10}  {question} -> {d['answer'] or '-'}")
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    """``videoatlas trace RUN``: rounds -> workers -> steps."""
+    from videoatlas.inspect import load_trace, trace_lines
+
+    trace = asyncio.run(load_trace(args.run, args.db))
+    if args.json:
+        _json(trace)
+        return 0
+    for line in trace_lines(trace):
+        _out(line)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``videoatlas resume RUN``."""
+    from videoatlas.runs import resume_run
+
+    endpoint = None
+    if args.base_url or args.model:
+        endpoint = EndpointSettings.from_env(None, base_url=args.base_url, model=args.model)
+    result = asyncio.run(resume_run(args.run, args.db, _progress(args.quiet or args.json), endpoint=endpoint))
+    if args.json:
+        _json(result.as_dict())
+    else:
+        print_result(result)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``videoatlas report RUN -o run.html``."""
+    from videoatlas.inspect import load_trace, render_report
+
+    trace = asyncio.run(load_trace(args.run, args.db, with_images=True))
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(trace), encoding="utf-8")
+    _out(f"wrote {out} ({out.stat().st_size // 1024} KB)")
+    return 0

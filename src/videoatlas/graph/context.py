@@ -7,7 +7,7 @@ run rebuilds it from the stored :class:`RunConfig`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -70,6 +70,8 @@ class AgentContext:
     prompts: PromptSet
     config: RunConfig
     subtitles: Subtitles | None = None
+    tracer: Any = None
+    """A :class:`~videoatlas.graph.tracing.RunTracer` when the run is traced, else None."""
 
     @property
     def max_depth(self) -> int:

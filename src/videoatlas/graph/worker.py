@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from videoatlas.graph.context import AgentContext
+from videoatlas.graph.tracing import traced
 from videoatlas.nodes.worker_act import act
 from videoatlas.nodes.worker_decide import decide_step
 from videoatlas.nodes.worker_finish import finish
@@ -29,10 +30,10 @@ def _after_act(state: WorkerState) -> str:
 def build_worker_graph() -> Any:
     """Compile the worker; it inherits the parent's checkpointer (compiled without one)."""
     builder = StateGraph(WorkerState, input_schema=WorkerInput, output_schema=WorkerOutput, context_schema=AgentContext)
-    builder.add_node("observe", observe)
-    builder.add_node("decide", decide_step)
-    builder.add_node("act", act)
-    builder.add_node("finish", finish)
+    builder.add_node("observe", traced("observe", observe))
+    builder.add_node("decide", traced("decide", decide_step))
+    builder.add_node("act", traced("act", act))
+    builder.add_node("finish", traced("finish", finish))
     builder.add_edge(START, "observe")
     builder.add_conditional_edges("observe", _after_observe, ["decide", "finish"])
     builder.add_conditional_edges("decide", _after_decide, ["act", "finish"])

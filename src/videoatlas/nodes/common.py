@@ -114,7 +114,11 @@ async def ask(
     """A structured call with the node's templates; returns the reply and its cost."""
     system = ctx.prompts.render("worker.system" if role == "worker" else "master.system", k=ctx.config.k)
     text = ctx.prompts.render(f"{template}.user", **values)
+    if ctx.tracer is not None:
+        for image in images:
+            ctx.tracer.store.artifact(image.sha256, image.label or "image", image.width, image.height, image.jpeg)
     labels = {
+        "images": [image.sha256 for image in images],
         "prompt_set": ctx.prompts.name,
         "prompt_set_sha": ctx.prompts.sha256,
         "template": f"{template}:{ctx.prompts[f'{template}.user'].sha256}",

@@ -1,0 +1,151 @@
+"""Video-RLM acceptance figures with the stand-in VLM (which reads pixels with OCR; it is not a VLM).
+
+Cases:
+  accuracy  needle-in-chapter questions on synthetic videos of 10 min (3 videos), 1 h and 10 h:
+            accuracy, tokens per question (10 h over 1 h), prefix-cache hit rate
+  workers   the same questions with 1 and with 7 workers, the stand-in answering in a fixed 1 s per call
+  depth     the 10 h questions with maximum depth 0, 1 and auto (= 2 for 10 h)
+
+Each question is one run of the agent over real HTTP against an in-process stand-in server; one
+server per (case, video), so its prefix cache spans the questions asked about that video, as a
+vLLM server's would during an eval. Results go to bench-data/agent/<case>.jsonl, one line per run.
+
+Usage: python benchmarks/bench_agent.py accuracy|workers|depth [--per-duration N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
+from videoatlas.graph.context import RunConfig
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.llm.sim.perception import Reader
+from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
+from videoatlas.logging import configure_logging
+from videoatlas.runs import run_question
+
+DATA = Path("bench-data/agent")
+VIDEOS = {"10min-s1": (600, 1), "10min-s2": (600, 2), "10min-s3": (600, 3), "1h": (3600, 1), "10h": (36000, 1)}
+
+
+def video(name: str) -> tuple[Path, dict[str, Any]]:
+    duration, seed = VIDEOS[name]
+    out = DATA / name
+    if not (out / "video.json").is_file():
+        began = time.perf_counter()
+        synthesize(SynthSpec(duration=duration, seed=seed, fps=default_fps(duration)), out)
+        sys.stderr.write(f"synthesised {name} in {time.perf_counter() - began:.0f} s\n")
+    truth: dict[str, Any] = json.loads((out / "video.json").read_text())
+    return out / "video.mp4", truth
+
+
+def needles(truth: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    return [q for q in truth["questions"] if q["kind"] == "needle_in_chapter"][:limit]
+
+
+async def ask_all(
+    name: str, questions: list[dict[str, Any]], config: RunConfig, reader: Reader, latency: float = 0.0, label: str = ""
+) -> list[dict[str, Any]]:
+    path, _ = video(name)
+    rows = []
+    with RunningServer(SimServer(SimConfig(latency_s=latency), reader=reader)) as server:
+        endpoint = EndpointSettings(base_url=server.base_url, model="", timeout_s=300)
+        for q in questions:
+            result = await run_question(path, q["question"], q["choices"], config, endpoint)
+            row = {
+                "case": label,
+                "video": name,
+                "question": q["id"],
+                "correct": result.answer_index == q["answer_index"],
+                "answer": result.answer,
+                "truth": q["answer"],
+                "calls": result.cost.calls,
+                "tokens": result.cost.tokens,
+                "prompt_tokens": result.cost.prompt_tokens,
+                "cached_tokens": result.cost.cached_tokens,
+                "master_tokens": result.cost.master_tokens,
+                "worker_tokens": result.cost.worker_tokens,
+                "rounds": result.rounds,
+                "wall_s": round(result.wall_s, 2),
+                "evidence": len(result.evidence),
+                "stop": result.stop_reason,
+                "workers": config.workers,
+                "max_depth": config.max_depth,
+            }
+            rows.append(row)
+            sys.stdout.write(json.dumps(row) + "\n")
+            sys.stdout.flush()
+    return rows
+
+
+def summary(rows: list[dict[str, Any]], key: str) -> list[str]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row[key]), []).append(row)
+    lines = [
+        f"| {key} | questions | accuracy | mean tokens | mean calls | cache hit | mean wall |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, group in groups.items():
+        acc = sum(r["correct"] for r in group) / len(group)
+        prompt = sum(r["prompt_tokens"] for r in group)
+        hit = sum(r["cached_tokens"] for r in group) / prompt if prompt else 0.0
+        lines.append(
+            f"| {name} | {len(group)} | {acc:.0%} | {statistics.mean(r['tokens'] for r in group):,.0f} | "
+            f"{statistics.mean(r['calls'] for r in group):.1f} | {hit:.0%} | "
+            f"{statistics.mean(r['wall_s'] for r in group):.1f} s |"
+        )
+    return lines
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("case", choices=["accuracy", "workers", "depth"])
+    parser.add_argument("--per-duration", type=int, default=10)
+    args = parser.parse_args()
+    configure_logging("warning")
+    DATA.mkdir(parents=True, exist_ok=True)
+    reader = Reader()
+    rows: list[dict[str, Any]] = []
+    if args.case == "accuracy":
+        plan = {"10min": ["10min-s1", "10min-s2", "10min-s3"], "1h": ["1h"], "10h": ["10h"]}
+        for duration, names in plan.items():
+            left = args.per_duration
+            for name in names:
+                qs = needles(video(name)[1], left)
+                left -= len(qs)
+                for row in await ask_all(name, qs, RunConfig(), reader, label=duration):
+                    rows.append({**row, "duration": duration})
+        table = summary(rows, "duration")
+        by = {d: statistics.mean(r["tokens"] for r in rows if r["duration"] == d) for d in ("1h", "10h")}
+        table.append(f"\ntokens per question, 10 h over 1 h: {by['10h'] / by['1h']:.2f}")
+    elif args.case == "workers":
+        qs = needles(video("1h")[1], args.per_duration)
+        for workers in (7, 1):  # first pass fills the stand-in's OCR cache, so timing measures the protocol
+            await ask_all("1h", qs, RunConfig(workers=workers, rounds=12), reader, label=f"warm-{workers}")
+        for workers in (1, 7):
+            rows += await ask_all(
+                "1h", qs, RunConfig(workers=workers, rounds=12), reader, latency=1.0, label=f"{workers} workers"
+            )
+        table = summary(rows, "case")
+        walls = {w: sum(r["wall_s"] for r in rows if r["workers"] == w) for w in (1, 7)}
+        table.append(f"\nwall-clock speedup, 7 workers over 1: {walls[1] / walls[7]:.2f}x")
+    else:
+        qs = needles(video("10h")[1], args.per_duration)
+        for depth in ("0", "1", "auto"):
+            rows += await ask_all("10h", qs, RunConfig(max_depth=depth), reader, label=f"max depth {depth}")
+        table = summary(rows, "case")
+    (DATA / f"{args.case}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sys.stdout.write("\n".join(table) + "\n")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
