@@ -141,7 +141,8 @@ async def main() -> None:
     else:
         qs = needles(video("10h")[1], args.per_duration)
         for depth in ("0", "1", "auto"):
-            rows += await ask_all("10h", qs, RunConfig(max_depth=depth), reader, label=f"max depth {depth}")
+            config = RunConfig.model_validate({"max_depth": depth})
+            rows += await ask_all("10h", qs, config, reader, label=f"max depth {depth}")
         table = summary(rows, "case")
     (DATA / f"{args.case}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     sys.stdout.write("\n".join(table) + "\n")

@@ -262,7 +262,7 @@ async def run_question(
     """Answer one question about one video; with ``persist``, checkpointed and traced in ``db_url``."""
     thread = run_id or uuid.uuid4().hex[:12]
     url = resolve_db_url(db_url) if persist else None
-    store = TraceStore(url) if url else None
+    store = TraceStore.shared(url) if url else None
     try:
         tracer = RunTracer(store, thread) if store is not None else None
         prepared = await _prepare(video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer)
@@ -294,7 +294,7 @@ async def run_question(
             return await _run_traced(store, thread, prepared, saver, inputs, question, choices, on_progress)
     finally:
         if store is not None:
-            store.close()
+            store.release()
 
 
 async def resume_run(
@@ -306,7 +306,7 @@ async def resume_run(
 ) -> RunResult:
     """Continue an interrupted run from its last checkpoint, rebuilding its context from the stored config."""
     url = resolve_db_url(db_url)
-    store = TraceStore(url)
+    store = TraceStore.shared(url)
     try:
         row = store.run(run_id)
         if row is None:
@@ -330,7 +330,7 @@ async def resume_run(
         async with _checkpointer(url) as saver:
             return await _run_traced(store, row.id, prepared, saver, None, row.question, row.choices, on_progress)
     finally:
-        store.close()
+        store.release()
 
 
 def _endpoint_record(settings: EndpointSettings) -> dict[str, Any]:

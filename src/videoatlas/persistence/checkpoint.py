@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,26 +23,81 @@ def serializer() -> JsonPlusSerializer:
     return JsonPlusSerializer(allowed_msgpack_modules=[("videoatlas.state.models", name) for name in _STATE_TYPES])
 
 
+class _Shared:
+    """One SQLite checkpointer per database file per process, shared by every run in the process.
+
+    Several connections writing one SQLite file from one process only contend with each other
+    ("database is locked"); one connection, whose saver serialises its own access, does not.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[Any, Any, int]] = {}
+        self.lock = asyncio.Lock()
+
+
+_shared: dict[int, _Shared] = {}
+_pg_ready: set[str] = set()
+
+
+async def _setup_once(conn: Any, saver: Any) -> None:
+    """Create the checkpoint tables, one process at a time.
+
+    LangGraph's migrations build indexes CONCURRENTLY, which waits for every open transaction; a
+    session blocked inside ``pg_advisory_lock`` would be one, and the two would deadlock. So the
+    lock is taken with short ``pg_try_advisory_lock`` polls that hold no transaction while waiting.
+    """
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (_SETUP_LOCK_KEY,))
+        row = await cur.fetchone()
+        if row and row["ok"]:
+            break
+        await asyncio.sleep(0.05)
+    try:
+        await saver.setup()
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK_KEY,))
+
+
+def _registry() -> _Shared:
+    loop_id = id(asyncio.get_running_loop())  # asyncio objects belong to one event loop
+    if loop_id not in _shared:
+        _shared[loop_id] = _Shared()
+    return _shared[loop_id]
+
+
 @asynccontextmanager
 async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    """An async checkpointer on ``url`` with its tables created; closed on exit."""
+    """An async checkpointer on ``url`` with its tables created; released on exit."""
     if is_sqlite(url):
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        path = Path(sqlite_path(url))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(str(path), timeout=60)
+        path = str(Path(sqlite_path(url)).resolve())
+        registry = _registry()
+        async with registry.lock:
+            if path in registry.entries:
+                conn, saver, users = registry.entries[path]
+            else:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                conn = await aiosqlite.connect(path, timeout=60)
+                # WAL lets readers run beside the writer; the busy timeout makes other processes
+                # wait for the lock instead of failing.
+                await conn.execute("PRAGMA busy_timeout=60000")
+                await conn.execute("PRAGMA journal_mode=WAL")
+                saver = AsyncSqliteSaver(conn, serde=serializer())
+                await saver.setup()
+                users = 0
+            registry.entries[path] = (conn, saver, users + 1)
         try:
-            # WAL lets many runs read while one writes; the busy timeout waits instead of failing
-            # with "database is locked" when several processes write at once.
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await conn.execute("PRAGMA busy_timeout=60000")
-            saver = AsyncSqliteSaver(conn, serde=serializer())
-            await saver.setup()
             yield saver
         finally:
-            await conn.close()
+            async with registry.lock:
+                conn, saver, users = registry.entries[path]
+                if users <= 1:
+                    del registry.entries[path]
+                    await conn.close()
+                else:
+                    registry.entries[path] = (conn, saver, users - 1)
         return
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg import AsyncConnection, OperationalError
@@ -53,12 +109,9 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]
         raise BadInputError(f"cannot connect to {redact_url(url)}: {str(exc).strip().splitlines()[0]}") from None
     try:
         pg_saver = AsyncPostgresSaver(pg_conn, serde=serializer())
-        # Several runs may start at once on a fresh database: create the tables one at a time.
-        await pg_conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK_KEY,))
-        try:
-            await pg_saver.setup()
-        finally:
-            await pg_conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK_KEY,))
+        if url not in _pg_ready:
+            await _setup_once(pg_conn, pg_saver)
+            _pg_ready.add(url)
         yield pg_saver
     finally:
         await pg_conn.close()

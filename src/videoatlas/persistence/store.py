@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import structlog
 from sqlalchemy import (
@@ -33,9 +33,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from videoatlas.errors import BadInputError
 from videoatlas.persistence.db import is_sqlite, redact_url, sqlalchemy_url
 
 log = structlog.get_logger(__name__)
@@ -143,22 +144,67 @@ def make_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA busy_timeout=60000")
+            cur.execute("PRAGMA journal_mode=WAL")
             cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            # Take the write lock when the transaction starts, waiting for it (busy timeout), rather
+            # than upgrading a read transaction later, which SQLite refuses at once when another
+            # connection wrote in between ("database is locked").
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return create_engine(sqlalchemy_url(url), pool_pre_ping=True)
 
 
 class TraceStore:
-    """Writes traces in the background; reads them for the CLI."""
+    """Writes traces in the background; reads them for the CLI.
+
+    Use :meth:`shared` in the agent: one store (one engine, one writer thread) per database per
+    process, so concurrent runs never contend with each other for a SQLite file.
+    """
+
+    _instances: ClassVar[dict[str, tuple[TraceStore, int]]] = {}
+    _instances_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def shared(cls, url: str) -> TraceStore:
+        """The process's store for ``url`` (release it with :meth:`release`)."""
+        with cls._instances_lock:
+            store, users = cls._instances.get(url, (None, 0))
+            if store is None:
+                store = cls(url)
+            cls._instances[url] = (store, users + 1)
+            return store
+
+    def release(self) -> None:
+        """Give back a store obtained from :meth:`shared`; the last user closes it."""
+        with self._instances_lock:
+            store, users = self._instances.get(self.url, (None, 0))
+            if store is not self:
+                self.flush()
+                return
+            if users <= 1:
+                del self._instances[self.url]
+            else:
+                self._instances[self.url] = (store, users - 1)
+                self.flush()
+                return
+        self.close()
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
-        Base.metadata.create_all(self.engine)
+        try:
+            Base.metadata.create_all(self.engine)
+        except SQLAlchemyError as exc:
+            self.engine.dispose()
+            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+            raise BadInputError(f"cannot use the database {redact_url(url)}: {reason}") from None
         self.failed = 0
         self.written = 0
         self._queue: queue.Queue[Any] = queue.Queue()
@@ -178,13 +224,24 @@ class TraceStore:
                 self._queue.task_done()
                 return
             try:
-                self._write(item)
+                self._write_with_retries(item)
                 self.written += 1
             except SQLAlchemyError as exc:
                 self.failed += 1
                 log.warning("trace_write_failed", error=str(exc).splitlines()[0], kind=type(item).__name__)
             finally:
                 self._queue.task_done()
+
+    def _write_with_retries(self, item: Any, attempts: int = 20) -> None:
+        """Write, waiting out a lock held by another process (bounded: about 20 s in all)."""
+        for attempt in range(attempts):
+            try:
+                self._write(item)
+                return
+            except OperationalError as exc:
+                if "locked" not in str(exc) or attempt == attempts - 1:
+                    raise
+                time.sleep(min(2.0, 0.05 * 2**attempt))
 
     def _write(self, item: Any) -> None:
         with Session(self.engine) as session, session.begin():

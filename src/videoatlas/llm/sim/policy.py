@@ -111,7 +111,11 @@ class Request:
             return False
         if self.counting or not self.choices:
             return bool(self.keywords_in(tile))
-        return bool(self.choices_in(tile))
+        if not self.choices_in(tile):
+            return False
+        # A choice shown outside the context the question names (another chapter's code) is a
+        # distractor, unless the question is about what comes before or after an anchor.
+        return self.direction is not None or not self.keywords or bool(self.keywords_in(tile))
 
     def is_anchor(self, tile: Tile) -> bool:
         """Whether the tile shows a salient word of the question (worth expanding or investigating)."""

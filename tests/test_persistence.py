@@ -1,0 +1,284 @@
+"""Checkpointed runs and traces on real SQLite and PostgreSQL: kill -9 and resume, concurrency, inspection."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from agent_helpers import ScriptedChat, default_reply, step
+from videoatlas.graph.context import RunConfig
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.persistence.db import redact_url, sqlalchemy_url
+from videoatlas.runs import run_question
+
+EXE = str(Path(sys.executable).parent / "videoatlas")
+PG_URL = os.environ.get("VIDEOATLAS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def pg_available() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs.db'}"
+    request.applymarker(pytest.mark.postgres)
+    if not pg_available():
+        pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 (the postgres tests need it)")
+    return PG_URL
+
+
+def rows(url: str, query: str, **params: Any) -> list[Any]:
+    engine = create_engine(sqlalchemy_url(url))
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(text(query), params))
+    finally:
+        engine.dispose()
+
+
+# -- kill -9 and resume -------------------------------------------------------------------------------
+
+
+class StandIn:
+    """The stand-in VLM as its own process (so killing the agent does not kill it)."""
+
+    def __init__(self, latency: float) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = subprocess.Popen(
+            [EXE, "sim-server", "--port", str(self.port), "--latency", str(latency)], stderr=subprocess.DEVNULL
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        for _ in range(200):
+            try:
+                httpx.get(self.url + "/health", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise RuntimeError("stand-in did not start")
+
+    def stats(self) -> dict[str, Any]:
+        return httpx.get(self.url + "/stats", timeout=10).json()  # type: ignore[no-any-return]
+
+    def reset(self) -> None:
+        httpx.post(self.url + "/stats/reset", timeout=10)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def ask_args(video: Path, question: dict[str, Any], url: str, db: str) -> list[str]:
+    args = [
+        EXE,
+        "ask",
+        str(video),
+        "-q",
+        question["question"],
+        "--base-url",
+        url + "/v1",
+        "--db",
+        db,
+        "--workers",
+        "4",
+        "--rounds",
+        "3",
+        "--traversal",
+        "bfs",
+        "--cell-px",
+        "160",
+        "--json",
+    ]
+    for choice in question["choices"]:
+        args += ["-c", choice]
+    return args
+
+
+def worker_decides_in_flight(db: str, run_id: str, round_no: int) -> int:
+    found = rows(
+        db,
+        "SELECT phase, worker FROM va_node_events WHERE run_id = :r AND node = 'decide' AND round = :n",
+        r=run_id,
+        n=round_no,
+    )
+    started = {w for phase, w in found if phase == "start"}
+    ended = {w for phase, w in found if phase == "end"}
+    return len(started - ended)
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_kill_9_in_round_2_then_resume(db_url: str, synth_video: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    video, truth = synth_video
+    question = next(q for q in truth["questions"] if q["kind"] == "counting")
+    env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path / "home")}
+    server = StandIn(latency=1.0)
+    try:
+        # The reference: the same question, uninterrupted.
+        full = subprocess.run(
+            ask_args(video, question, server.url, db_url), capture_output=True, text=True, timeout=600, env=env
+        )
+        assert full.returncode == 0, full.stderr
+        reference = json.loads(full.stdout)
+        assert reference["rounds"] >= 2
+        server.reset()
+
+        proc = subprocess.Popen(
+            ask_args(video, question, server.url, db_url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        run_id, in_flight = None, 0
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            ids = rows(db_url, "SELECT id FROM va_runs WHERE status = 'running' ORDER BY created_at DESC")
+            if ids:
+                run_id = ids[0][0]
+                in_flight = worker_decides_in_flight(db_url, run_id, 2)
+                if in_flight >= 4:
+                    break
+            time.sleep(0.05)
+        assert run_id is not None and in_flight >= 4, "never saw round 2 with 4 workers in flight"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        before = server.stats()
+
+        resumed = subprocess.run(
+            [EXE, "resume", run_id, "--db", db_url, "--json"], capture_output=True, text=True, timeout=600, env=env
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        result = json.loads(resumed.stdout)
+        after = server.stats()
+    finally:
+        server.stop()
+    assert result["answer"] == reference["answer"]
+    assert result["run_id"] == run_id
+    # Calls completed before the kill were not sent again: the only repeats are calls that were in flight.
+    assert after["repeated_completions"] <= in_flight
+    assert after["completed"] - before["completed"] < reference["cost"]["calls"]
+    status = rows(db_url, "SELECT status, answer FROM va_runs WHERE id = :r", r=run_id)
+    assert status == [("finished", reference["answer"])]
+    refused = subprocess.run([EXE, "resume", run_id, "--db", db_url], capture_output=True, text=True, env=env)
+    assert refused.returncode == 2 and "already finished" in refused.stderr and "Traceback" not in refused.stderr
+
+
+# -- concurrency and traces ---------------------------------------------------------------------------
+
+
+def adding(name: str, text_: str, schema: dict[str, Any]) -> Any:
+    if name == "WorkerStep":
+        if "(nothing yet)" in text_:
+            return step(
+                "ADD_TO_SCRATCHPAD",
+                [3],
+                [{"cell": 3, "description": "<script>alert(1)</script> seven", "confidence": 0.8}],
+            )
+        return step("FINISHED")
+    return default_reply(name, text_, schema)
+
+
+async def one_run(video: Path, db: str, run_id: str) -> Any:
+    chat = ScriptedChat(script=adding, delay=lambda *_: 0.01)
+    return await run_question(
+        video,
+        "What number is shown?",
+        ["one", "two"],
+        RunConfig(cell_px=64, workers=2, rounds=1),
+        EndpointSettings(model="scripted"),
+        chat_model=chat,
+        db_url=db,
+        run_id=run_id,
+    )
+
+
+@pytest.mark.e2e
+async def test_twenty_concurrent_runs_lose_nothing(db_url: str, counter_video: Path) -> None:
+    prefix = uuid.uuid4().hex[:6]
+    ids = [f"{prefix}-{i:02d}" for i in range(20)]
+    results = await asyncio.gather(*(one_run(counter_video, db_url, run_id) for run_id in ids))
+    assert all(r.answer == "one" for r in results)
+    finished = rows(db_url, "SELECT id, status FROM va_runs WHERE id LIKE :p", p=f"{prefix}-%")
+    assert sorted(finished) == [(i, "finished") for i in ids]
+    for result in results:
+        calls = rows(db_url, "SELECT count(*) FROM va_model_calls WHERE run_id = :r", r=result.run_id)[0][0]
+        events = rows(
+            db_url, "SELECT count(*) FROM va_node_events WHERE run_id = :r AND phase = 'end'", r=result.run_id
+        )[0][0]
+        assert calls == result.cost.calls  # every call traced
+        assert events >= 9  # 5 master nodes + 4 per worker step... all ends written
+
+
+@pytest.mark.e2e
+def test_runs_trace_and_report_commands(counter_video: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = asyncio.run(one_run(counter_video, db, "inspect-me"))
+    env = {**os.environ, "VIDEOATLAS_DB": db, "VIDEOATLAS_HOME": str(tmp_path)}
+    listed = json.loads(subprocess.run([EXE, "runs", "--json"], capture_output=True, text=True, env=env).stdout)
+    assert [r["id"] for r in listed] == ["inspect-me"] and listed[0]["status"] == "finished"
+    tree = subprocess.run([EXE, "trace", "inspect-me"], capture_output=True, text=True, env=env)
+    assert tree.returncode == 0, tree.stderr
+    assert "round 1: probe" in tree.stdout and "r1w1 -> 0" in tree.stdout and "ADD_TO_SCRATCHPAD [3]" in tree.stdout
+    out = tmp_path / "run.html"
+    report = subprocess.run([EXE, "report", "inspect-me", "-o", str(out)], capture_output=True, text=True, env=env)
+    assert report.returncode == 0, report.stderr
+    page = out.read_text()
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count("data:image/jpeg;base64,") >= 3  # root grid, scratchpad, the steps' views
+    assert f"{result.cost.calls}" in subprocess.run([EXE, "runs"], capture_output=True, text=True, env=env).stdout
+    missing = subprocess.run([EXE, "trace", "nope"], capture_output=True, text=True, env=env)
+    assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+
+
+@pytest.mark.e2e
+def test_api_keys_and_passwords_stay_out_of_traces(synth_video: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    video, truth = synth_video
+    question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
+    secret = "sk-very-secret-" + uuid.uuid4().hex
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    server = StandIn(latency=0.0)
+    try:
+        env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path), "VIDEOATLAS_API_KEY": secret}
+        args = ask_args(video, question, server.url, db)
+        proc = subprocess.run(
+            [args[0], "--log-level", "debug", "--log-json", *args[1:]],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_id = json.loads(proc.stdout)["run_id"]
+    report = tmp_path / "r.html"
+    subprocess.run([EXE, "report", run_id, "--db", db, "-o", str(report)], check=True, env=env, capture_output=True)
+    assert secret not in proc.stdout and secret not in proc.stderr
+    assert secret.encode() not in (tmp_path / "runs.db").read_bytes()
+    assert secret not in report.read_text()
+    assert redact_url("postgresql://alice:hunter2@db:5432/x") == "postgresql://alice:***@db:5432/x"
+    bad = subprocess.run(
+        [EXE, "runs", "--db", "postgresql://alice:hunter2@127.0.0.1:1/x"], capture_output=True, text=True, env=env
+    )
+    assert bad.returncode != 0 and "hunter2" not in bad.stderr and "Traceback" not in bad.stderr
