@@ -275,6 +275,13 @@ def test_api_keys_and_passwords_stay_out_of_traces(synth_video: tuple[Path, dict
     report = tmp_path / "r.html"
     subprocess.run([EXE, "report", run_id, "--db", db, "-o", str(report)], check=True, env=env, capture_output=True)
     assert secret not in proc.stdout and secret not in proc.stderr
+    logged = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    calls = [e for e in logged if e.get("event") == "model_call"]
+    assert calls and all(e.get("run_id") == run_id and e.get("node") for e in calls)
+    assert any(e.get("worker") for e in calls)  # worker calls carry their worker
+    run_file = tmp_path / "logs" / f"{run_id}.jsonl"
+    assert run_file.is_file() and secret not in run_file.read_text()
+    assert all(json.loads(line)["run_id"] == run_id for line in run_file.read_text().splitlines())
     assert secret.encode() not in (tmp_path / "runs.db").read_bytes()
     assert secret not in report.read_text()
     assert redact_url("postgresql://alice:hunter2@db:5432/x") == "postgresql://alice:***@db:5432/x"

@@ -2,10 +2,48 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import sys
+import threading
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+from typing import Any, TextIO
 
 import structlog
+
+_run_files: dict[str, TextIO] = {}
+_run_files_lock = threading.Lock()
+
+
+def _tee_to_run_file(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Append every event bound to a run id to that run's JSON-lines file (see :func:`run_log`)."""
+    run_id = event_dict.get("run_id")
+    if run_id is not None:
+        with _run_files_lock:
+            handle = _run_files.get(run_id)
+            if handle is not None:
+                handle.write(json.dumps(event_dict, default=str) + "\n")
+                handle.flush()
+    return event_dict
+
+
+@contextlib.contextmanager
+def run_log(run_id: str) -> Iterator[Path]:
+    """While open, log events of ``run_id`` also go to ``$VIDEOATLAS_HOME/logs/<run>.jsonl``."""
+    from videoatlas.paths import home_dir
+
+    path = home_dir() / "logs" / f"{run_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        with _run_files_lock:
+            _run_files[run_id] = handle
+        try:
+            yield path
+        finally:
+            with _run_files_lock:
+                _run_files.pop(run_id, None)
 
 
 def configure_logging(level: str = "warning", json_lines: bool = False) -> None:
@@ -21,6 +59,7 @@ def configure_logging(level: str = "warning", json_lines: bool = False) -> None:
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _tee_to_run_file,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

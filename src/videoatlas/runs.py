@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -29,6 +30,7 @@ from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
+from videoatlas.logging import run_log
 from videoatlas.paths import render_cache_dir
 from videoatlas.persistence.checkpoint import open_checkpointer
 from videoatlas.persistence.db import redact_url, resolve_db_url
@@ -290,8 +292,9 @@ async def run_question(
         if on_progress is not None:
             on_progress({"event": "run_started", "run_id": thread})
         inputs = {"question": question, "choices": list(choices)}
-        async with _checkpointer(url) as saver:
-            return await _run_traced(store, thread, prepared, saver, inputs, question, choices, on_progress)
+        with structlog.contextvars.bound_contextvars(run_id=thread), run_log(thread):
+            async with _checkpointer(url) as saver:
+                return await _run_traced(store, thread, prepared, saver, inputs, question, choices, on_progress)
     finally:
         if store is not None:
             store.release()
@@ -327,8 +330,9 @@ async def resume_run(
         store.update_run(row.id, status="running", error=None)
         if on_progress is not None:
             on_progress({"event": "run_started", "run_id": row.id, "resumed": True})
-        async with _checkpointer(url) as saver:
-            return await _run_traced(store, row.id, prepared, saver, None, row.question, row.choices, on_progress)
+        with structlog.contextvars.bound_contextvars(run_id=row.id), run_log(row.id):
+            async with _checkpointer(url) as saver:
+                return await _run_traced(store, row.id, prepared, saver, None, row.question, row.choices, on_progress)
     finally:
         store.release()
 

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from langgraph.runtime import Runtime
 
 from videoatlas.graph.context import AgentContext
@@ -48,40 +49,54 @@ def traced(name: str, node: Node) -> Any:
 
     async def run(state: Any, runtime: Runtime[AgentContext]) -> Any:
         tracer = runtime.context.tracer
-        if tracer is None:
-            return await node(state, runtime)
         worker = state.get("worker") if isinstance(state, dict) else None
         round_no = state.get("round") if isinstance(state, dict) else None
-        began = time.time()
-        tracer.store.node_event(
-            tracer.run_id, name, "start", began, worker=worker, round_no=round_no, summary_in=_summary_in(state)
-        )
-        try:
-            result = await node(state, runtime)
-        except BaseException as exc:
-            tracer.store.node_event(
-                tracer.run_id,
-                name,
-                "end",
-                began,
-                time.time() - began,
-                worker=worker,
-                round_no=round_no,
-                error=f"{type(exc).__name__}: {exc}",
-            )
-            raise
-        tracer.store.node_event(
-            tracer.run_id,
+        # Every log line emitted inside the node carries its node and worker (the run id is bound
+        # by the runner); node tasks are asyncio tasks, so the binding stays with this node.
+        with structlog.contextvars.bound_contextvars(node=name, worker=worker):
+            if tracer is None:
+                return await node(state, runtime)
+            return await _traced_call(tracer, name, node, state, runtime, worker, round_no)
+
+    run.__name__ = name
+    run.__doc__ = node.__doc__
+    return run
+
+
+async def _traced_call(
+    tracer: RunTracer,
+    name: str,
+    node: Node,
+    state: Any,
+    runtime: Runtime[AgentContext],
+    worker: str | None,
+    round_no: int | None,
+) -> Any:
+    began = time.time()
+    store, run_id = tracer.store, tracer.run_id
+    store.node_event(run_id, name, "start", began, worker=worker, round_no=round_no, summary_in=_summary_in(state))
+    try:
+        result = await node(state, runtime)
+    except BaseException as exc:
+        store.node_event(
+            run_id,
             name,
             "end",
             began,
             time.time() - began,
             worker=worker,
             round_no=round_no,
-            summary_out=_summary_out(result),
+            error=f"{type(exc).__name__}: {exc}",
         )
-        return result
-
-    run.__name__ = name
-    run.__doc__ = node.__doc__
-    return run
+        raise
+    store.node_event(
+        run_id,
+        name,
+        "end",
+        began,
+        time.time() - began,
+        worker=worker,
+        round_no=round_no,
+        summary_out=_summary_out(result),
+    )
+    return result
