@@ -220,9 +220,8 @@ class VLMClient:
                         f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: {_describe(exc)}"
                     ) from None
                 record.retries += 1
-                delay = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2 ** (attempt - 1))
-                log.info("model_call_retry", attempt=attempt, error=_describe(exc), delay_s=round(delay, 2))
-                await self._sleep(self._rng.uniform(0, delay))
+                log.info("model_call_retry", attempt=attempt, error=_describe(exc))
+                await self._backoff(attempt)
                 continue
             prompt, completion, cached = _usage(message)
             record.prompt_tokens += prompt
@@ -230,6 +229,11 @@ class VLMClient:
             record.cached_tokens += cached
             content = message.content
             return content if isinstance(content, str) else str(content)
+
+    async def _backoff(self, attempt: int) -> None:
+        """Sleep before retry ``attempt``: exponential, capped, with full jitter."""
+        cap = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2 ** (attempt - 1))
+        await self._sleep(self._rng.uniform(0, cap))
 
     async def _translate(self, exc: Exception) -> Exception:
         """Turn a non-retryable failure into a user-facing error with what the user needs to fix it."""
@@ -279,8 +283,7 @@ class VLMClient:
                         f"cannot reach the VLM endpoint at {self.settings.base_url} "
                         f"after {attempt} attempts: {_describe(exc)}"
                     ) from None
-                delay = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2 ** (attempt - 1))
-                await self._sleep(self._rng.uniform(0, delay))
+                await self._backoff(attempt)
         if not self.settings.model:
             if not served:
                 raise ModelNotServedError(f"the endpoint at {self.settings.base_url} serves no model")
