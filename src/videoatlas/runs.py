@@ -180,8 +180,8 @@ async def _execute(
             on_progress(chunk)
         elif mode == "values" and not namespace:  # the Master's state, not a worker's
             final = chunk
-    if inputs is None or (not final.get("answer") and final.get("answer_index") is None):
-        final = {**(await graph.aget_state(run_config)).values, **final}
+    if not final:  # nothing streamed (a resume with no step left): read the saved state
+        final = dict((await graph.aget_state(run_config)).values)
     return final, time.perf_counter() - began
 
 

@@ -14,8 +14,8 @@ from langgraph.types import Command
 from videoatlas.environment.geometry import Interval, clip_to_video, covered_fraction
 from videoatlas.errors import BadInputError
 from videoatlas.graph.context import AgentContext
-from videoatlas.llm.images import ImagePart
 from videoatlas.nodes.common import (
+    as_image,
     ask,
     budget_exhausted,
     cells_block,
@@ -49,7 +49,7 @@ async def analyze_uncertainty(
         return Command(goto="global_probe")
     dead = zones_as_intervals(state["dead_zones"])
     root = await ctx.atlas.agrid((), dead)
-    images = [ImagePart(root.image.jpeg, root.image.width, root.image.height, "root grid")]
+    images = [as_image(root.image, "root grid")]
     images += await scratchpad_images(ctx, state["evidence"])
     values = {
         "question": state["question"],

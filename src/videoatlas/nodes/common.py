@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel
 
+from videoatlas.environment.atlas import RenderedImage
 from videoatlas.environment.geometry import Grid, Interval, covered_fraction, merge_intervals
 from videoatlas.environment.render import ScratchTile, evidence_label
 from videoatlas.environment.timefmt import format_ts
@@ -92,13 +93,18 @@ def gaps_text(evidence: Sequence[Evidence], zones: Sequence[Zone], duration: flo
     return "; ".join(gaps[:limit]) + ("; ..." if len(gaps) > limit else "")
 
 
+def as_image(rendered: RenderedImage, label: str) -> ImagePart:
+    """A rendered observation as an image for a prompt."""
+    return ImagePart(rendered.jpeg, rendered.width, rendered.height, label)
+
+
 async def scratchpad_images(ctx: AgentContext, evidence: Sequence[Evidence]) -> list[ImagePart]:
     """The scratchpad pages as images (each frame rendered again from its reference)."""
     if not evidence:
         return []
     tiles = [ScratchTile(i, e.time, e.subtitle) for i, e in enumerate(evidence)]
     pages = await ctx.atlas.ascratchpad(tiles, ctx.config.scratchpad_page)
-    return [ImagePart(p.jpeg, p.width, p.height, f"scratchpad p{n + 1}") for n, p in enumerate(pages)]
+    return [as_image(page, f"scratchpad p{n + 1}") for n, page in enumerate(pages)]
 
 
 async def ask(

@@ -8,8 +8,8 @@ from langgraph.runtime import Runtime
 
 from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.graph.context import AgentContext
-from videoatlas.llm.images import ImagePart
 from videoatlas.nodes.common import (
+    as_image,
     ask,
     choices_block,
     emit,
@@ -39,7 +39,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     # The overview first, then the evidence: the same images, in the same order, as the last
     # uncertainty analysis, so the whole prefix is served from the server's cache.
     root = await ctx.atlas.agrid((), zones_as_intervals(state["dead_zones"]))
-    images = [ImagePart(root.image.jpeg, root.image.width, root.image.height, "root grid")]
+    images = [as_image(root.image, "root grid")]
     images += await scratchpad_images(ctx, evidence)
     choices = state["choices"]
     values = {

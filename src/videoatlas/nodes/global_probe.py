@@ -17,8 +17,8 @@ from langgraph.types import Command, Send
 from videoatlas.environment.geometry import Interval, cell_interval, covered_fraction, parse_path
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.graph.context import AgentContext
-from videoatlas.llm.images import ImagePart
 from videoatlas.nodes.common import (
+    as_image,
     ask,
     budget_exhausted,
     cells_block,
@@ -74,7 +74,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     needed = cfg.workers - len(targets)
     if needed > 0 and open_cells:
         n = min(cfg.workers, len(open_cells))
-        images = [ImagePart(root.image.jpeg, root.image.width, root.image.height, "root grid")]
+        images = [as_image(root.image, "root grid")]
         images += await scratchpad_images(ctx, state["evidence"])
         values = {
             "question": state["question"],

@@ -10,8 +10,7 @@ from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.graph.context import AgentContext
-from videoatlas.llm.images import ImagePart
-from videoatlas.nodes.common import ask, choices_block, emit, failed_call_cost
+from videoatlas.nodes.common import as_image, ask, choices_block, emit, failed_call_cost
 from videoatlas.nodes.worker_observe import render_view
 from videoatlas.state.schemas import worker_step_schema
 from videoatlas.state.worker import WorkerState
@@ -40,12 +39,12 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
     ctx = runtime.context
     view = state["view"]
     shown = await render_view(ctx, view)
-    images = [ImagePart(shown.image.jpeg, shown.image.width, shown.image.height, f"view {view.path or view.kind}")]
+    images = [as_image(shown.image, f"view {view.path or view.kind}")]
     zoom_line = ""
     if state.get("zoom_time") is not None:
         zoom_time = float(state["zoom_time"])  # type: ignore[arg-type]
         shot = await ctx.atlas.azoom(zoom_time)
-        images.append(ImagePart(shot.jpeg, shot.width, shot.height, f"zoom {zoom_time:.2f}"))
+        images.append(as_image(shot, f"zoom {zoom_time:.2f}"))
         zoom_line = f"The second image is a close-up of the frame at {format_ts(zoom_time, 2)}."
     duration = ctx.atlas.duration
     subtitles = ctx.subtitles.text_for(Interval(view.start, view.end)) if ctx.subtitles else ""
