@@ -12,7 +12,7 @@ from PIL import Image
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
-from videoatlas.graph.video_rlm import build_graph
+from videoatlas.graph.agents import get_agent
 from videoatlas.persistence.checkpoint import open_checkpointer
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import TraceStore
@@ -60,7 +60,7 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
             if e.phase == "end"
         ]
         async with open_checkpointer(url) as saver:
-            snapshot = await build_graph(saver).aget_state({"configurable": {"thread_id": row.id}})
+            snapshot = await get_agent(row.agent).build(saver).aget_state({"configurable": {"thread_id": row.id}})
         values: dict[str, Any] = dict(snapshot.values or {})
         images: dict[str, str] = {}
         if with_images:

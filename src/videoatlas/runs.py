@@ -19,13 +19,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
+from videoatlas.environment.concat import open_source
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.errors import BadInputError
+from videoatlas.errors import BadInputError, NothingToResumeError
+from videoatlas.graph.agents import get_agent
 from videoatlas.graph.context import AgentContext, RunConfig
 from videoatlas.graph.tracing import RunTracer
-from videoatlas.graph.video_rlm import AGENT_NAME, build_graph
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.records import CallRecord
@@ -123,7 +124,7 @@ async def _prepare(
 ) -> _Prepared:
     prompts = load_prompt_set(config.prompts)
     subs = load_subtitles(subtitles, subtitle_offset) if subtitles else None
-    source = FrameSource(video)
+    source = open_source(video)
     records: list[CallRecord] = []
 
     def on_record(record: CallRecord) -> None:
@@ -152,7 +153,7 @@ async def _execute(
     inputs: dict[str, Any] | None,
     on_progress: Progress | None,
 ) -> tuple[dict[str, Any], float]:
-    graph = build_graph(checkpointer)
+    graph = get_agent(prepared.context.config.agent).build(checkpointer)
     run_config: dict[str, Any] = {
         "configurable": {"thread_id": thread},
         "max_concurrency": prepared.context.config.max_concurrency,
@@ -161,7 +162,9 @@ async def _execute(
     if inputs is None:
         saved = await graph.aget_state(run_config)
         if not saved.values:
-            raise BadInputError(f"run {thread} has no checkpoint to resume from (it stopped before its first step)")
+            raise NothingToResumeError(
+                f"run {thread} has no checkpoint to resume from (it stopped before its first step)"
+            )
         if not saved.next:
             raise BadInputError(f"run {thread} has already finished")
     began = time.perf_counter()
@@ -264,17 +267,20 @@ async def run_question(
     """Answer one question about one video; with ``persist``, checkpointed and traced in ``db_url``."""
     thread = run_id or uuid.uuid4().hex[:12]
     url = resolve_db_url(db_url) if persist else None
-    store = TraceStore.shared(url) if url else None
+    # Store calls that touch the database run on a thread: on the event loop, waiting for SQLite's
+    # write lock would block the checkpointer (same loop) that holds it.
+    store = await asyncio.to_thread(TraceStore.shared, url) if url else None
     try:
         tracer = RunTracer(store, thread) if store is not None else None
         prepared = await _prepare(video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer)
         if store is not None:
             prompts = prepared.context.prompts
-            store.start_run(
+            await asyncio.to_thread(
+                store.start_run,
                 RunRow(
                     id=thread,
                     status="running",
-                    agent=AGENT_NAME,
+                    agent=config.agent,
                     question=question,
                     choices=list(choices),
                     video_path=str(Path(video).resolve()),
@@ -287,7 +293,7 @@ async def run_question(
                     subtitles=str(Path(subtitles).resolve()) if subtitles else None,
                     subtitle_offset=subtitle_offset,
                     cost={},
-                )
+                ),
             )
         if on_progress is not None:
             on_progress({"event": "run_started", "run_id": thread})
@@ -297,7 +303,7 @@ async def run_question(
                 return await _run_traced(store, thread, prepared, saver, inputs, question, choices, on_progress)
     finally:
         if store is not None:
-            store.release()
+            await asyncio.to_thread(store.release)
 
 
 async def resume_run(
@@ -309,9 +315,9 @@ async def resume_run(
 ) -> RunResult:
     """Continue an interrupted run from its last checkpoint, rebuilding its context from the stored config."""
     url = resolve_db_url(db_url)
-    store = TraceStore.shared(url)
+    store = await asyncio.to_thread(TraceStore.shared, url)
     try:
-        row = store.run(run_id)
+        row = await asyncio.to_thread(store.run, run_id)
         if row is None:
             raise BadInputError(f"no run {run_id!r} in {redact_url(url)}")
         if row.status == "finished":
@@ -334,7 +340,34 @@ async def resume_run(
             async with _checkpointer(url) as saver:
                 return await _run_traced(store, row.id, prepared, saver, None, row.question, row.choices, on_progress)
     finally:
-        store.release()
+        await asyncio.to_thread(store.release)
+
+
+async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | None:
+    """The result of a finished run, read back from its final checkpoint (None: no run that finished).
+
+    A run counts as finished when its last checkpoint has no step left, even if the process died
+    before its row was marked finished. The evaluation runner uses this as a result cache shared by
+    every output folder on one database.
+    """
+    url = resolve_db_url(db_url)
+    store = await asyncio.to_thread(TraceStore.shared, url)
+    try:
+        row = await asyncio.to_thread(store.run, run_id)
+        if row is None or row.id != run_id:
+            return None
+        async with open_checkpointer(url) as saver:
+            graph = get_agent(row.agent).build(saver)
+            snapshot = await graph.aget_state({"configurable": {"thread_id": row.id}})
+        if not snapshot.values or snapshot.next:
+            return None
+        result = _result(row.id, row.question, row.choices, dict(snapshot.values), 0.0, [])
+        result.wall_s = float((row.cost or {}).get("wall_s", 0.0))
+        if row.status != "finished":
+            store.update_run(row.id, **_finished_values(result))
+        return result
+    finally:
+        await asyncio.to_thread(store.release)
 
 
 def _endpoint_record(settings: EndpointSettings) -> dict[str, Any]:

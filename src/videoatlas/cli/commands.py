@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
-from videoatlas.environment.frames import FrameSource
+from videoatlas.environment.concat import open_source
 from videoatlas.environment.geometry import Interval, format_path, parse_path
 from videoatlas.environment.readers import DEFAULT_BACKEND
 from videoatlas.environment.render import ScratchTile, evidence_label, visual_tokens
@@ -81,7 +81,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def _atlas(video: str, k: int, cell_px: int, backend: str | None, cache: bool) -> VideoAtlas:
-    source = FrameSource(video, backend=backend or DEFAULT_BACKEND)
+    source = open_source(video, backend=backend or DEFAULT_BACKEND)
     return VideoAtlas(source, k=k, cell_px=cell_px, cache=RenderCache(render_cache_dir()) if cache else None)
 
 
@@ -204,6 +204,8 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
     """The agent's configuration from command-line flags."""
     try:
         return RunConfig(
+            agent=args.agent,
+            frames=args.frames,
             k=args.k,
             cell_px=args.cell_px,
             workers=args.workers,

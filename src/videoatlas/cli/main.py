@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import structlog
 
 from videoatlas import __version__
-from videoatlas.cli import commands
+from videoatlas.cli import commands, eval_commands
 from videoatlas.errors import VideoAtlasError
+from videoatlas.evals.datasets import DATASETS
 from videoatlas.logging import configure_logging
 
 log = structlog.get_logger(__name__)
@@ -26,7 +27,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def add_agent_options(p: argparse.ArgumentParser) -> None:
-    """Knobs of the Video-RLM agent."""
+    """Knobs of the agents (Video-RLM, and the uniform-sampling baseline)."""
+    p.add_argument(
+        "--agent",
+        choices=["video-rlm", "uniform"],
+        default="video-rlm",
+        help="video-rlm (default), or uniform: one call over evenly spaced frames (the baseline)",
+    )
+    p.add_argument("--frames", type=int, default=64, help="uniform only: frames sampled (whole K x K sheets)")
     p.add_argument("--workers", type=int, default=4, help="cells explored in parallel per round (default 4)")
     p.add_argument("--traversal", choices=["auto", "bfs", "dfs"], default="auto")
     p.add_argument("--max-depth", default="auto", help="'auto' (first sub-second depth) or a number")
@@ -51,6 +59,52 @@ def add_endpoint_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start the STAND-IN VLM in-process and use it (OCR-based test backend, not a VLM)",
     )
+
+
+def add_eval_parsers(sub: Any) -> None:
+    """``videoatlas eval run|report|compare|make-long``."""
+    ev = sub.add_parser("eval", help="run benchmarks, report and compare results (see `eval --help`)")
+    evsub = ev.add_subparsers(dest="eval_command", required=True, metavar="EVAL_COMMAND", parser_class=_Parser)
+
+    p = evsub.add_parser("run", help="answer a dataset's questions concurrently; re-run the command to resume")
+    p.add_argument("--dataset", required=True, choices=list(DATASETS))
+    p.add_argument("--root", required=True, metavar="DIR", help="the dataset's folder (synthetic: where videos go)")
+    p.add_argument("--out", required=True, metavar="DIR", help="results folder (re-using it resumes)")
+    p.add_argument("--limit", type=int, default=None, help="first N questions, spread over videos")
+    p.add_argument("--shard", default="0/1", metavar="i/n", help="run only shard i of n (e.g. a Slurm array task)")
+    p.add_argument("--concurrency", type=int, default=4, help="questions running at once (default 4)")
+    p.add_argument("--durations", default=None, help="synthetic only: e.g. 1m,10m,1h (default 1m,10m,1h,3h,10h)")
+    p.add_argument("--seed", type=int, default=1, help="synthetic only: video seed (default 1)")
+    add_agent_options(p)
+    add_endpoint_options(p)
+    p.add_argument("--db", default=None, help="database for checkpoints, traces and the result cache (VIDEOATLAS_DB)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.set_defaults(func=eval_commands.cmd_eval_run)
+
+    p = evsub.add_parser("report", help="accuracy per category, costs, grounding; writes report.md and a plot")
+    p.add_argument("folder", metavar="DIR")
+    p.add_argument("--plot", default=None, metavar="PNG", help="tokens-vs-duration plot (default DIR/tokens.png)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=eval_commands.cmd_eval_report)
+
+    p = evsub.add_parser("compare", help="two evals side by side, with paired bootstrap CIs clustered by video")
+    p.add_argument("folder_a", metavar="DIR_A")
+    p.add_argument("folder_b", metavar="DIR_B")
+    p.add_argument("--plot", default=None, metavar="PNG", help="also write a tokens-vs-duration plot of both")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=eval_commands.cmd_eval_compare)
+
+    p = evsub.add_parser("make-long", help="long variants: each target among distractor videos of its benchmark")
+    p.add_argument("--dataset", required=True, choices=[d for d in DATASETS if d != "synthetic"])
+    p.add_argument("--root", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR", help="where manifests, subtitles and items.jsonl go")
+    p.add_argument("--hours", type=float, default=10.0, help="length of each variant (default 10)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--limit", type=int, default=None, help="first N questions, spread over videos")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=eval_commands.cmd_eval_make_long)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the command and exit")
     p.add_argument("--json", action="store_true", help="print the command as a JSON list")
     p.set_defaults(func=commands.cmd_serve)
+
+    add_eval_parsers(sub)
 
     p = sub.add_parser("demo", help="synthesise a video, start the stand-in VLM, answer a question about it")
     p.add_argument("--out", default=None, metavar="DIR", help="where to write (default: the data directory)")

@@ -8,7 +8,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Self
 
 import structlog
 
@@ -190,7 +190,7 @@ class FrameSource:
         if self._own_executor is not None:
             self._own_executor.shutdown(wait=True)
 
-    def __enter__(self) -> FrameSource:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

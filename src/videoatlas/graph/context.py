@@ -18,9 +18,16 @@ from videoatlas.errors import BadInputError
 from videoatlas.llm.client import VLMClient
 from videoatlas.prompts import PromptSet
 
+AgentName = Literal["video-rlm", "uniform"]
+
 
 class RunConfig(BaseModel):
     """Every knob of a run (stored with the run, so it can be resumed and compared)."""
+
+    agent: AgentName = "video-rlm"
+    """Which graph answers: the Video-RLM agent, or the uniform-sampling baseline."""
+    frames: int = Field(default=64, ge=1, le=1024)
+    """Uniform baseline only: frames sampled, rounded up to whole K x K sheets."""
 
     k: int = Field(default=8, ge=2, le=16)
     cell_px: int = Field(default=320, ge=32, le=1024)
@@ -51,6 +58,19 @@ class RunConfig(BaseModel):
                 raise ValueError("max depth must be 'auto' or a whole number")
             return int(value)
         return value
+
+    def agent_knobs(self) -> dict[str, object]:
+        """The settings that can change this agent's answer (what a result cache is keyed by).
+
+        The prompt set is left out: what matters is the text of the templates the agent uses,
+        which the cache key carries as a hash, not where the set lives.
+        """
+        shown = {"agent", "k", "cell_px"}
+        if self.agent == "uniform":
+            shown |= {"frames"}
+        else:
+            shown |= set(type(self).model_fields) - {"frames", "max_concurrency", "prompts"}
+        return {k: v for k, v in self.model_dump().items() if k in shown}
 
     def resolved_max_depth(self, duration: float) -> int:
         """The deepest grid level workers may reach."""

@@ -22,6 +22,19 @@ T = TypeVar("T", bound=BaseModel)
 LETTERS = "ABCDEFGHIJ"
 
 
+# The reply-format lines of a final decision, shared by the Video-RLM decision and the uniform
+# baseline so both are held to the same answer format. They describe the JSON schema that is also
+# sent as ``response_format``; the wording of each task lives in the prompt set's templates.
+FORMAT_CHOICES = (
+    'Reply in JSON: "judgements" (for each choice its index, a verdict and the evidence labels), '
+    '"answer" (the index of the chosen choice, 0 for A), "reasoning", and "evidence" (the labels it rests on).'
+)
+FORMAT_OPEN = (
+    'Reply in JSON: "answer" (a short answer in your own words that cites evidence labels and times), '
+    '"reasoning", and "evidence" (the labels it rests on).'
+)
+
+
 def emit(event: str, **data: Any) -> None:
     """Progress for whoever streams the run (``stream_mode="custom"``); a no-op otherwise."""
     try:

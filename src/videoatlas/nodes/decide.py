@@ -9,6 +9,8 @@ from langgraph.runtime import Runtime
 from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.graph.context import AgentContext
 from videoatlas.nodes.common import (
+    FORMAT_CHOICES,
+    FORMAT_OPEN,
     as_image,
     ask,
     choices_block,
@@ -21,15 +23,6 @@ from videoatlas.nodes.common import (
 from videoatlas.state.master import MasterState
 from videoatlas.state.models import zones_as_intervals
 from videoatlas.state.schemas import decision_schema
-
-_FORMAT_CHOICES = (
-    'Reply in JSON: "judgements" (for each choice its index, a verdict and the evidence labels), '
-    '"answer" (the index of the chosen choice, 0 for A), "reasoning", and "evidence" (the labels it rests on).'
-)
-_FORMAT_OPEN = (
-    'Reply in JSON: "answer" (a short answer in your own words that cites evidence labels and times), '
-    '"reasoning", and "evidence" (the labels it rests on).'
-)
 
 
 async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -47,7 +40,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
         "choices": choices_block(choices),
         "search_task": state["search_task"],
         "evidence": evidence_block(evidence),
-        "format": _FORMAT_CHOICES if choices else _FORMAT_OPEN,
+        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
     }
     emit("decide")
     stop = state.get("stop_reason") or "evidence sufficient"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -89,6 +90,10 @@ TEMPLATE_SPEC: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"choices", "search_task", "evidence", "progress", "cells", "gaps", "n", "max_range"}),
     ),
     "decide.user": (frozenset({"question", "evidence"}), frozenset({"choices", "format", "search_task"})),
+    "uniform.user": (
+        frozenset({"question"}),
+        frozenset({"choices", "format", "frames", "sheets", "k", "duration"}),
+    ),
     "reask": (frozenset({"error"}), frozenset()),
 }
 
@@ -106,6 +111,13 @@ class PromptSet:
         """Hash over every template's name and text."""
         digest = hashlib.sha256()
         for key in sorted(self.templates):
+            digest.update(key.encode() + b"\0" + self.templates[key].text.encode() + b"\0")
+        return digest.hexdigest()[:16]
+
+    def sha256_of(self, names: Iterable[str]) -> str:
+        """Hash over the named templates only: what one agent's results depend on."""
+        digest = hashlib.sha256()
+        for key in sorted(set(names)):
             digest.update(key.encode() + b"\0" + self.templates[key].text.encode() + b"\0")
         return digest.hexdigest()[:16]
 

@@ -1,0 +1,161 @@
+"""``videoatlas eval ...``: run a benchmark, report it, compare two runs, build long variants."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from videoatlas.cli.commands import endpoint_from, run_config_from
+from videoatlas.environment.timefmt import format_ts, parse_time
+from videoatlas.errors import BadInputError
+from videoatlas.evals.datasets import load_items
+from videoatlas.evals.items import interleave
+from videoatlas.evals.report import (
+    compare,
+    load_eval,
+    plot_tokens_vs_duration,
+    render_comparison,
+    render_markdown,
+    report,
+)
+from videoatlas.evals.runner import EvalProgress, EvalSpec, Shard, run_eval
+from videoatlas.evals.variants import build_long_variants
+
+
+def _durations(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    values = [parse_time(part) for part in text.split(",") if part.strip()]
+    if not values:
+        raise BadInputError("--durations needs at least one length, e.g. 1m,10m,1h")
+    return values
+
+
+class ProgressLine:
+    """The eval's progress bar on stderr: rewritten in place on a terminal, a line per question otherwise."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, p: EvalProgress) -> None:
+        """Show ``p``."""
+        if self.quiet:
+            return
+        now = time.monotonic()
+        final = p.done == p.total
+        if self.tty and not final and now - self.last < 0.2:
+            return
+        self.last = now
+        width = 24
+        filled = int(width * p.done / p.total) if p.total else width
+        acc = "-" if p.accuracy is None else f"{p.accuracy:.1%}"
+        eta = "-" if p.eta_s is None else format_ts(p.eta_s, 0)
+        line = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total} acc {acc} "
+            f"| {p.parse_failures} parse fail | {p.errors} error(s) | {p.tokens / 1e6:.2f}M tokens "
+            f"| {p.cached} cached | ETA {eta}"
+        )
+        if self.tty:
+            sys.stderr.write("\r" + line + ("\n" if final else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def cmd_eval_run(args: argparse.Namespace) -> int:
+    """``videoatlas eval run``: exit 0 when every question has a result, 1 when some failed to run."""
+    spec = EvalSpec(
+        dataset=args.dataset,
+        root=args.root,
+        out=args.out,
+        config=run_config_from(args),
+        limit=args.limit,
+        shard=Shard.parse(args.shard),
+        concurrency=args.concurrency,
+        durations=_durations(args.durations),
+        seed=args.seed,
+        db_url=args.db,
+    )
+    with endpoint_from(args) as endpoint:
+        outcome = asyncio.run(run_eval(spec, endpoint, ProgressLine(args.quiet or args.json)))
+    p = outcome.progress
+    summary = {
+        "out": str(outcome.out),
+        "results": str(outcome.results_file),
+        "model": outcome.model,
+        "questions": p.total,
+        "cached": p.cached,
+        "scored": p.scored,
+        "correct": p.correct,
+        "accuracy": p.accuracy,
+        "parse_failures": p.parse_failures,
+        "errors": p.errors,
+        "tokens": p.tokens,
+    }
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        acc = "-" if p.accuracy is None else f"{p.accuracy:.1%}"
+        sys.stdout.write(
+            f"{p.total} question(s): accuracy {acc} ({p.correct}/{p.scored}), {p.parse_failures} parse failure(s), "
+            f"{p.errors} failed to run, {p.cached} from cache; results in {outcome.results_file}\n"
+            f"report: videoatlas eval report {outcome.out}\n"
+        )
+    if p.errors:
+        sys.stderr.write(f"videoatlas eval: {p.errors} question(s) failed to run; re-run the command to retry them\n")
+        return 1
+    return 0
+
+
+def cmd_eval_report(args: argparse.Namespace) -> int:
+    """``videoatlas eval report DIR``: prints the report and writes report.md, report.json and a plot."""
+    data = load_eval(args.folder)
+    rep = report(data)
+    text = render_markdown(rep)
+    (data.folder / "report.md").write_text(text, encoding="utf-8")
+    (data.folder / "report.json").write_text(json.dumps(rep, indent=1) + "\n", encoding="utf-8")
+    plot = plot_tokens_vs_duration([data], args.plot or data.folder / "tokens.png")
+    rep["plot"] = str(plot)
+    if args.json:
+        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+    else:
+        sys.stdout.write(text + f"\nplot: {plot}\n")
+    return 0
+
+
+def cmd_eval_compare(args: argparse.Namespace) -> int:
+    """``videoatlas eval compare DIR_A DIR_B``."""
+    if args.resamples < 100:
+        raise BadInputError("--resamples must be at least 100")
+    a, b = load_eval(args.folder_a), load_eval(args.folder_b)
+    cmp = compare(a, b, resamples=args.resamples)
+    if args.plot:
+        cmp["plot"] = str(plot_tokens_vs_duration([a, b], args.plot))
+    if args.json:
+        sys.stdout.write(json.dumps(cmp, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_comparison(cmp) + (f"\nplot: {cmp['plot']}\n" if args.plot else ""))
+    return 0
+
+
+def cmd_eval_make_long(args: argparse.Namespace) -> int:
+    """``videoatlas eval make-long``: write long variants and their items file."""
+    items = interleave(load_items(args.dataset, args.root))
+    if args.limit is not None:
+        items = items[: args.limit]
+    path, new_items = build_long_variants(items, args.out, hours=args.hours, seed=args.seed)
+    videos = len({i.video_id for i in new_items})
+    if args.json:
+        sys.stdout.write(json.dumps({"items": str(path), "questions": len(new_items), "videos": videos}) + "\n")
+    else:
+        sys.stdout.write(
+            f"{len(new_items)} question(s) over {videos} {args.hours:g}-hour variant(s): {path}\n"
+            f"run them with: videoatlas eval run --dataset jsonl --root {Path(path).parent} --out DIR\n"
+        )
+    return 0

@@ -1,0 +1,1 @@
+"""Evaluations: benchmark adapters, a synthetic suite, long variants, a resumable runner, and reports."""

@@ -1,0 +1,48 @@
+"""EgoSchema: ``questions.json`` and ``subset_answers.json`` (the 500 questions with public answers).
+
+Videos are ``videos/{q_uid}.mp4`` (or ``good_clips_git/{q_uid}.mp4``, the original folder name).
+The other 4,500 answers are only known to the benchmark's online grader, so they are not loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from videoatlas.errors import BadInputError
+from videoatlas.evals.datasets._common import annotation, field, first_existing, read_json
+from videoatlas.evals.items import EvalItem
+
+NAME = "egoschema"
+
+
+def load(root: Path) -> list[EvalItem]:
+    """The subset questions, in the order of ``questions.json``."""
+    questions = read_json(annotation(root, "questions.json", NAME))
+    answers = read_json(annotation(root, "subset_answers.json", NAME))
+    if not isinstance(questions, list) or not isinstance(answers, dict):
+        raise BadInputError(f"{NAME}: questions.json must be a list and subset_answers.json an object")
+    folder = first_existing(root / "videos", root / "good_clips_git")
+    items = []
+    for n, rec in enumerate(questions):
+        where = f"{NAME} questions.json item {n}"
+        uid = str(field(rec, "q_uid", where))
+        if uid not in answers:
+            continue
+        options = [str(field(rec, f"option {i}", where)) for i in range(5)]
+        answer = answers[uid]
+        if not isinstance(answer, int) or not 0 <= answer < 5:
+            raise BadInputError(f"{NAME}: answer for {uid} must be 0..4, got {answer!r}")
+        items.append(
+            EvalItem(
+                dataset=NAME,
+                id=uid,
+                video_id=uid,
+                video=str(folder / f"{uid}.mp4"),
+                question=str(field(rec, "question", where)),
+                choices=options,
+                answer_index=answer,
+                categories=["all"],
+                duration=180.0,
+            )
+        )
+    return items

@@ -1,0 +1,317 @@
+"""Evaluation reports: accuracy per category, costs, grounding; paired comparisons with bootstrap CIs.
+
+A question's current result is the row whose key matches the key its folder's ``eval*.json`` now
+expects: results of an edited prompt set or another model stay in the file but are not reported.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from videoatlas.errors import BadInputError
+from videoatlas.evals.runner import read_rows
+
+GROUNDING_TOLERANCE_S = 1.0
+"""An evidence frame this close to a ground-truth range counts as a hit."""
+
+
+@dataclass(slots=True)
+class EvalData:
+    """The current rows of one output folder and what was asked for."""
+
+    folder: Path
+    metas: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    """One ``status == "ok"`` row per answered question."""
+    errors: list[dict[str, Any]]
+    """Questions whose latest attempt failed to run (not scored)."""
+    pending: int
+    """Questions asked for but with no current row yet."""
+
+    @property
+    def label(self) -> str:
+        """How the folder is named in tables and plots: folder name, agent, prompt set."""
+        meta = self.metas[0]
+        return f"{self.folder.name} ({meta['agent']}, prompts {meta['prompt_set']})"
+
+
+def load_eval(folder: str | Path) -> EvalData:
+    """Read an output folder written by ``videoatlas eval run`` (every shard of it)."""
+    path = Path(folder).expanduser()
+    meta_files = sorted(path.glob("eval*.json"))
+    if not meta_files:
+        raise BadInputError(f"{path} holds no eval (no eval.json; run `videoatlas eval run --out {path}` first)")
+    metas, rows, errors, pending = [], [], [], 0
+    for meta_file in meta_files:
+        try:
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise BadInputError(f"{meta_file}: not valid JSON") from None
+        metas.append(meta)
+        expected: dict[str, str] = meta["keys"]
+        latest: dict[str, dict[str, Any]] = {}
+        for row in read_rows(path / meta["results"]):
+            if expected.get(row.get("item", "")) == row.get("key"):
+                latest[row["item"]] = row  # later lines win: a retried error is replaced by its result
+        for item in expected:
+            current = latest.get(item)
+            if current is None:
+                pending += 1
+            elif current.get("status") == "ok":
+                rows.append(current)
+            else:
+                errors.append(current)
+    agents = {(m["agent"], m["prompt_sha"], m["model"]) for m in metas}
+    if len(agents) > 1:
+        raise BadInputError(f"{path}: shards disagree on agent, prompt set or model ({sorted(agents)})")
+    return EvalData(path, metas, rows, errors, pending)
+
+
+def grounding_hit(row: dict[str, Any], tolerance: float = GROUNDING_TOLERANCE_S) -> bool | None:
+    """Whether the evidence the answer rests on lies in a ground-truth range (None: no ranges known).
+
+    The cited frames are checked, or every collected frame when the answer cited none.
+    """
+    ranges = row.get("truth_ranges") or []
+    if not ranges:
+        return None
+    times = row.get("cited_times") or row.get("evidence_times") or []
+    return any(s - tolerance <= t <= e + tolerance for t in times for s, e in ranges)
+
+
+def _mean(values: Iterable[float]) -> float:
+    data = list(values)
+    return statistics.fmean(data) if data else 0.0
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Accuracy, parse failures, costs and grounding over ``rows``."""
+    scored = [r for r in rows if r.get("truth_index") is not None]
+    prompt = sum(r["prompt_tokens"] for r in rows)
+    hits = [h for h in (grounding_hit(r) for r in rows) if h is not None]
+    return {
+        "questions": len(rows),
+        "scored": len(scored),
+        "accuracy": sum(r["correct"] for r in scored) / len(scored) if scored else None,
+        "parse_failure_rate": sum(r["parse_failed"] for r in rows) / len(rows) if rows else None,
+        "mean_tokens": _mean(r["tokens"] for r in rows),
+        "mean_master_tokens": _mean(r["master_tokens"] for r in rows),
+        "mean_worker_tokens": _mean(r["worker_tokens"] for r in rows),
+        "cache_hit_rate": sum(r["cached_tokens"] for r in rows) / prompt if prompt else None,
+        "mean_calls": _mean(r["calls"] for r in rows),
+        "mean_wall_s": _mean(r["wall_s"] for r in rows),
+        "mean_rounds": _mean(r["rounds"] for r in rows),
+        "mean_evidence": _mean(r["evidence"] for r in rows),
+        "grounding_hit_rate": sum(hits) / len(hits) if hits else None,
+        "grounded_questions": len(hits),
+    }
+
+
+def by_category(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows per category; a question with several categories counts in each (as LVBench defines)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        for cat in row.get("categories") or ["(none)"]:
+            out.setdefault(cat, []).append(row)
+    return dict(sorted(out.items()))
+
+
+def by_group(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Rows per value of each grouping axis (e.g. duration)."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for row in rows:
+        for axis, value in (row.get("groups") or {}).items():
+            out.setdefault(axis, {}).setdefault(str(value), []).append(row)
+    return {axis: dict(sorted(values.items(), key=lambda kv: _order_key(kv[1]))) for axis, values in out.items()}
+
+
+def _order_key(rows: list[dict[str, Any]]) -> tuple[float, str]:
+    durations = [r.get("duration") or 0.0 for r in rows]
+    return (_mean(durations), str(rows[0].get("groups")))
+
+
+def report(data: EvalData) -> dict[str, Any]:
+    """The whole report as plain data (``--json``)."""
+    meta = data.metas[0]
+    return {
+        "folder": str(data.folder),
+        "dataset": meta["dataset"],
+        "agent": meta["agent"],
+        "prompt_set": meta["prompt_set"],
+        "prompt_sha": meta["prompt_sha"],
+        "model": meta["model"],
+        "pending": data.pending,
+        "errors": len(data.errors),
+        "overall": summarize(data.rows),
+        "categories": {cat: summarize(rows) for cat, rows in by_category(data.rows).items()},
+        "groups": {
+            axis: {value: summarize(rows) for value, rows in values.items()}
+            for axis, values in by_group(data.rows).items()
+        },
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
+    lines = [
+        f"| {title} | questions | accuracy | parse fail | mean tokens (master / workers) | cache hit | "
+        "calls | rounds | evidence | wall | grounding |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, s in summaries.items():
+        lines.append(
+            f"| {name} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['parse_failure_rate'])} | "
+            f"{s['mean_tokens']:,.0f} ({s['mean_master_tokens']:,.0f} / {s['mean_worker_tokens']:,.0f}) | "
+            f"{_pct(s['cache_hit_rate'])} | {s['mean_calls']:.1f} | {s['mean_rounds']:.1f} | "
+            f"{s['mean_evidence']:.1f} | {s['mean_wall_s']:.1f} s | {_pct(s['grounding_hit_rate'])} |"
+        )
+    return lines
+
+
+def render_markdown(rep: dict[str, Any]) -> str:
+    """The report for people, as Markdown tables."""
+    lines = [
+        f"# Eval: {rep['dataset']} with {rep['agent']}",
+        "",
+        f"model `{rep['model']}`, prompt set `{rep['prompt_set']}` ({rep['prompt_sha']}); "
+        f"{rep['overall']['questions']} answered, {rep['errors']} failed to run, {rep['pending']} not run yet",
+        "",
+        *_table("overall", {"all": rep["overall"]}),
+        "",
+        *_table("category", rep["categories"]),
+    ]
+    for axis, values in rep["groups"].items():
+        lines += ["", *_table(axis, values)]
+    return "\n".join(lines) + "\n"
+
+
+# -- comparison ----------------------------------------------------------------------------------
+
+
+def paired_bootstrap(
+    pairs: Sequence[tuple[str, float]], resamples: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean difference and its confidence interval, resampling whole clusters (videos) with replacement.
+
+    ``pairs`` holds (cluster, difference) per question: questions on one video are not independent,
+    so the video is the unit that is resampled.
+    """
+    if not pairs:
+        raise BadInputError("nothing to compare: the two evals share no answered question")
+    clusters: dict[str, list[float]] = {}
+    for cluster, diff in pairs:
+        clusters.setdefault(cluster, []).append(diff)
+    sums = np.array([sum(v) for v in clusters.values()], dtype=float)
+    counts = np.array([len(v) for v in clusters.values()], dtype=float)
+    mean = float(sums.sum() / counts.sum())
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(sums), size=(resamples, len(sums)))
+    stats = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(stats, [alpha, 1 - alpha])
+    return mean, float(low), float(high)
+
+
+def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Side by side on the questions both answered: accuracy, cost, and B - A with a clustered CI."""
+    rows_a = {r["item"]: r for r in a.rows if r.get("truth_index") is not None}
+    rows_b = {r["item"]: r for r in b.rows if r.get("truth_index") is not None}
+    shared = sorted(rows_a.keys() & rows_b.keys())
+    if not shared:
+        raise BadInputError(f"{a.folder} and {b.folder} share no answered question")
+
+    def section(items: Sequence[str]) -> dict[str, Any]:
+        pairs = [(rows_a[i]["video_id"], float(rows_b[i]["correct"]) - float(rows_a[i]["correct"])) for i in items]
+        diff, low, high = paired_bootstrap(pairs, resamples, seed)
+        return {
+            "questions": len(items),
+            "videos": len({rows_a[i]["video_id"] for i in items}),
+            "accuracy_a": _mean(float(rows_a[i]["correct"]) for i in items),
+            "accuracy_b": _mean(float(rows_b[i]["correct"]) for i in items),
+            "difference": diff,
+            "ci_low": low,
+            "ci_high": high,
+            "tokens_a": _mean(rows_a[i]["tokens"] for i in items),
+            "tokens_b": _mean(rows_b[i]["tokens"] for i in items),
+        }
+
+    cats: dict[str, list[str]] = {}
+    for item in shared:
+        for cat in rows_a[item].get("categories") or ["(none)"]:
+            cats.setdefault(cat, []).append(item)
+    return {
+        "a": a.label,
+        "b": b.label,
+        "resamples": resamples,
+        "only_a": len(rows_a.keys() - rows_b.keys()),
+        "only_b": len(rows_b.keys() - rows_a.keys()),
+        "overall": section(shared),
+        "categories": {cat: section(items) for cat, items in sorted(cats.items())},
+    }
+
+
+def render_comparison(cmp: dict[str, Any]) -> str:
+    """The comparison for people."""
+    lines = [
+        f"A = {cmp['a']}",
+        f"B = {cmp['b']}",
+        f"paired on questions both answered ({cmp['only_a']} only in A, {cmp['only_b']} only in B); "
+        f"95% CI from {cmp['resamples']} bootstrap resamples of videos",
+        "",
+        "| category | questions | videos | accuracy A | accuracy B | B - A | 95% CI | tokens A | tokens B |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+    ]
+    for name, s in [("overall", cmp["overall"]), *cmp["categories"].items()]:
+        lines.append(
+            f"| {name} | {s['questions']} | {s['videos']} | {s['accuracy_a']:.1%} | {s['accuracy_b']:.1%} | "
+            f"{s['difference']:+.1%} | [{s['ci_low']:+.1%}, {s['ci_high']:+.1%}] | "
+            f"{s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# -- plot ----------------------------------------------------------------------------------------
+
+
+def plot_tokens_vs_duration(evals: Sequence[EvalData], path: str | Path) -> Path:
+    """A PNG: tokens per question against video duration (log-log), one series per eval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    for n, data in enumerate(evals):
+        rows = [r for r in data.rows if r.get("duration")]
+        if not rows:
+            continue
+        color = f"C{n}"
+        ax.scatter([r["duration"] / 60 for r in rows], [r["tokens"] for r in rows], s=12, alpha=0.35, color=color)
+        means: dict[float, list[int]] = {}
+        for r in rows:
+            means.setdefault(r["duration"], []).append(r["tokens"])
+        xs = sorted(means)
+        ax.plot([x / 60 for x in xs], [_mean(means[x]) for x in xs], marker="o", color=color, label=data.label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("video duration (minutes)")
+    ax.set_ylabel("tokens per question")
+    ax.set_title("Tokens per question vs. video duration")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out

@@ -1,0 +1,158 @@
+"""Reports and comparisons over result folders written the way the runner writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from videoatlas.cli.main import main
+from videoatlas.errors import BadInputError
+from videoatlas.evals.report import (
+    by_category,
+    compare,
+    grounding_hit,
+    load_eval,
+    paired_bootstrap,
+    plot_tokens_vs_duration,
+    report,
+    summarize,
+)
+
+pytestmark = pytest.mark.unit
+
+
+def _row(item: str, video: str, correct: bool, **extra: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "status": "ok",
+        "key": f"k-{item}",
+        "item": item,
+        "video_id": video,
+        "categories": ["needle"],
+        "groups": {"duration": "1h"},
+        "duration": 3600.0,
+        "truth_index": 0,
+        "truth_ranges": [],
+        "answer_index": 0 if correct else 1,
+        "correct": correct,
+        "parse_failed": False,
+        "calls": 3,
+        "tokens": 1000,
+        "prompt_tokens": 900,
+        "cached_tokens": 300,
+        "master_tokens": 400,
+        "worker_tokens": 600,
+        "wall_s": 2.0,
+        "rounds": 1,
+        "evidence": 2,
+        "evidence_times": [],
+        "cited_times": [],
+    }
+    row.update(extra)
+    return row
+
+
+def _folder(path: Path, rows: list[dict[str, Any]], keys: dict[str, str] | None = None, **meta: Any) -> Path:
+    path.mkdir(parents=True)
+    info = {
+        "dataset": "synthetic",
+        "agent": "video-rlm",
+        "prompt_set": "default",
+        "prompt_sha": "abc",
+        "model": "m",
+        "results": "results.jsonl",
+        "keys": keys if keys is not None else {r["item"]: r["key"] for r in rows},
+        **meta,
+    }
+    (path / "eval.json").write_text(json.dumps(info))
+    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_summary_counts_parse_failures_as_wrong_and_reports_costs() -> None:
+    rows = [_row("a", "v1", True), _row("b", "v1", False, parse_failed=True, answer_index=None)]
+    s = summarize(rows)
+    assert s["accuracy"] == 0.5 and s["parse_failure_rate"] == 0.5
+    assert s["cache_hit_rate"] == pytest.approx(300 / 900)
+    assert s["mean_master_tokens"] == 400 and s["mean_worker_tokens"] == 600
+    assert s["grounding_hit_rate"] is None
+
+
+def test_a_question_counts_in_each_of_its_categories() -> None:
+    rows = [_row("a", "v1", True, categories=["ER", "TG"]), _row("b", "v2", False, categories=["TG"])]
+    cats = by_category(rows)
+    assert {k: len(v) for k, v in cats.items()} == {"ER": 1, "TG": 2}
+    assert summarize(cats["TG"])["accuracy"] == 0.5
+
+
+def test_grounding_uses_cited_frames_then_all_evidence() -> None:
+    assert grounding_hit(_row("a", "v", True, truth_ranges=[[10, 20]], cited_times=[20.5])) is True
+    assert grounding_hit(_row("a", "v", True, truth_ranges=[[10, 20]], cited_times=[30.0])) is False
+    assert grounding_hit(_row("a", "v", True, truth_ranges=[[10, 20]], evidence_times=[15.0])) is True
+    assert grounding_hit(_row("a", "v", True)) is None
+
+
+def test_paired_bootstrap_resamples_videos() -> None:
+    mean, low, high = paired_bootstrap([("v1", 0.0), ("v2", 0.0)])
+    assert (mean, low, high) == (0.0, 0.0, 0.0)
+    # One video always improves (+1 on 3 questions), one never changes: the CI spans 0 .. +1.
+    pairs = [("v1", 1.0)] * 3 + [("v2", 0.0)] * 3
+    mean, low, high = paired_bootstrap(pairs, resamples=4000, seed=1)
+    assert mean == pytest.approx(0.5)
+    assert low == pytest.approx(0.0) and high == pytest.approx(1.0)
+    # Questions resampled one by one would give a much narrower interval; clustered it stays wide.
+    many = [(f"q{i}", 1.0 if i < 3 else 0.0) for i in range(6)]
+    _, low_q, high_q = paired_bootstrap(many, resamples=4000, seed=1)
+    assert high_q - low_q < high - low
+    with pytest.raises(BadInputError):
+        paired_bootstrap([])
+
+
+def test_report_keeps_only_current_results(tmp_path: Path) -> None:
+    rows = [
+        _row("a", "v1", False, key="old-a"),  # an earlier prompt version: superseded
+        _row("a", "v1", True),
+        {"status": "error", "key": "k-b", "item": "b", "video_id": "v1", "error": "EndpointError: down"},
+    ]
+    folder = _folder(tmp_path / "ev", rows, keys={"a": "k-a", "b": "k-b", "c": "k-c"})
+    data = load_eval(folder)
+    assert [r["item"] for r in data.rows] == ["a"] and len(data.errors) == 1 and data.pending == 1
+    rep = report(data)
+    assert rep["overall"]["accuracy"] == 1.0 and rep["errors"] == 1 and rep["pending"] == 1
+
+
+def test_compare_pairs_by_question(tmp_path: Path) -> None:
+    a = _folder(tmp_path / "a", [_row("q1", "v1", False), _row("q2", "v2", True), _row("q3", "v3", True)])
+    b = _folder(
+        tmp_path / "b",
+        [_row("q1", "v1", True), _row("q2", "v2", True), _row("q4", "v4", True)],
+        agent="uniform",
+    )
+    cmp = compare(load_eval(a), load_eval(b), resamples=500)
+    assert cmp["overall"]["questions"] == 2 and cmp["only_a"] == 1 and cmp["only_b"] == 1
+    assert cmp["overall"]["accuracy_a"] == 0.5 and cmp["overall"]["accuracy_b"] == 1.0
+    assert cmp["overall"]["difference"] == pytest.approx(0.5)
+    assert cmp["overall"]["ci_low"] <= 0.5 <= cmp["overall"]["ci_high"]
+
+
+def test_report_command_writes_markdown_json_and_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path / "ev", [_row("q1", "v1", True), _row("q2", "v2", False, duration=600.0)])
+    assert main(["eval", "report", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "| all | 2 | 50.0% |" in out
+    assert (folder / "report.md").is_file() and json.loads((folder / "report.json").read_text())["overall"]
+    assert (folder / "tokens.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_is_a_png(tmp_path: Path) -> None:
+    folder = _folder(tmp_path / "ev", [_row("q1", "v1", True)])
+    out = plot_tokens_vs_duration([load_eval(folder)], tmp_path / "p.png")
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_on_a_folder_without_an_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds no eval" in err and "Traceback" not in err
