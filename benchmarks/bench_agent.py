@@ -110,6 +110,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("case", choices=["accuracy", "workers", "depth"])
     parser.add_argument("--per-duration", type=int, default=10)
+    parser.add_argument(
+        "--videos", default="1h", help="workers case: comma-separated videos (" + ", ".join(VIDEOS) + ")"
+    )
     args = parser.parse_args()
     configure_logging("warning")
     DATA.mkdir(parents=True, exist_ok=True)
@@ -128,13 +131,13 @@ async def main() -> None:
         by = {d: statistics.mean(r["tokens"] for r in rows if r["duration"] == d) for d in ("1h", "10h")}
         table.append(f"\ntokens per question, 10 h over 1 h: {by['10h'] / by['1h']:.2f}")
     elif args.case == "workers":
-        qs = needles(video("1h")[1], args.per_duration)
-        for workers in (7, 1):  # first pass fills the stand-in's OCR cache, so timing measures the protocol
-            await ask_all("1h", qs, RunConfig(workers=workers, rounds=12), reader, label=f"warm-{workers}")
-        for workers in (1, 7):
-            rows += await ask_all(
-                "1h", qs, RunConfig(workers=workers, rounds=12), reader, latency=1.0, label=f"{workers} workers"
-            )
+        for name in args.videos.split(","):
+            qs = needles(video(name)[1], args.per_duration)
+            for workers in (7, 1):  # first pass fills the stand-in's OCR cache, so timing measures the protocol
+                await ask_all(name, qs, RunConfig(workers=workers, rounds=12), reader, label=f"warm-{workers}")
+            for workers in (1, 7):
+                config = RunConfig(workers=workers, rounds=12)
+                rows += await ask_all(name, qs, config, reader, latency=1.0, label=f"{workers} workers")
         table = summary(rows, "case")
         walls = {w: sum(r["wall_s"] for r in rows if r["workers"] == w) for w in (1, 7)}
         table.append(f"\nwall-clock speedup, 7 workers over 1: {walls[1] / walls[7]:.2f}x")

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from db_helpers import PG_URL, pg_available
 from videoatlas.cli.main import main
 from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.report import load_eval
-from videoatlas.evals.runner import EvalSpec, read_rows, run_eval
+from videoatlas.evals.runner import EvalSpec, Shard, read_rows, run_eval
 from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
@@ -159,3 +160,31 @@ def test_missing_videos_are_refused_before_anything_runs(tmp_path: Path, capsys:
     err = capsys.readouterr().err
     assert "1 video file(s) are missing" in err and "Traceback" not in err
     assert not (tmp_path / "o" / "results.jsonl").exists()
+
+
+@pytest.mark.postgres
+async def test_shards_share_a_folder_and_a_postgres_database(
+    suite_root: Path, standin: RunningServer, tmp_path: Path
+) -> None:
+    if not pg_available():
+        pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 (the postgres tests need it)")
+    endpoint = EndpointSettings(base_url=standin.base_url, model="", timeout_s=120)
+    out = tmp_path / "sharded"
+    done = []
+    for index in (0, 1):
+        spec = EvalSpec(
+            "synthetic",
+            str(suite_root),
+            str(out),
+            RunConfig(agent="uniform"),
+            limit=5,
+            durations=[60.0],
+            shard=Shard(index, 2),
+            db_url=PG_URL,
+        )
+        done.append((await run_eval(spec, endpoint)).progress.done)
+    assert done == [3, 2]
+    assert (out / "results-shard0of2.jsonl").is_file() and (out / "results-shard1of2.jsonl").is_file()
+    data = load_eval(out)
+    assert len(data.rows) == 5 and data.pending == 0 and len(data.metas) == 2
+    assert len({r["item"] for r in data.rows}) == 5

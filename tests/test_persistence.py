@@ -17,24 +17,16 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from agent_helpers import ScriptedChat, default_reply, step
+from db_helpers import PG_URL, pg_available
 from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import redact_url, sqlalchemy_url
 from videoatlas.runs import run_question
 
 EXE = str(Path(sys.executable).parent / "videoatlas")
-PG_URL = os.environ.get("VIDEOATLAS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def pg_available() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -173,7 +165,7 @@ def test_kill_9_in_round_2_then_resume(
         while time.monotonic() < deadline and proc.poll() is None:
             try:
                 ids = rows(db_url, "SELECT id FROM va_runs WHERE status = 'running' ORDER BY created_at DESC")
-            except OperationalError:  # the run has not created its tables yet
+            except DBAPIError:  # the run has not created its tables yet (SQLite or PostgreSQL)
                 ids = []
             if ids:
                 run_id = ids[0][0]

@@ -46,6 +46,21 @@ def run_log(run_id: str) -> Iterator[Path]:
                 _run_files.pop(run_id, None)
 
 
+class _StderrLogger:
+    """Writes each line to whatever ``sys.stderr`` is at the time (a stream bound once may be closed later)."""
+
+    def msg(self, message: str) -> None:
+        """Write one rendered line."""
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+
+    log = debug = info = warn = warning = error = critical = exception = fatal = msg
+
+
+def _stderr_logger(*_args: Any) -> _StderrLogger:
+    return _StderrLogger()
+
+
 def configure_logging(level: str = "warning", json_lines: bool = False) -> None:
     """Route structlog to stderr at ``level``; ``json_lines`` switches to one JSON object per line."""
     numeric = logging.getLevelName(level.upper())
@@ -63,6 +78,6 @@ def configure_logging(level: str = "warning", json_lines: bool = False) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )

@@ -1,7 +1,8 @@
 """The Video-RLM Master graph.
 
-START -> extract_search_task -> choose_traversal -> global_probe -> (one ``worker`` task per target,
-sent with ``Send``) -> merge -> analyze_uncertainty -> global_probe (next round) or decide -> END.
+START -> extract_search_task and choose_traversal (side by side: both read only the question) ->
+global_probe -> (one ``worker`` task per target, sent with ``Send``) -> merge -> analyze_uncertainty ->
+global_probe (next round) or decide -> END.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def build_graph(checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:
     )
     builder.add_node("decide", traced("decide", decide))
     builder.add_edge(START, "extract_search_task")
-    builder.add_edge("extract_search_task", "choose_traversal")
-    builder.add_edge("choose_traversal", "global_probe")
+    builder.add_edge(START, "choose_traversal")
+    builder.add_edge(["extract_search_task", "choose_traversal"], "global_probe")
     builder.add_edge("worker", "merge")
     builder.add_edge("merge", "analyze_uncertainty")
     builder.add_edge("decide", END)

@@ -18,11 +18,9 @@ async def choose_traversal(state: MasterState, runtime: Runtime[AgentContext]) -
     if ctx.config.traversal != "auto":
         emit("traversal", traversal=ctx.config.traversal, reason="set by the user")
         return {"traversal": ctx.config.traversal, "traversal_reason": "set by the user"}
-    values = {
-        "question": state["question"],
-        "choices": choices_block(state["choices"]),
-        "search_task": state["search_task"],
-    }
+    # From the question alone: this call runs beside the search-task extraction, not after it,
+    # which takes one model call off every question's critical path.
+    values = {"question": state["question"], "choices": choices_block(state["choices"])}
     reply, cost = await ask(ctx, TraversalChoice, "choose_traversal", "traversal", [], values)
     emit("traversal", traversal=reply.value.traversal, reason=reply.value.reason)
     return {"traversal": reply.value.traversal, "traversal_reason": reply.value.reason, "cost": cost}

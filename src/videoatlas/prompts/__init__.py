@@ -60,7 +60,7 @@ TEMPLATE_SPEC: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "master.system": (frozenset(), frozenset({"k"})),
     "worker.system": (frozenset(), frozenset({"k"})),
     "search_task.user": (frozenset({"question"}), frozenset({"choices"})),
-    "traversal.user": (frozenset({"question"}), frozenset({"choices", "search_task"})),
+    "traversal.user": (frozenset({"question"}), frozenset({"choices"})),
     "probe.user": (
         frozenset({"question", "n"}),
         frozenset({"choices", "search_task", "cells", "hints", "evidence", "progress", "k", "duration"}),
