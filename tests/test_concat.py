@@ -58,6 +58,17 @@ def test_grid_renders_across_segments_and_identity_follows_the_content(
         assert len(view.grid.cells) == 16 and view.image.width == 256
 
 
+def test_probe_describes_a_manifest(
+    counter_video: Path, short_counter: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = write_manifest(tmp_path / "j.concat.json", [short_counter, counter_video])
+    assert main(["probe", str(manifest), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert [Path(s["path"]).name for s in info["segments"]] == ["short.mp4", "counter.mp4"]
+    assert info["duration"] == pytest.approx(info["segments"][1]["offset"] + info["segments"][1]["duration"])
+    assert info["width"] == 320
+
+
 def test_bad_manifests_are_one_line_errors(tmp_path: Path, counter_video: Path) -> None:
     bad = tmp_path / "bad.concat.json"
     bad.write_text("{not json")

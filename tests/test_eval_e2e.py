@@ -120,7 +120,9 @@ async def test_prompt_sets_compare_and_only_changed_templates_rerun(
     meta_a = json.loads((tmp_path / "base" / "eval.json").read_text())
     meta_b = json.loads((tmp_path / "terse" / "eval.json").read_text())
     assert meta_a["prompt_sha"] != meta_b["prompt_sha"]
-    assert all(r["key"] for r in read_rows(tmp_path / "terse" / "results.jsonl"))
+    terse_rows = read_rows(tmp_path / "terse" / "results.jsonl")
+    assert {r["prompt_sha"] for r in terse_rows} == {meta_b["prompt_sha"]}
+    assert {r["prompt_set"] for r in terse_rows} == {"terse"}
 
     capsys.readouterr()  # what the runs logged
     assert main(["eval", "compare", str(tmp_path / "base"), str(tmp_path / "terse"), "--json"]) == 0

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
-from videoatlas.environment.concat import open_source
+from videoatlas.environment.concat import ConcatSource, is_manifest, open_source
 from videoatlas.environment.geometry import Interval, format_path, parse_path
 from videoatlas.environment.readers import DEFAULT_BACKEND
 from videoatlas.environment.render import ScratchTile, evidence_label, visual_tokens
@@ -65,10 +65,15 @@ class Progress:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    """``videoatlas probe VIDEO``."""
-    info = probe(args.video)
+    """``videoatlas probe VIDEO`` (a video file or a concatenation manifest)."""
+    segments: list[dict[str, Any]] = []
+    if is_manifest(args.video):
+        with ConcatSource(args.video) as joined:
+            info, segments = joined.info, joined.describe()["segments"]
+    else:
+        info = probe(args.video)
     if args.json:
-        _json(info.as_dict())
+        _json({**info.as_dict(), **({"segments": segments} if segments else {})})
         return 0
     _out(f"file:      {info.path}")
     _out(f"duration:  {format_ts(info.duration, 2)} ({info.duration:.3f} s)")
@@ -77,6 +82,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     _out(f"size:      {info.width}x{info.height}")
     _out(f"codec:     {info.codec}")
     _out(f"audio:     {'yes' if info.has_audio else 'no'}")
+    for seg in segments:
+        _out(f"segment:   {format_ts(seg['offset'], 2)} +{format_ts(seg['duration'], 2)}  {seg['path']}")
     return 0
 
 

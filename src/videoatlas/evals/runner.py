@@ -184,7 +184,9 @@ async def resolve_model(endpoint: EndpointSettings) -> str:
         await model.aclose()
 
 
-def _row(item: EvalItem, key: str, result: RunResult, duration: float, source: str) -> dict[str, Any]:
+def _row(
+    item: EvalItem, key: str, stamp: dict[str, str], result: RunResult, duration: float, source: str
+) -> dict[str, Any]:
     cited = [e for e in result.evidence if e.id in result.cited]
     cost = result.cost
     scored = bool(item.choices) and item.answer_index is not None
@@ -192,6 +194,7 @@ def _row(item: EvalItem, key: str, result: RunResult, duration: float, source: s
         "schema": RESULT_SCHEMA,
         "status": "ok",
         "key": key,
+        **stamp,
         "item": item.id,
         "dataset": item.dataset,
         "video_id": item.video_id,
@@ -295,6 +298,8 @@ async def run_eval(
         "updated_at": datetime.now(UTC).isoformat(),
     }
     _write_meta(out / f"eval{spec.shard.suffix}.json", meta)
+    # Every result line says which agent, prompt templates and model produced it.
+    stamp = {"agent": agent.name, "prompt_set": prompts.name, "prompt_sha": prompt_sha, "model": model}
     done = {row["key"]: row for row in read_rows(results_file) if row.get("status") == "ok"}
     progress = EvalProgress(total=len(items))
     pending = []
@@ -319,7 +324,7 @@ async def run_eval(
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            row = await _answer(item, keys[item.id], spec.config, endpoint, url)
+            row = await _answer(item, keys[item.id], stamp, spec.config, endpoint, url)
             appender.write(row)
             if row.get("source") != "db-cache":
                 progress.ran += 1
@@ -350,7 +355,9 @@ def _count(progress: EvalProgress, row: dict[str, Any]) -> None:
     progress.parse_failures += bool(row.get("parse_failed"))
 
 
-async def _answer(item: EvalItem, key: str, config: RunConfig, endpoint: EndpointSettings, url: str) -> dict[str, Any]:
+async def _answer(
+    item: EvalItem, key: str, stamp: dict[str, str], config: RunConfig, endpoint: EndpointSettings, url: str
+) -> dict[str, Any]:
     """One question: from the database's finished runs, by resuming its run, or by running it."""
     run_id = f"ev-{key[:24]}"
     with structlog.contextvars.bound_contextvars(item=item.id):
@@ -358,7 +365,7 @@ async def _answer(item: EvalItem, key: str, config: RunConfig, endpoint: Endpoin
             duration = item.duration if item.duration is not None else media_duration(item.video)
             cached = await load_finished(run_id, url)
             if cached is not None:
-                return _row(item, key, cached, duration, "db-cache")
+                return _row(item, key, stamp, cached, duration, "db-cache")
             store = await asyncio.to_thread(TraceStore.shared, url)
             try:
                 existing = await asyncio.to_thread(store.run, run_id)
@@ -368,7 +375,7 @@ async def _answer(item: EvalItem, key: str, config: RunConfig, endpoint: Endpoin
                 try:
                     result = await resume_run(run_id, url, endpoint=endpoint)
                     log.info("resumed interrupted question", run_id=run_id)
-                    return _row(item, key, result, duration, "resumed")
+                    return _row(item, key, stamp, result, duration, "resumed")
                 except NothingToResumeError:
                     log.info("interrupted question had no checkpoint yet; starting it again", run_id=run_id)
             result = await run_question(
@@ -382,7 +389,7 @@ async def _answer(item: EvalItem, key: str, config: RunConfig, endpoint: Endpoin
                 db_url=url,
                 run_id=run_id,
             )
-            return _row(item, key, result, duration, "run")
+            return _row(item, key, stamp, result, duration, "run")
         except VideoAtlasError as exc:
             # A question that could not be run is recorded as an error, never scored as an answer;
             # it is not cached, so the next invocation tries it again.
