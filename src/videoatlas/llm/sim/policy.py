@@ -113,9 +113,36 @@ class Request:
             return bool(self.keywords_in(tile))
         if not self.choices_in(tile):
             return False
-        # A choice shown outside the context the question names (another chapter's code) is a
-        # distractor, unless the question is about what comes before or after an anchor.
-        return self.direction is not None or not self.keywords or bool(self.keywords_in(tile))
+        if self.direction is not None:
+            return self.next_to_anchor(tile)
+        # A choice shown outside the context the question names (another chapter's code) is a distractor.
+        return not self.keywords or bool(self.keywords_in(tile))
+
+    def next_to_anchor(self, tile: Tile) -> bool:
+        """For "what comes after (before) X": a choice counts only beside X.
+
+        That is, when one of the two cells just before (after) it in the same grid shows X, or when the
+        view itself was opened right after (before) X by INVESTIGATE and this is the first (last)
+        choice in it. The same words shown elsewhere in the video are decoys. Scratchpad tiles were
+        vetted when they were collected.
+        """
+        if tile.cell is None:
+            return True
+        for sight in self.sights:
+            if not any(t is tile for t in sight.tiles):
+                continue
+            cells = sorted((t for t in sight.tiles if t.cell is not None and t.time is not None), key=_tile_time)
+            at = next((i for i, t in enumerate(cells) if t is tile), None)
+            if at is None:
+                return False
+            beside = cells[max(0, at - 2) : at] if self.direction == "after" else cells[at + 1 : at + 3]
+            if any(self.keywords_in(t) and not self.choices_in(t) for t in beside):
+                return True
+            if f"looked {self.direction} cell" in self.text.lower():
+                shown = [t for t in cells if self.choices_in(t)]
+                edge = shown[0] if self.direction == "after" else shown[-1]
+                return edge is tile
+        return False
 
     def is_anchor(self, tile: Tile) -> bool:
         """Whether the tile shows a salient word of the question (worth expanding or investigating)."""
@@ -164,6 +191,10 @@ class Request:
     def grid_tiles(self) -> list[Tile]:
         """Cell tiles of the images, unexplored ones first in reading order."""
         return [t for t in self.tiles if t.cell is not None]
+
+
+def _tile_time(tile: Tile) -> float:
+    return tile.time if tile.time is not None else 0.0
 
 
 def _find_question(text: str) -> str:
