@@ -165,12 +165,9 @@ class ConcatSource(FrameSource):
         kind: str,
         allow_keyframes: bool,
     ) -> list[DecodedFrame]:
-        if box < 16:
-            raise BadInputError(f"frame size must be at least 16 px, got {box}")
+        self._check_request(windows, box)
         by_part: dict[int, list[int]] = {}
-        for i, (w, t) in enumerate(zip(windows, targets, strict=True)):
-            if w.start < 0 or w.end > self.info.duration + 1e-6 or w.span <= 0:
-                raise BadInputError(f"interval {w} is outside the video (0..{self.info.duration:.3f}s)")
+        for i, t in enumerate(targets):
             by_part.setdefault(self.segment_at(t), []).append(i)
         out: list[DecodedFrame | None] = [None] * len(windows)
         for index, members in by_part.items():

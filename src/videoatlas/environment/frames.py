@@ -213,6 +213,14 @@ class FrameSource:
             windows.append(Interval(max(0.0, t - frame_dt), min(self.info.duration, t + frame_dt)))
         return self._fetch(windows, list(times), box, "exact", allow_keyframes=False)
 
+    def _check_request(self, windows: Sequence[Interval], box: int) -> None:
+        """Refuse a decode size below 16 px or a window outside the video."""
+        if box < 16:
+            raise BadInputError(f"frame size must be at least 16 px, got {box}")
+        for w in windows:
+            if w.start < 0 or w.end > self.info.duration + 1e-6 or w.span <= 0:
+                raise BadInputError(f"interval {w} is outside the video (0..{self.info.duration:.3f}s)")
+
     def _fetch(
         self,
         windows: Sequence[Interval],
@@ -221,11 +229,7 @@ class FrameSource:
         kind: str,
         allow_keyframes: bool,
     ) -> list[DecodedFrame]:
-        if box < 16:
-            raise BadInputError(f"frame size must be at least 16 px, got {box}")
-        for w in windows:
-            if w.start < 0 or w.end > self.info.duration + 1e-6 or w.span <= 0:
-                raise BadInputError(f"interval {w} is outside the video (0..{self.info.duration:.3f}s)")
+        self._check_request(windows, box)
         out: list[DecodedFrame | None] = []
         missing: list[int] = []
         for i, (w, t) in enumerate(zip(windows, targets, strict=True)):
