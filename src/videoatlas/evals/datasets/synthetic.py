@@ -38,9 +38,10 @@ def ensure_video(root: Path, duration: float, seed: int) -> tuple[Path, dict[str
     folder = root / f"synth-{duration:g}s-seed{seed}"
     truth_path = folder / "video.json"
     if not (truth_path.is_file() and (folder / "video.mp4").is_file()):
+        spec = SynthSpec(duration=duration, seed=seed, fps=default_fps(duration))  # refuses bad lengths first
         began = time.perf_counter()
         log.warning("making synthetic video (once)", duration=format_ts(duration, 0), folder=str(folder))
-        synthesize(SynthSpec(duration=duration, seed=seed, fps=default_fps(duration)), folder)
+        synthesize(spec, folder)
         log.info("synthetic video made", seconds=round(time.perf_counter() - began, 1))
     truth: dict[str, Any] = json.loads(truth_path.read_text(encoding="utf-8"))
     return folder, truth
