@@ -250,7 +250,10 @@ def _write_meta(path: Path, meta: dict[str, Any]) -> None:
 
 def _check_folder(out: Path, spec: EvalSpec) -> None:
     for meta_file in out.glob("eval*.json"):
-        other = json.loads(meta_file.read_text(encoding="utf-8"))
+        try:
+            other = json.loads(meta_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise BadInputError(f"{meta_file} is not valid JSON; move it away or give a new --out") from None
         if other.get("dataset") != spec.dataset:
             raise BadInputError(
                 f"{out} already holds an eval of {other.get('dataset')!r}; give a new --out for {spec.dataset!r}"
