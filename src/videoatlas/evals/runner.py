@@ -303,7 +303,7 @@ async def run_eval(
     _write_meta(out / f"eval{spec.shard.suffix}.json", meta)
     # Every result line says which agent, prompt templates and model produced it.
     stamp = {"agent": agent.name, "prompt_set": prompts.name, "prompt_sha": prompt_sha, "model": model}
-    done = {row["key"]: row for row in read_rows(results_file) if row.get("status") == "ok"}
+    done = {row.get("key"): row for row in read_rows(results_file) if row.get("status") == "ok"}
     progress = EvalProgress(total=len(items))
     pending = []
     for item in items:
