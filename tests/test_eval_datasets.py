@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +15,8 @@ from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.datasets.lvbench import split_options
 from videoatlas.evals.items import EvalItem, interleave, write_items
-from videoatlas.evals.runner import Shard
+from videoatlas.evals.runner import EvalSpec, Shard, result_key, select_items
+from videoatlas.graph.context import RunConfig
 
 pytestmark = pytest.mark.unit
 
@@ -176,6 +178,19 @@ def test_interleave_spreads_a_limit_over_videos_and_kinds() -> None:
     order = [i.id for i in interleave(items)]
     assert order == ["a-0", "b-0", "a-2", "b-1", "a-1"]
     assert sorted(order) == sorted(i.id for i in items)
+
+
+def test_no_subtitles_setting_changes_the_items_and_so_their_keys(tmp_path: Path) -> None:
+    folder = tmp_path / "set"
+    item = EvalItem("mine", "1", "v", "v.mp4", "?", ["a", "b"], 1, subtitles="v.srt", subtitle_offset=3.0)
+    write_items(folder / "items.jsonl", [item])
+    (folder / "v.mp4").write_bytes(b"not decoded here")
+    spec = EvalSpec("jsonl", str(folder), str(tmp_path / "out"), RunConfig())
+    [with_subs] = select_items(spec)
+    [without] = select_items(replace(spec, subtitles=False))
+    assert with_subs.subtitles and without.subtitles is None and without.subtitle_offset == 0.0
+    knobs = RunConfig().agent_knobs()
+    assert result_key(with_subs, "video-rlm", "p", "m", knobs) != result_key(without, "video-rlm", "p", "m", knobs)
 
 
 def test_shard_parsing() -> None:

@@ -81,6 +81,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         durations=_durations(args.durations),
         seed=args.seed,
         db_url=args.db,
+        subtitles=not args.no_subtitles,
     )
     with endpoint_from(args) as endpoint:
         outcome = asyncio.run(run_eval(spec, endpoint, ProgressLine(args.quiet or args.json)))

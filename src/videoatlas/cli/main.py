@@ -75,6 +75,7 @@ def add_eval_parsers(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, default=4, help="questions running at once (default 4)")
     p.add_argument("--durations", default=None, help="synthetic only: e.g. 1m,10m,1h (default 1m,10m,1h,3h,10h)")
     p.add_argument("--seed", type=int, default=1, help="synthetic only: video seed (default 1)")
+    p.add_argument("--no-subtitles", action="store_true", help="run without the benchmark's subtitles")
     add_agent_options(p)
     add_endpoint_options(p)
     p.add_argument("--db", default=None, help="database for checkpoints, traces and the result cache (VIDEOATLAS_DB)")

@@ -21,7 +21,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,8 @@ class EvalSpec:
     durations: Sequence[float] | None = None
     seed: int = 1
     db_url: str | None = None
+    subtitles: bool = True
+    """False: run without the benchmark's subtitles (Video-MME reports both settings)."""
 
 
 @dataclass(slots=True)
@@ -147,6 +149,8 @@ def select_items(spec: EvalSpec) -> list[EvalItem]:
             raise BadInputError("--limit must be at least 1")
         items = items[: spec.limit]
     mine = items[spec.shard.index :: spec.shard.count]
+    if not spec.subtitles:
+        mine = [replace(i, subtitles=None, subtitle_offset=0.0) for i in mine]
     unanswerable = [i.id for i in mine if i.answer_index is None and i.choices]
     if unanswerable:
         raise BadInputError(f"{len(unanswerable)} question(s) have no ground-truth answer (first: {unanswerable[0]})")
@@ -294,6 +298,7 @@ async def run_eval(
         "model": model,
         "base_url": endpoint.base_url,
         "limit": spec.limit,
+        "subtitles": spec.subtitles,
         "shard": [spec.shard.index, spec.shard.count],
         "results": results_file.name,
         "keys": keys,
