@@ -153,3 +153,21 @@ def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0) -> Subtitl
     else:
         raise SubtitleError(f"{p}: unsupported subtitle format {suffix or '(none)'}; use .srt, .vtt or .json")
     return Subtitles(lines, offset)
+
+
+def srt_timestamp(seconds: float) -> str:
+    """``3723.4567`` -> ``"01:02:03,457"`` (SRT's clock; negative times clamp to zero)."""
+    ms = round(max(0.0, seconds) * 1000)
+    h, rem = divmod(ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    s, ms = divmod(rem, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d},{ms:03d}"
+
+
+def write_srt(path: str | os.PathLike[str], lines: Sequence[SubtitleLine]) -> None:
+    """Write cues as an SRT file, numbered from 1 in the order given."""
+    blocks = [
+        f"{n}\n{srt_timestamp(ln.start)} --> {srt_timestamp(ln.end)}\n{ln.text}\n"
+        for n, ln in enumerate(lines, start=1)
+    ]
+    Path(path).write_text("\n".join(blocks), encoding="utf-8")

@@ -38,6 +38,7 @@ from PIL import Image, ImageDraw
 
 from videoatlas.environment.geometry import cell_span
 from videoatlas.environment.render import draw_centered_text, load_font
+from videoatlas.environment.subtitles import SubtitleLine, write_srt
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
 
@@ -505,24 +506,16 @@ def write_frames(
     return index
 
 
-def write_srt(path: Path, tl: Timeline) -> None:
+def narration(tl: Timeline) -> list[SubtitleLine]:
     """Narration lines: one at the start of every scene, naming its chapter."""
-
-    def stamp(t: float) -> str:
-        ms = round(t * 1000)
-        h, rem = divmod(ms, 3_600_000)
-        m, rem = divmod(rem, 60_000)
-        s, ms = divmod(rem, 1000)
-        return f"{h:02d}:{m:02d}:{s:02d},{ms:03d}"
-
     lines = []
     part: dict[int, int] = {}
-    for n, scene in enumerate(tl.scenes, start=1):
+    for scene in tl.scenes:
         part[scene.chapter] = part.get(scene.chapter, 0) + 1
         title = tl.chapters[scene.chapter].title.lower()
         end = min(scene.end, scene.start + 4.0)
-        lines.append(f"{n}\n{stamp(scene.start)} --> {stamp(end)}\nThis is part {part[scene.chapter]} about {title}.\n")
-    path.write_text("\n".join(lines), encoding="utf-8")
+        lines.append(SubtitleLine(scene.start, end, f"This is part {part[scene.chapter]} about {title}."))
+    return lines
 
 
 def synthesize(
@@ -544,7 +537,7 @@ def synthesize(
     srt = None
     if spec.subtitles:
         srt = out / f"{name}.srt"
-        write_srt(srt, tl)
+        write_srt(srt, narration(tl))
     truth = {
         "schema": SCHEMA_VERSION,
         "spec": asdict(spec),

@@ -19,7 +19,7 @@ from pathlib import Path
 import structlog
 
 from videoatlas.environment.concat import write_manifest
-from videoatlas.environment.subtitles import SubtitleLine, load_subtitles
+from videoatlas.environment.subtitles import SubtitleLine, load_subtitles, write_srt
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
 from videoatlas.evals.items import EvalItem, write_items
@@ -87,21 +87,6 @@ def _sources(items: Sequence[EvalItem]) -> dict[str, SourceVideo]:
     return videos
 
 
-def _srt_stamp(t: float) -> str:
-    ms = round(max(0.0, t) * 1000)
-    h, rem = divmod(ms, 3_600_000)
-    m, rem = divmod(rem, 60_000)
-    s, ms = divmod(rem, 1000)
-    return f"{h:02d}:{m:02d}:{s:02d},{ms:03d}"
-
-
-def _write_srt(path: Path, lines: Sequence[SubtitleLine]) -> None:
-    blocks = [
-        f"{n}\n{_srt_stamp(ln.start)} --> {_srt_stamp(ln.end)}\n{ln.text}\n" for n, ln in enumerate(lines, start=1)
-    ]
-    path.write_text("\n".join(blocks), encoding="utf-8")
-
-
 def build_long_variants(
     items: Sequence[EvalItem], out: str | Path, hours: float = 10.0, seed: int = 0
 ) -> tuple[Path, list[EvalItem]]:
@@ -150,4 +135,4 @@ def _write_variant(folder: Path, layout: Layout, videos: dict[str, SourceVideo])
         offset += video.duration
     if cues:
         (folder / "subtitles").mkdir(parents=True, exist_ok=True)
-        _write_srt(folder / "subtitles" / f"{layout.target}.srt", cues)
+        write_srt(folder / "subtitles" / f"{layout.target}.srt", cues)
