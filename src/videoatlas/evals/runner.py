@@ -371,15 +371,16 @@ async def _answer(
     with structlog.contextvars.bound_contextvars(item=item.id):
         try:
             duration = item.duration if item.duration is not None else media_duration(item.video)
-            cached = await load_finished(run_id, url)
-            if cached is not None:
-                return _row(item, key, stamp, cached, duration, "db-cache")
             store = await asyncio.to_thread(TraceStore.shared, url)
             try:
                 existing = await asyncio.to_thread(store.run, run_id)
             finally:
                 await asyncio.to_thread(store.release)
             if existing is not None and existing.id == run_id:
+                # A run with this key exists: read back its result if it finished, else resume it.
+                cached = await load_finished(run_id, url)
+                if cached is not None:
+                    return _row(item, key, stamp, cached, duration, "db-cache")
                 try:
                     result = await resume_run(run_id, url, endpoint=endpoint)
                     log.info("resumed interrupted question", run_id=run_id)
