@@ -19,14 +19,14 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from videoatlas.environment.frames import FrameLRU, FrameSource
 from videoatlas.environment.geometry import Interval
-from videoatlas.environment.readers import DEFAULT_BACKEND, ReaderStats
+from videoatlas.environment.readers import DEFAULT_BACKEND, ReaderStats, sum_stats
 from videoatlas.environment.video import DecodedFrame, VideoInfo, check_file, probe
 from videoatlas.errors import BadInputError, VideoError
 
@@ -101,18 +101,13 @@ class ConcatSource(FrameSource):
         files = read_manifest(path)
         self.backend = backend
         self.cache = cache if cache is not None else FrameLRU()
-        self._own_executor: ThreadPoolExecutor | None = None
-        if executor is None:
-            executor = self._own_executor = ThreadPoolExecutor(
-                max_workers=max_readers, thread_name_prefix="videoatlas-decode"
-            )
-        self.executor = executor
+        self._use_executor(executor, max_readers)
         self.parts: list[FrameSource] = []
         self.segments: list[Segment] = []
         offset = 0.0
         try:
             for f in files:
-                part = FrameSource(f, backend, self.cache, max(1, max_readers // 2), executor)
+                part = FrameSource(f, backend, self.cache, max(1, max_readers // 2), self.executor)
                 self.parts.append(part)
                 self.segments.append(Segment(Path(f), offset, part.duration))
                 offset += part.duration
@@ -139,19 +134,13 @@ class ConcatSource(FrameSource):
 
     def stats(self) -> ReaderStats:
         """Decoder work summed over every segment."""
-        total = ReaderStats()
-        for part in self.parts:
-            s = part.stats()
-            for name in ReaderStats.__dataclass_fields__:
-                setattr(total, name, getattr(total, name) + getattr(s, name))
-        return total
+        return sum_stats(part.stats() for part in self.parts)
 
     def close(self) -> None:
         """Close every segment's readers and the owned thread pool."""
         for part in self.parts:
             part.close()
-        if self._own_executor is not None:
-            self._own_executor.shutdown(wait=True)
+        self._close_executor()
 
     def segment_at(self, t: float) -> int:
         """Index of the segment playing at joined time ``t`` (the later one at a boundary)."""

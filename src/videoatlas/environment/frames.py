@@ -19,6 +19,7 @@ from videoatlas.environment.readers import (
     VideoReader,
     open_reader,
     reader_is_size_bound,
+    sum_stats,
 )
 from videoatlas.environment.video import DecodedFrame, VideoInfo, probe, video_identity
 from videoatlas.errors import BadInputError
@@ -128,12 +129,8 @@ class _ReaderPool:
             self._cond.notify()
 
     def stats(self) -> ReaderStats:
-        total = ReaderStats()
         with self._cond:
-            for reader in self._all:
-                for name in total.__dataclass_fields__:
-                    setattr(total, name, getattr(total, name) + getattr(reader.stats, name))
-        return total
+            return sum_stats(reader.stats for reader in self._all)
 
     def close(self) -> None:
         with self._cond:
@@ -167,6 +164,10 @@ class FrameSource:
             raise BadInputError("max_readers must be >= 1")
         self.cache = cache if cache is not None else FrameLRU()
         self._pool = _ReaderPool(backend, self.info, max_readers)
+        self._use_executor(executor, max_readers)
+
+    def _use_executor(self, executor: Executor | None, max_readers: int) -> None:
+        """Run blocking work on ``executor``, or on a pool of our own (shut down by :meth:`close`)."""
         self._own_executor: ThreadPoolExecutor | None = None
         if executor is None:
             executor = self._own_executor = ThreadPoolExecutor(
@@ -174,6 +175,10 @@ class FrameSource:
             )
         self.executor: Executor = executor
         """Where blocking decode and render work runs for async callers."""
+
+    def _close_executor(self) -> None:
+        if self._own_executor is not None:
+            self._own_executor.shutdown(wait=True)
 
     @property
     def duration(self) -> float:
@@ -187,8 +192,7 @@ class FrameSource:
     def close(self) -> None:
         """Close readers and the owned thread pool."""
         self._pool.close()
-        if self._own_executor is not None:
-            self._own_executor.shutdown(wait=True)
+        self._close_executor()
 
     def __enter__(self) -> Self:
         return self

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,6 +26,15 @@ class ReaderStats:
     demoted_keyframes: int = 0
     decode_errors: int = 0
     unavailable: int = 0
+
+
+def sum_stats(parts: Iterable[ReaderStats]) -> ReaderStats:
+    """Field-by-field sum of several readers' stats."""
+    total = ReaderStats()
+    for part in parts:
+        for name in ReaderStats.__dataclass_fields__:
+            setattr(total, name, getattr(total, name) + getattr(part, name))
+    return total
 
 
 class VideoReader(Protocol):
