@@ -9,12 +9,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from db_helpers import PG_URL, pg_available
+from prompt_helpers import copy_default
 from videoatlas.cli.main import main
 from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.report import load_eval
@@ -23,7 +23,6 @@ from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
-from videoatlas.prompts import builtin_sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -44,16 +43,6 @@ def reader() -> Reader:
 def standin(reader: Reader) -> Iterator[RunningServer]:
     with RunningServer(SimServer(SimConfig(latency_s=0.5), reader=reader)) as server:
         yield server
-
-
-def _copy_default(dest: Path) -> Path:
-    assert "default" in builtin_sets()
-    source = resources.files("videoatlas.prompts").joinpath("default")
-    dest.mkdir(parents=True)
-    for entry in source.iterdir():
-        if entry.name.endswith(".txt"):
-            (dest / entry.name).write_text(entry.read_text(encoding="utf-8"), encoding="utf-8")
-    return dest
 
 
 def _eval_cmd(root: Path, out: Path, base_url: str, limit: int) -> list[str]:
@@ -105,14 +94,14 @@ async def test_prompt_sets_compare_and_only_changed_templates_rerun(
     base = await run_eval(spec("default", "base"), endpoint)
     assert base.progress.done == 4 and base.progress.ran == 4
 
-    edited = _copy_default(tmp_path / "terse")
+    edited = copy_default(tmp_path / "terse")
     text = (edited / "uniform.user.txt").read_text()
     (edited / "uniform.user.txt").write_text(text.replace("Check each choice", "Look hard. Check each choice"))
     other = await run_eval(spec(str(edited), "terse"), endpoint)
     assert other.progress.cached == 0 and other.progress.ran == 4  # a changed template re-runs
 
     # A template the uniform agent never uses: its results are reused from the database.
-    unrelated = _copy_default(tmp_path / "probe-only")
+    unrelated = copy_default(tmp_path / "probe-only")
     (unrelated / "probe.user.txt").write_text((unrelated / "probe.user.txt").read_text() + "\nBe brief.\n")
     reused = await run_eval(spec(str(unrelated), "probe-only"), endpoint)
     assert reused.progress.cached == 4 and reused.progress.ran == 0

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import shutil
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
+from prompt_helpers import copy_default
 from videoatlas.errors import BadInputError
 from videoatlas.prompts import builtin_sets, load_prompt_set
 
 pytestmark = pytest.mark.unit
-
-
-def copy_default(tmp_path: Path) -> Path:
-    target = tmp_path / "my-prompts"
-    source = resources.files("videoatlas.prompts").joinpath("default")
-    target.mkdir()
-    for entry in source.iterdir():
-        if entry.name.endswith(".txt"):
-            (target / entry.name).write_text(entry.read_text(encoding="utf-8"), encoding="utf-8")
-    return target
 
 
 def test_default_set_loads_and_is_listed() -> None:
@@ -32,7 +22,7 @@ def test_default_set_loads_and_is_listed() -> None:
 
 
 def test_an_edited_copy_loads_by_path_with_a_new_hash(tmp_path: Path) -> None:
-    folder = copy_default(tmp_path)
+    folder = copy_default(tmp_path / "my-prompts")
     same = load_prompt_set(str(folder))
     assert same.sha256 == load_prompt_set("default").sha256
     (folder / "decide.user.txt").write_text("Q: ${question}\nEvidence: ${evidence}\nAnswer well. ${format}\n")
@@ -41,14 +31,14 @@ def test_an_edited_copy_loads_by_path_with_a_new_hash(tmp_path: Path) -> None:
 
 
 def test_unknown_variable_is_a_load_time_error(tmp_path: Path) -> None:
-    folder = copy_default(tmp_path)
+    folder = copy_default(tmp_path / "my-prompts")
     (folder / "probe.user.txt").write_text("Pick ${n} cells for ${question} in ${colour}.")
     with pytest.raises(BadInputError, match=r"probe.user.txt uses unknown variable\(s\) colour"):
         load_prompt_set(str(folder))
 
 
 def test_missing_required_variable_and_missing_file(tmp_path: Path) -> None:
-    folder = copy_default(tmp_path)
+    folder = copy_default(tmp_path / "my-prompts")
     (folder / "worker.user.txt").write_text("Do something with ${question}.")
     (folder / "reask.txt").unlink()
     with pytest.raises(BadInputError) as err:
@@ -70,7 +60,7 @@ def test_render_is_strict_about_values() -> None:
 
 
 def test_rendering_ignores_values_a_template_does_not_use(tmp_path: Path) -> None:
-    folder = copy_default(tmp_path)
+    folder = copy_default(tmp_path / "my-prompts")
     (folder / "search_task.user.txt").write_text("Only the question: ${question}")
     ps = load_prompt_set(str(folder))
     assert ps.render("search_task.user", question="Q?", choices="A. x") == "Only the question: Q?"
