@@ -12,8 +12,7 @@ from PIL import Image
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
-from videoatlas.graph.agents import get_agent
-from videoatlas.persistence.checkpoint import open_checkpointer
+from videoatlas.graph.agents import saved_snapshot
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import TraceStore
 
@@ -59,8 +58,7 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
             for e in store.events(row.id)
             if e.phase == "end"
         ]
-        async with open_checkpointer(url) as saver:
-            snapshot = await get_agent(row.agent).build(saver).aget_state({"configurable": {"thread_id": row.id}})
+        snapshot = await saved_snapshot(url, row.agent, row.id)
         values: dict[str, Any] = dict(snapshot.values or {})
         images: dict[str, str] = {}
         if with_images:

@@ -24,7 +24,7 @@ from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError, NothingToResumeError
-from videoatlas.graph.agents import get_agent
+from videoatlas.graph.agents import get_agent, saved_snapshot
 from videoatlas.graph.context import AgentContext, RunConfig
 from videoatlas.graph.tracing import RunTracer
 from videoatlas.llm.chat_model import OpenAICompatibleChat
@@ -356,13 +356,11 @@ async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | N
         row = await asyncio.to_thread(store.run, run_id)
         if row is None or row.id != run_id:
             return None
-        async with open_checkpointer(url) as saver:
-            graph = get_agent(row.agent).build(saver)
-            snapshot = await graph.aget_state({"configurable": {"thread_id": row.id}})
+        snapshot = await saved_snapshot(url, row.agent, row.id)
         if not snapshot.values or snapshot.next:
             return None
-        result = _result(row.id, row.question, row.choices, dict(snapshot.values), 0.0, [])
-        result.wall_s = float((row.cost or {}).get("wall_s", 0.0))
+        wall = float((row.cost or {}).get("wall_s", 0.0))
+        result = _result(row.id, row.question, row.choices, dict(snapshot.values), wall, [])
         if row.status != "finished":
             store.update_run(row.id, **_finished_values(result))
         return result

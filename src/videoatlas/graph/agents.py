@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import StateSnapshot
 
 from videoatlas.errors import BadInputError
 from videoatlas.graph import uniform, video_rlm
+from videoatlas.persistence.checkpoint import open_checkpointer
 from videoatlas.prompts import TEMPLATE_SPEC
 
 
@@ -38,3 +40,12 @@ def get_agent(name: str) -> Agent:
         return AGENTS[name]
     except KeyError:
         raise BadInputError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}") from None
+
+
+async def saved_snapshot(url: str, agent: str, run_id: str) -> StateSnapshot:
+    """The last checkpointed state of run ``run_id`` (a thread of ``agent``'s graph) in database ``url``."""
+    async with open_checkpointer(url) as saver:
+        snapshot: StateSnapshot = (
+            await get_agent(agent).build(saver).aget_state({"configurable": {"thread_id": run_id}})
+        )
+    return snapshot
