@@ -75,28 +75,14 @@ async def _traced_call(
     began = time.time()
     store, run_id = tracer.store, tracer.run_id
     store.node_event(run_id, name, "start", began, worker=worker, round_no=round_no, summary_in=_summary_in(state))
+
+    def end(**outcome: str) -> None:
+        store.node_event(run_id, name, "end", began, time.time() - began, worker=worker, round_no=round_no, **outcome)
+
     try:
         result = await node(state, runtime)
     except BaseException as exc:
-        store.node_event(
-            run_id,
-            name,
-            "end",
-            began,
-            time.time() - began,
-            worker=worker,
-            round_no=round_no,
-            error=f"{type(exc).__name__}: {exc}",
-        )
+        end(error=f"{type(exc).__name__}: {exc}")
         raise
-    store.node_event(
-        run_id,
-        name,
-        "end",
-        began,
-        time.time() - began,
-        worker=worker,
-        round_no=round_no,
-        summary_out=_summary_out(result),
-    )
+    end(summary_out=_summary_out(result))
     return result
