@@ -124,6 +124,47 @@ async def test_worker_step_finds_the_needle_in_the_expanded_cell(server: Running
         assert iv.start < needle["end"] and iv.end > needle["start"]
 
 
+async def test_only_the_word_right_after_the_anchor_is_evidence(
+    server: RunningServer, synth_video: tuple[Path, dict[str, Any]]
+) -> None:
+    """A word shown right after the BELL banner (past a short blank gap) is evidence; the same kind
+    of card elsewhere, away from the banner, is a decoy."""
+    from videoatlas.environment.geometry import Interval
+
+    video, truth = synth_video
+    events = {e["kind"]: e for e in truth["events"] if e["kind"] in ("anchor", "after")}
+    decoy = next(e for e in truth["events"] if e["kind"] == "decoy")
+    q = next(q for q in truth["questions"] if q["kind"] == "after_anchor")
+    text = "\n".join(
+        [f"Question: {q['question']}", "Choices:"] + [f"{'ABCD'[i]}. {c}" for i, c in enumerate(q["choices"])]
+    )
+    step = choice_schema(
+        "Step",
+        "action",
+        ["EXPAND", "ADD_TO_SCRATCHPAD", "FINISHED"],
+        cells=(list[int], Field(default_factory=list, max_length=8)),
+    )
+    client = client_for(server.base_url)
+    with FrameSource(video) as src:
+        atlas = VideoAtlas(src)
+        around_anchor = atlas.grid_over(Interval(events["anchor"]["start"] - 1.0, events["after"]["end"] + 1.0))
+        around_decoy = atlas.grid_over(Interval(decoy["start"] - 3.0, decoy["end"] + 3.0))
+    reply = await client.ask(
+        step, system="Explore.", images=[ImagePart.from_jpeg(around_anchor.image.jpeg, "anchor")], text=text
+    )
+    assert reply.value.action == "ADD_TO_SCRATCHPAD"  # type: ignore[attr-defined]
+    cells = reply.value.cells  # type: ignore[attr-defined]
+    after = events["after"]
+    assert cells, reply.value
+    for c in cells:
+        iv = around_anchor.grid.cells[c].interval
+        assert iv.start < after["end"] and iv.end > after["start"], (c, iv, after)
+    reply = await client.ask(
+        step, system="Explore.", images=[ImagePart.from_jpeg(around_decoy.image.jpeg, "decoy")], text=text
+    )
+    assert reply.value.action != "ADD_TO_SCRATCHPAD", reply.value  # type: ignore[attr-defined]
+
+
 class Nested(BaseModel):
     class Item(BaseModel):
         cell: int = Field(ge=0, le=63)

@@ -48,6 +48,8 @@ _STOP = {
     "TIMES",
     "CARD",
 }
+# How far "right after (before)" reaches, in seconds of video.
+ANCHOR_REACH_S = 6.0
 _COUNT_WORDS = ("how many", "number of", "count")
 _ORDER_WORDS = ("first", "earlier", "before the other", "which comes", "order")
 
@@ -119,14 +121,15 @@ class Request:
         return not self.keywords or bool(self.keywords_in(tile))
 
     def next_to_anchor(self, tile: Tile) -> bool:
-        """For "what comes after (before) X": a choice counts only beside X.
+        """For "what comes after (before) X": a choice counts only right after (before) X.
 
-        That is, when one of the two cells just before (after) it in the same grid shows X, or when the
-        view itself was opened right after (before) X by INVESTIGATE and this is the first (last)
-        choice in it. The same words shown elsewhere in the video are decoys. Scratchpad tiles were
-        vetted when they were collected.
+        That is, when walking from the tile towards X through the same grid, X is met within
+        ``ANCHOR_REACH_S`` seconds before any other choice is (frames showing neither are skipped), or
+        when the view itself was opened right after (before) X by INVESTIGATE and this is the first
+        (last) choice in it. The same words shown elsewhere in the video are decoys. Scratchpad tiles
+        were vetted when they were collected.
         """
-        if tile.cell is None:
+        if tile.cell is None or tile.time is None:
             return True
         for sight in self.sights:
             if not any(t is tile for t in sight.tiles):
@@ -135,9 +138,14 @@ class Request:
             at = next((i for i, t in enumerate(cells) if t is tile), None)
             if at is None:
                 return False
-            beside = cells[max(0, at - 2) : at] if self.direction == "after" else cells[at + 1 : at + 3]
-            if any(self.keywords_in(t) and not self.choices_in(t) for t in beside):
-                return True
+            towards = reversed(cells[:at]) if self.direction == "after" else iter(cells[at + 1 :])
+            for other in towards:
+                if abs(_tile_time(other) - tile.time) > ANCHOR_REACH_S:
+                    break
+                if self.choices_in(other):
+                    break
+                if self.keywords_in(other):
+                    return True
             if f"looked {self.direction} cell" in self.text.lower():
                 shown = [t for t in cells if self.choices_in(t)]
                 edge = shown[0] if self.direction == "after" else shown[-1]
