@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
+from videoatlas.environment.synth import SynthSpec, default_fps, load_current, synthesize
 from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
@@ -39,7 +39,7 @@ VIDEOS = {"10min-s1": (600, 1), "10min-s2": (600, 2), "10min-s3": (600, 3), "1h"
 def video(name: str) -> tuple[Path, dict[str, Any]]:
     duration, seed = VIDEOS[name]
     out = DATA / name
-    if not (out / "video.json").is_file():
+    if load_current(out) is None:
         began = time.perf_counter()
         synthesize(SynthSpec(duration=duration, seed=seed, fps=default_fps(duration)), out)
         sys.stderr.write(f"synthesised {name} in {time.perf_counter() - began:.0f} s\n")

@@ -165,6 +165,37 @@ async def test_only_the_word_right_after_the_anchor_is_evidence(
     assert reply.value.action != "ADD_TO_SCRATCHPAD", reply.value  # type: ignore[attr-defined]
 
 
+async def test_every_star_badge_in_view_is_counted(
+    server: RunningServer, synth_video: tuple[Path, dict[str, Any]]
+) -> None:
+    """For a counting question, a worker adds the cells that show the counted badge, and only those."""
+    from videoatlas.environment.geometry import Interval
+
+    video, truth = synth_video
+    star = next(e for e in truth["events"] if e["kind"] == "marker")
+    q = next(q for q in truth["questions"] if q["kind"] == "counting")
+    text = "\n".join(
+        [f"Question: {q['question']}", "Choices:"] + [f"{'ABCD'[i]}. {c}" for i, c in enumerate(q["choices"])]
+    )
+    step = choice_schema(
+        "Step",
+        "action",
+        ["ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED"],
+        cells=(list[int], Field(default_factory=list, max_length=64)),
+    )
+    with FrameSource(video) as src:
+        view = VideoAtlas(src).grid_over(Interval(star["start"] - 4.0, star["end"] + 4.0))
+    reply = await client_for(server.base_url).ask(
+        step, system="Explore.", images=[ImagePart.from_jpeg(view.image.jpeg, "view")], text=text
+    )
+    assert reply.value.action == "ADD_TO_SCRATCHPAD", reply.value  # type: ignore[attr-defined]
+    cells = reply.value.cells  # type: ignore[attr-defined]
+    assert cells
+    for c in cells:
+        frame_time = float(view.image.frames[c]["time"])
+        assert star["start"] <= frame_time <= star["end"], (c, frame_time, star)
+
+
 class Nested(BaseModel):
     class Item(BaseModel):
         cell: int = Field(ge=0, le=63)

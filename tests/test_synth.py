@@ -114,3 +114,20 @@ def test_same_seed_same_file(tmp_path: Path) -> None:
     synthesize(spec, tmp_path / "b")
     assert (tmp_path / "a" / "video.mp4").read_bytes() == (tmp_path / "b" / "video.mp4").read_bytes()
     assert (tmp_path / "a" / "video.json").read_text() == (tmp_path / "b" / "video.json").read_text()
+
+
+@pytest.mark.e2e
+def test_a_video_drawn_by_an_older_version_is_not_reused(tmp_path: Path) -> None:
+    import json
+
+    from videoatlas.environment.synth import SCHEMA_VERSION, load_current, synthesize
+
+    spec = SynthSpec(duration=40, seed=9, width=320, height=180, fps=2, subtitles=False)
+    truth = synthesize(spec, tmp_path)
+    assert load_current(tmp_path) == json.loads(json.dumps(truth))
+    stale = {**truth, "schema": SCHEMA_VERSION - 1}
+    (tmp_path / "video.json").write_text(json.dumps(stale))
+    assert load_current(tmp_path) is None
+    (tmp_path / "video.json").write_text(json.dumps(truth))
+    (tmp_path / "video.mp4").unlink()
+    assert load_current(tmp_path) is None

@@ -21,7 +21,7 @@ from videoatlas.environment.geometry import Interval, format_path, parse_path
 from videoatlas.environment.readers import DEFAULT_BACKEND
 from videoatlas.environment.render import ScratchTile, evidence_label, visual_tokens
 from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
+from videoatlas.environment.synth import SynthSpec, default_fps, load_current, synthesize
 from videoatlas.environment.timefmt import format_ts, parse_range, parse_time
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
@@ -342,12 +342,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Synthesise (once) a 10-minute video, start the stand-in VLM in-process, and answer a question."""
     out = Path(args.out) if args.out else home_dir() / "demo"
     spec = SynthSpec(duration=600, seed=7)
-    truth_path = out / "video.json"
-    truth: dict[str, Any] | None = None
-    if truth_path.is_file() and (out / "video.mp4").is_file():
-        cached = json.loads(truth_path.read_text())
-        if cached.get("spec", {}).get("seed") == spec.seed and cached.get("duration") == spec.duration:
-            truth = cached
+    truth = load_current(out)
+    if truth is not None and (truth["spec"].get("seed") != spec.seed or truth["duration"] != spec.duration):
+        truth = None
     if truth is None:
         sys.stderr.write(f"synthesising a 10-minute demo video into {out} ...\n")
         truth = synthesize(spec, out, progress=Progress("synth"))
@@ -396,7 +393,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    _out(f"video:    {video} (10 minutes, synthetic; ground truth in {truth_path})")
+    _out(f"video:    {video} (10 minutes, synthetic; ground truth in {out / 'video.json'})")
     _out(f"question: {question['question']}")
     for i, choice in enumerate(question["choices"]):
         _out(f"          {chr(ord('A') + i)}. {choice}")

@@ -72,7 +72,8 @@ TOPICS = (
 )
 ORDER_WORDS = ("FALCON", "OTTER", "BADGER", "HERON", "LYNX", "MARMOT", "PELICAN", "WALRUS")
 AFTER_WORDS = ("PURPLE", "SILVER", "CRIMSON", "AMBER", "TEAL", "IVORY", "OLIVE", "COPPER")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Bumped whenever the same spec would draw different pixels (2: the STAR badge became a card)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,10 +411,7 @@ def draw_state(tl: Timeline, scene: Scene, event: Event | None) -> Image.Image:
         if event.kind == "needle":
             _card(draw, spec, event.text, (255, 255, 255), (0, 0, 0))
         elif event.kind == "marker":
-            r = h // 6
-            cx, cy = w // 2, int(h * 0.6)
-            draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=(220, 20, 20), outline=(255, 255, 255), width=3)
-            draw_centered_text(draw, cx, cy, "STAR", max(12, h // 12), (255, 255, 255))
+            _card(draw, spec, "STAR", (220, 20, 20), (255, 255, 255))
         elif event.kind == "order":
             _card(draw, spec, event.text, (30, 150, 60), (255, 255, 255))
         elif event.kind == "anchor":
@@ -553,6 +551,19 @@ def synthesize(
     (out / f"{name}.json").write_text(json.dumps(truth, indent=1), encoding="utf-8")
     log.info("synthesized", video=str(video), duration=format_ts(spec.duration, 0), frames=frames)
     return truth
+
+
+def load_current(out_dir: str | Path, name: str = "video") -> dict[str, Any] | None:
+    """The ground truth of a synthetic video already in ``out_dir``, or None to make it (again).
+
+    None when the files are missing or were drawn by an older version of this module.
+    """
+    out = Path(out_dir)
+    truth_path = out / f"{name}.json"
+    if not (truth_path.is_file() and (out / f"{name}.mp4").is_file()):
+        return None
+    truth: dict[str, Any] = json.loads(truth_path.read_text(encoding="utf-8"))
+    return truth if truth.get("schema") == SCHEMA_VERSION else None
 
 
 def counter_frame(index: int, width: int, height: int, bits: int = 20) -> np.ndarray:

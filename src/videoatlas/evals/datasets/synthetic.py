@@ -7,7 +7,6 @@ question, so temporal grounding is scored too.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
+from videoatlas.environment.synth import SynthSpec, default_fps, load_current, synthesize
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.evals.items import EvalItem
 
@@ -36,14 +35,13 @@ def duration_label(seconds: float) -> str:
 def ensure_video(root: Path, duration: float, seed: int) -> tuple[Path, dict[str, Any]]:
     """The suite's video of this length, made if missing; returns its folder and ground truth."""
     folder = root / f"synth-{duration:g}s-seed{seed}"
-    truth_path = folder / "video.json"
-    if not (truth_path.is_file() and (folder / "video.mp4").is_file()):
+    truth = load_current(folder)
+    if truth is None:
         spec = SynthSpec(duration=duration, seed=seed, fps=default_fps(duration))  # refuses bad lengths first
         began = time.perf_counter()
         log.warning("making synthetic video (once)", duration=format_ts(duration, 0), folder=str(folder))
-        synthesize(spec, folder)
+        truth = synthesize(spec, folder)
         log.info("synthetic video made", seconds=round(time.perf_counter() - began, 1))
-    truth: dict[str, Any] = json.loads(truth_path.read_text(encoding="utf-8"))
     return folder, truth
 
 
