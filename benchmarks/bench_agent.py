@@ -4,6 +4,7 @@ Cases:
   accuracy  needle-in-chapter questions on synthetic videos of 10 min (3 videos), 1 h and 10 h:
             accuracy, tokens per question (10 h over 1 h), prefix-cache hit rate
   workers   the same questions with 1 and with 7 workers, the stand-in answering in a fixed 1 s per call
+            (--kinds picks the question kinds: needles only by default, or the suite's four kinds)
   depth     the 10 h questions with maximum depth 0, 1 and auto (= 2 for 10 h)
 
 Each question is one run of the agent over real HTTP against an in-process stand-in server; one
@@ -33,7 +34,12 @@ from videoatlas.logging import configure_logging
 from videoatlas.runs import run_question
 
 DATA = Path("bench-data/agent")
-VIDEOS = {"10min-s1": (600, 1), "10min-s2": (600, 2), "10min-s3": (600, 3), "1h": (3600, 1), "10h": (36000, 1)}
+VIDEOS = {
+    **{f"10min-s{seed}": (600, seed) for seed in range(1, 7)},
+    "1h": (3600, 1),
+    "10h": (36000, 1),
+}
+KINDS = ("needle_in_chapter", "counting", "order", "after_anchor")
 
 
 def video(name: str) -> tuple[Path, dict[str, Any]]:
@@ -47,8 +53,10 @@ def video(name: str) -> tuple[Path, dict[str, Any]]:
     return out / "video.mp4", truth
 
 
-def needles(truth: dict[str, Any], limit: int) -> list[dict[str, Any]]:
-    return [q for q in truth["questions"] if q["kind"] == "needle_in_chapter"][:limit]
+def needles(truth: dict[str, Any], limit: int, kinds: tuple[str, ...] = ("needle_in_chapter",)) -> list[dict[str, Any]]:
+    """The video's first ``limit`` needle questions, then every question of the other ``kinds``."""
+    picked = [q for q in truth["questions"] if q["kind"] == "needle_in_chapter" and q["kind"] in kinds][:limit]
+    return picked + [q for q in truth["questions"] if q["kind"] in kinds and q["kind"] != "needle_in_chapter"]
 
 
 async def ask_all(
@@ -64,6 +72,7 @@ async def ask_all(
                 "case": label,
                 "video": name,
                 "question": q["id"],
+                "kind": q["kind"],
                 "correct": result.answer_index == q["answer_index"],
                 "answer": result.answer,
                 "truth": q["answer"],
@@ -113,6 +122,12 @@ async def main() -> None:
     parser.add_argument(
         "--videos", default="1h", help="workers case: comma-separated videos (" + ", ".join(VIDEOS) + ")"
     )
+    parser.add_argument(
+        "--kinds",
+        default="needle_in_chapter",
+        help="workers case: comma-separated question kinds (" + ", ".join(KINDS) + ")",
+    )
+    parser.add_argument("--rounds", type=int, default=12, help="workers case: rounds allowed (both settings)")
     args = parser.parse_args()
     configure_logging("warning")
     DATA.mkdir(parents=True, exist_ok=True)
@@ -131,16 +146,29 @@ async def main() -> None:
         by = {d: statistics.mean(r["tokens"] for r in rows if r["duration"] == d) for d in ("1h", "10h")}
         table.append(f"\ntokens per question, 10 h over 1 h: {by['10h'] / by['1h']:.2f}")
     elif args.case == "workers":
+        kinds = tuple(args.kinds.split(","))
         for name in args.videos.split(","):
-            qs = needles(video(name)[1], args.per_duration)
+            qs = needles(video(name)[1], args.per_duration, kinds)
             for workers in (7, 1):  # first pass fills the stand-in's OCR cache, so timing measures the protocol
-                await ask_all(name, qs, RunConfig(workers=workers, rounds=12), reader, label=f"warm-{workers}")
+                config = RunConfig(workers=workers, rounds=args.rounds)
+                await ask_all(name, qs, config, reader, label=f"warm-{workers}")
             for workers in (1, 7):
-                config = RunConfig(workers=workers, rounds=12)
+                config = RunConfig(workers=workers, rounds=args.rounds)
                 rows += await ask_all(name, qs, config, reader, latency=1.0, label=f"{workers} workers")
         table = summary(rows, "case")
-        walls = {w: sum(r["wall_s"] for r in rows if r["workers"] == w) for w in (1, 7)}
-        table.append(f"\nwall-clock speedup, 7 workers over 1: {walls[1] / walls[7]:.2f}x")
+        table += ["", "| kind | questions | accuracy 1 / 7 | wall 1 worker | wall 7 workers | speedup |"]
+        table.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for kind in [*kinds, "all"]:
+            part = [r for r in rows if kind in ("all", r["kind"])]
+            if not part:
+                continue
+            acc = {w: sum(r["correct"] for r in part if r["workers"] == w) for w in (1, 7)}
+            wall = {w: sum(r["wall_s"] for r in part if r["workers"] == w) for w in (1, 7)}
+            n = len(part) // 2
+            table.append(
+                f"| {kind} | {n} | {acc[1] / n:.0%} / {acc[7] / n:.0%} | {wall[1]:.1f} s | {wall[7]:.1f} s | "
+                f"{wall[1] / wall[7]:.2f}x |"
+            )
     else:
         qs = needles(video("10h")[1], args.per_duration)
         for depth in ("0", "1", "auto"):

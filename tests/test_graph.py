@@ -300,3 +300,32 @@ async def test_nodes_never_mutate_state_in_place(counter_video: Path, tmp_path: 
     cfg = RunConfig(cell_px=64, workers=2, rounds=2, max_depth=2, min_expand_span_s=0.001)
     out, _, _ = await run_graph(counter_video, tmp_path, script, cfg, checkpointer=saver)
     assert len(saver.snapshots) > 10 and out["round"] == 2
+
+
+async def test_bfs_is_analysed_every_round_as_coverage_grows(counter_video: Path, tmp_path: Path) -> None:
+    """A BFS question can become answerable by coverage alone, so rounds without new evidence are
+    analysed too; coverage counts searched cells with findings, dead zones only those without."""
+    progress: list[str] = []
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "TraversalChoice":
+            return {"traversal": "bfs", "reason": "counting"}
+        if name == "WorkerStep":
+            if view_start(text) == "00:00.0":  # only cell 0 shows the counted thing
+                return step("ADD_TO_SCRATCHPAD", [3], [{"cell": 3, "description": "one", "confidence": 0.9}])
+            return step("FINISHED")
+        if name == "UncertaintyAnalysis":
+            progress.append(text.split("Progress: ", 1)[1].split("\n", 1)[0])
+            return {**default_reply(name, text, schema), "sufficient": False}
+        return default_reply(name, text, schema)
+
+    cfg = RunConfig(cell_px=64, workers=2, rounds=3)
+    out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg)
+    assert [n for n, _ in chat.seen].count("UncertaintyAnalysis") == 3
+    covered = [int(p.split("%", 1)[0]) for p in progress]
+    assert covered == sorted(covered) and covered[0] < covered[-1], progress
+    assert "explored without findings" in progress[0]
+    searched = [r.target.path for r in out["reports"]]
+    assert len(searched) == 6 and "0" in searched
+    assert out["searched"] == [cell_range(0)[:1] + cell_range(5)[1:]]  # cells 0-5, as one interval
+    assert out["dead_zones"] == [cell_range(1)[:1] + cell_range(5)[1:]]  # cell 0 held evidence

@@ -35,7 +35,7 @@ class RunConfig(BaseModel):
     """Cells assigned per round (top-N of the global probe)."""
     traversal: Literal["auto", "bfs", "dfs"] = "auto"
     max_depth: int | Literal["auto"] = "auto"
-    rounds: int = Field(default=4, ge=1, le=50)
+    rounds: int = Field(default=4, ge=1, le=100)
     token_budget: int | None = Field(default=None, ge=1)
     call_budget: int | None = Field(default=None, ge=1)
     dfs_steps: int = Field(default=6, ge=1, le=50)

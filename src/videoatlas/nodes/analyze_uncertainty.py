@@ -20,9 +20,9 @@ from videoatlas.nodes.common import (
     budget_exhausted,
     cells_block,
     choices_block,
+    coverage_text,
     emit,
     evidence_block,
-    explored_share,
     gaps_text,
     labelled,
     scratchpad_images,
@@ -42,8 +42,11 @@ async def analyze_uncertainty(
     round_no = state["round"]
     new_this_round = any(e.round == round_no for e in state["evidence"])
     last_round = round_no >= cfg.rounds
-    if not new_this_round:
-        # Nothing new to weigh: skip the call (the paper analyses after rounds with new evidence).
+    # A BFS question (counting, order, a sequence) can become answerable without new evidence, by
+    # coverage alone ("no further STAR anywhere"), so it is analysed after every round once anything
+    # was found. A DFS question with nothing new since the last analysis has nothing new to weigh.
+    coverage_matters = state["traversal"] == "bfs" and bool(state["evidence"])
+    if not new_this_round and not coverage_matters:
         if last_round:
             return Command(goto="decide", update={"stop_reason": f"{cfg.rounds} rounds done"})
         return Command(goto="global_probe")
@@ -56,7 +59,7 @@ async def analyze_uncertainty(
         "choices": choices_block(state["choices"]),
         "search_task": state["search_task"],
         "evidence": evidence_block(state["evidence"]),
-        "progress": f"{explored_share(state['dead_zones'], duration):.0%} of the video explored after round "
+        "progress": f"{coverage_text(state['dead_zones'], state.get('searched', []), duration)} after round "
         f"{round_no} of {cfg.rounds}; {len(state['evidence'])} evidence items; {state['cost'].calls} model calls",
         "gaps": gaps_text(state["evidence"], state["dead_zones"], duration),
         "cells": cells_block(root.grid, dead),

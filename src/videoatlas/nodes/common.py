@@ -90,6 +90,13 @@ def explored_share(zones: Sequence[Zone], duration: float) -> float:
     return covered_fraction(Interval(0.0, duration), zones_as_intervals(zones))
 
 
+def coverage_text(dead_zones: Sequence[Zone], searched: Sequence[Zone], duration: float) -> str:
+    """How much of the video workers have searched, and how much of it held nothing."""
+    covered = explored_share(searched, duration)
+    empty = explored_share(dead_zones, duration)
+    return f"{covered:.0%} of the video covered by workers ({empty:.0%} explored without findings)"
+
+
 def gaps_text(evidence: Sequence[Evidence], zones: Sequence[Zone], duration: float, limit: int = 6) -> str:
     """Unexplored stretches between consecutive evidence moments (for temporal interpolation)."""
     times = sorted({round(e.time, 1) for e in evidence})

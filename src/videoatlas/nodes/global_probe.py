@@ -23,9 +23,9 @@ from videoatlas.nodes.common import (
     budget_exhausted,
     cells_block,
     choices_block,
+    coverage_text,
     emit,
     evidence_block,
-    explored_share,
     scratchpad_images,
 )
 from videoatlas.state.master import MasterState
@@ -85,8 +85,9 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             "duration": format_ts(duration, 0),
             "cells": cells_block(root.grid, dead),
             "evidence": evidence_block(state["evidence"]),
-            "progress": f"round {round_no} of {cfg.rounds}; {explored_share(state['dead_zones'], duration):.0%} "
-            f"of the video explored; {len(state['evidence'])} evidence items",
+            "progress": f"round {round_no} of {cfg.rounds}; "
+            f"{coverage_text(state['dead_zones'], state.get('searched', []), duration)}; "
+            f"{len(state['evidence'])} evidence items",
             "hints": ", ".join(t.key for t in targets) or "(none)",
         }
         emit("probe", round=round_no)

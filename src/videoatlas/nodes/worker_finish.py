@@ -14,15 +14,10 @@ from videoatlas.state.models import WorkerReport, Zone
 from videoatlas.state.worker import WorkerState
 
 
-def empty_views(viewed: list[Zone], evidence_times: list[float], keep: Sequence[Zone] = ()) -> list[Zone]:
-    """Viewed intervals with no evidence moment inside (explored and found empty), minus ``keep``.
-
-    ``keep`` holds cells flagged promising: they were seen but not searched, so they stay open.
-    """
+def searched_views(viewed: list[Zone], keep: Sequence[Zone] = ()) -> list[Zone]:
+    """Viewed intervals minus ``keep``: cells flagged promising were seen but not searched."""
     out: list[Zone] = []
     for start, end in viewed:
-        if any(start <= t < end for t in evidence_times):
-            continue
         pieces = [(start, end)]
         for k_start, k_end in keep:
             pieces = [
@@ -30,6 +25,12 @@ def empty_views(viewed: list[Zone], evidence_times: list[float], keep: Sequence[
             ]
         out.extend(pieces)
     return out
+
+
+def empty_views(viewed: list[Zone], evidence_times: list[float], keep: Sequence[Zone] = ()) -> list[Zone]:
+    """Viewed intervals with no evidence moment inside (explored and found empty), minus ``keep``."""
+    empty = [(start, end) for start, end in viewed if not any(start <= t < end for t in evidence_times)]
+    return searched_views(empty, keep)
 
 
 async def finish(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -43,9 +44,11 @@ async def finish(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str
         cell_interval(ctx.atlas.duration, parse_path(m.path, ctx.config.k), ctx.config.k)
         for m in state.get("frontier") or []
     ]
-    dead = empty_views(viewed, times, [(iv.start, iv.end) for iv in marked])
+    keep = [(iv.start, iv.end) for iv in marked]
+    dead = empty_views(viewed, times, keep)
+    searched = searched_views(viewed, keep)
     if state.get("stop") == "model-error":
-        dead = []  # a failed step explored nothing for sure
+        dead = searched = []  # a failed step explored nothing for sure
     report = WorkerReport(
         worker=state["worker"],
         round=state["round"],
@@ -62,4 +65,4 @@ async def finish(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str
         evidence=len(evidence),
         steps=len(report.steps),
     )
-    return {"dead_zones": dead, "reports": [report]}
+    return {"dead_zones": dead, "searched": searched, "reports": [report]}

@@ -58,6 +58,8 @@ class MasterState(MasterInput):
     frontier: Annotated[list[Marked], add_marked]
     evidence: Annotated[list[Evidence], merge_evidence]
     dead_zones: Annotated[list[Zone], merge_zones]
+    searched: Annotated[list[Zone], merge_zones]
+    """Intervals workers searched, with or without findings (what progress is measured by)."""
     cost: Annotated[Cost, add_cost]
     reports: Annotated[list[WorkerReport], add_reports]
     checks: list[RoundCheck]
@@ -85,3 +87,4 @@ class MasterOutput(TypedDict):
     checks: list[RoundCheck]
     reports: list[WorkerReport]
     dead_zones: list[Zone]
+    searched: list[Zone]

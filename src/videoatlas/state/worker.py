@@ -67,6 +67,7 @@ class WorkerState(WorkerInput):
     found: int
     evidence: Annotated[list[Evidence], merge_evidence]
     dead_zones: Annotated[list[Zone], merge_zones]
+    searched: Annotated[list[Zone], merge_zones]
     cost: Annotated[Cost, add_cost]
     frontier: Annotated[list[Marked], add_marked]
     reports: Annotated[list[WorkerReport], add_reports]
@@ -77,6 +78,7 @@ class WorkerOutput(TypedDict):
 
     evidence: Annotated[list[Evidence], merge_evidence]
     dead_zones: Annotated[list[Zone], merge_zones]
+    searched: Annotated[list[Zone], merge_zones]
     cost: Annotated[Cost, add_cost]
     frontier: Annotated[list[Marked], add_marked]
     reports: Annotated[list[WorkerReport], add_reports]

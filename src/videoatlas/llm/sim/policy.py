@@ -50,6 +50,8 @@ _STOP = {
 }
 # How far "right after (before)" reaches, in seconds of video.
 ANCHOR_REACH_S = 6.0
+# Sightings of a counted thing closer than this are the same appearance.
+SAME_APPEARANCE_S = 6.0
 _COUNT_WORDS = ("how many", "number of", "count")
 _ORDER_WORDS = ("first", "earlier", "before the other", "which comes", "order")
 
@@ -152,6 +154,18 @@ class Request:
                 return edge is tile
         return False
 
+    def continues_appearance(self, tile: Tile) -> bool:
+        """Whether the frame just before this one in its grid shows the same counted thing.
+
+        One appearance spans consecutive frames; it is counted at its first.
+        """
+        for sight in self.sights:
+            cells = sorted((t for t in sight.tiles if t.cell is not None and t.time is not None), key=_tile_time)
+            at = next((i for i, t in enumerate(cells) if t is tile), None)
+            if at is not None:
+                return at > 0 and bool(set(self.keywords_in(cells[at - 1])) & set(self.keywords_in(tile)))
+        return False
+
     def is_anchor(self, tile: Tile) -> bool:
         """Whether the tile shows a salient word of the question (worth expanding or investigating)."""
         return not tile.explored and bool(self.keywords_in(tile))
@@ -168,7 +182,7 @@ class Request:
             return False
         if self.counting or not self.choices:
             times = [t for mark in self.keywords_in(tile) for t in self.noted_times(norm(mark))]
-            return any(abs(t - tile.time) < 6.0 for t in times)
+            return any(abs(t - tile.time) < SAME_APPEARANCE_S for t in times)
         for i in self.choices_in(tile):
             times = self.noted_times(norm(self.choices[i]))
             if len(times) >= 2 or any(abs(t - tile.time) <= 0.06 for t in times):
@@ -447,6 +461,8 @@ class Filler:
     def new_evidence(self) -> list[Tile]:
         """Evidence cells not yet recorded in the request's text, the most relevant kind only."""
         fresh = [t for t in self.evidence_tiles() if t.cell is not None and not self.req.already_noted(t)]
+        if self.req.counting:
+            fresh = [t for t in fresh if not self.req.continues_appearance(t)]
         best = max((self.req.relevance(t) for t in fresh), default=0)
         return [t for t in fresh if self.req.relevance(t) == best or (self.req.counting or not self.req.choices)]
 
@@ -514,7 +530,9 @@ class Filler:
             return None
         texts = self._evidence_texts()
         if self.req.counting:
-            count = len({round(t, 1) for t, txt in texts if any(norm(k) in norm(txt) for k in self.req.keywords)})
+            seen = sorted(t for t, txt in texts if any(norm(k) in norm(txt) for k in self.req.keywords))
+            # Sightings closer than SAME_APPEARANCE_S are one appearance seen in several frames.
+            count = sum(1 for i, t in enumerate(seen) if i == 0 or t - seen[i - 1] > SAME_APPEARANCE_S)
             numeric = [(i, int(c)) for i, c in enumerate(choices) if c.strip().isdigit()]
             if numeric and count:
                 return min(numeric, key=lambda p: (abs(p[1] - count), p[1]))[0]
