@@ -325,6 +325,8 @@ async def test_bfs_is_analysed_every_round_as_coverage_grows(counter_video: Path
     covered = [int(p.split("%", 1)[0]) for p in progress]
     assert covered == sorted(covered) and covered[0] < covered[-1], progress
     assert "explored without findings" in progress[0]
+    decision = next(text for name, text in chat.seen if name == "FinalDecision")
+    assert f"Search coverage: {covered[-1]}% of the video covered by workers" in decision
     searched = [r.target.path for r in out["reports"]]
     assert len(searched) == 6 and "0" in searched
     assert out["searched"] == [cell_range(0)[:1] + cell_range(5)[1:]]  # cells 0-5, as one interval

@@ -14,6 +14,7 @@ from videoatlas.nodes.common import (
     as_image,
     ask,
     choices_block,
+    coverage_text,
     emit,
     evidence_block,
     failed_call_cost,
@@ -41,6 +42,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
         "search_task": state["search_task"],
         "evidence": evidence_block(evidence),
         "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
+        "coverage": coverage_text(state["dead_zones"], state.get("searched", []), ctx.atlas.duration),
     }
     emit("decide")
     stop = state.get("stop_reason") or "evidence sufficient"

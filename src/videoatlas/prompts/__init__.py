@@ -89,7 +89,10 @@ TEMPLATE_SPEC: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"question"}),
         frozenset({"choices", "search_task", "evidence", "progress", "cells", "gaps", "n", "max_range"}),
     ),
-    "decide.user": (frozenset({"question", "evidence"}), frozenset({"choices", "format", "search_task"})),
+    "decide.user": (
+        frozenset({"question", "evidence"}),
+        frozenset({"choices", "format", "search_task", "coverage"}),
+    ),
     "uniform.user": (
         frozenset({"question"}),
         frozenset({"choices", "format", "frames", "sheets", "k", "duration"}),
