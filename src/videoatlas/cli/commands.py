@@ -266,8 +266,8 @@ def describe_event(event: dict[str, Any]) -> str | None:
         return f"  {event['worker']} stopped: {event['error']}"
     if kind == "round_done":
         return (
-            f"round {event['round']} done: {event['evidence']} evidence items, {event['explored']:.0%} explored, "
-            f"{event['tokens']:,} tokens so far"
+            f"round {event['round']} done: {event['evidence']} evidence items, {event['covered']:.0%} of the video "
+            f"searched ({event['explored']:.0%} without findings), {event['tokens']:,} tokens so far"
         )
     if kind == "uncertainty_done":
         verdict = "sufficient" if event["sufficient"] else "not sufficient"

@@ -35,6 +35,7 @@ async def merge(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str,
         round=state["round"],
         evidence=len(state["evidence"]) - len(drop),
         explored=explored_share(state["dead_zones"], ctx.atlas.duration),
+        covered=explored_share(state.get("searched", []), ctx.atlas.duration),
         tokens=state["cost"].tokens,
     )
     return {"evidence": drop} if drop else {}
