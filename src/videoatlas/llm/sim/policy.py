@@ -122,6 +122,15 @@ class Request:
         # A choice shown outside the context the question names (another chapter's code) is a distractor.
         return not self.keywords or bool(self.keywords_in(tile))
 
+    def in_time_order(self, tile: Tile) -> tuple[list[Tile], int] | None:
+        """The grid cells of the image that shows ``tile``, in time order, and the tile's place among them."""
+        for sight in self.sights:
+            cells = sorted((t for t in sight.tiles if t.cell is not None and t.time is not None), key=_tile_time)
+            at = next((i for i, t in enumerate(cells) if t is tile), None)
+            if at is not None:
+                return cells, at
+        return None
+
     def next_to_anchor(self, tile: Tile) -> bool:
         """For "what comes after (before) X": a choice counts only right after (before) X.
 
@@ -133,25 +142,19 @@ class Request:
         """
         if tile.cell is None or tile.time is None:
             return True
-        for sight in self.sights:
-            if not any(t is tile for t in sight.tiles):
-                continue
-            cells = sorted((t for t in sight.tiles if t.cell is not None and t.time is not None), key=_tile_time)
-            at = next((i for i, t in enumerate(cells) if t is tile), None)
-            if at is None:
-                return False
-            towards = reversed(cells[:at]) if self.direction == "after" else iter(cells[at + 1 :])
-            for other in towards:
-                if abs(_tile_time(other) - tile.time) > ANCHOR_REACH_S:
-                    break
-                if self.choices_in(other):
-                    break
-                if self.keywords_in(other):
-                    return True
-            if f"looked {self.direction} cell" in self.text.lower():
-                shown = [t for t in cells if self.choices_in(t)]
-                edge = shown[0] if self.direction == "after" else shown[-1]
-                return edge is tile
+        placed = self.in_time_order(tile)
+        if placed is None:
+            return False
+        cells, at = placed
+        towards = reversed(cells[:at]) if self.direction == "after" else iter(cells[at + 1 :])
+        for other in towards:
+            if abs(_tile_time(other) - tile.time) > ANCHOR_REACH_S or self.choices_in(other):
+                break
+            if self.keywords_in(other):
+                return True
+        if f"looked {self.direction} cell" in self.text.lower():
+            shown = [t for t in cells if self.choices_in(t)]
+            return (shown[0] if self.direction == "after" else shown[-1]) is tile
         return False
 
     def continues_appearance(self, tile: Tile) -> bool:
@@ -159,12 +162,11 @@ class Request:
 
         One appearance spans consecutive frames; it is counted at its first.
         """
-        for sight in self.sights:
-            cells = sorted((t for t in sight.tiles if t.cell is not None and t.time is not None), key=_tile_time)
-            at = next((i for i, t in enumerate(cells) if t is tile), None)
-            if at is not None:
-                return at > 0 and bool(set(self.keywords_in(cells[at - 1])) & set(self.keywords_in(tile)))
-        return False
+        placed = self.in_time_order(tile)
+        if placed is None:
+            return False
+        cells, at = placed
+        return at > 0 and bool(set(self.keywords_in(cells[at - 1])) & set(self.keywords_in(tile)))
 
     def is_anchor(self, tile: Tile) -> bool:
         """Whether the tile shows a salient word of the question (worth expanding or investigating)."""
