@@ -57,11 +57,20 @@ def client_for(base_url: str, **overrides: Any) -> VLMClient:
     return VLMClient(OpenAICompatibleChat(settings=settings), settings)
 
 
-def question_text(truth: dict[str, Any], needle: dict[str, Any]) -> str:
-    q = next(q for q in truth["questions"] if q["id"] == f"needle-{needle['chapter']}")
+def question_text(truth: dict[str, Any], needle: dict[str, Any] | None = None, kind: str = "") -> str:
+    """The question and choices as our prompts write them: the needle's question, or the one of ``kind``."""
+    if needle is not None:
+        q = next(q for q in truth["questions"] if q["id"] == f"needle-{needle['chapter']}")
+    else:
+        q = next(q for q in truth["questions"] if q["kind"] == kind)
     letters = "ABCD"
     lines = [f"Question: {q['question']}", "Choices:"] + [f"{letters[i]}. {c}" for i, c in enumerate(q["choices"])]
     return "\n".join(lines)
+
+
+def step_schema(*actions: str) -> type[BaseModel]:
+    """A worker-step schema with these actions and a list of cell ids."""
+    return choice_schema("Step", "action", list(actions), cells=(list[int], Field(default_factory=list, max_length=64)))
 
 
 class Probe(BaseModel):
@@ -134,16 +143,8 @@ async def test_only_the_word_right_after_the_anchor_is_evidence(
     video, truth = synth_video
     events = {e["kind"]: e for e in truth["events"] if e["kind"] in ("anchor", "after")}
     decoy = next(e for e in truth["events"] if e["kind"] == "decoy")
-    q = next(q for q in truth["questions"] if q["kind"] == "after_anchor")
-    text = "\n".join(
-        [f"Question: {q['question']}", "Choices:"] + [f"{'ABCD'[i]}. {c}" for i, c in enumerate(q["choices"])]
-    )
-    step = choice_schema(
-        "Step",
-        "action",
-        ["EXPAND", "ADD_TO_SCRATCHPAD", "FINISHED"],
-        cells=(list[int], Field(default_factory=list, max_length=8)),
-    )
+    text = question_text(truth, kind="after_anchor")
+    step = step_schema("EXPAND", "ADD_TO_SCRATCHPAD", "FINISHED")
     client = client_for(server.base_url)
     with FrameSource(video) as src:
         atlas = VideoAtlas(src)
@@ -173,16 +174,8 @@ async def test_every_star_badge_in_view_is_counted(
 
     video, truth = synth_video
     star = next(e for e in truth["events"] if e["kind"] == "marker")
-    q = next(q for q in truth["questions"] if q["kind"] == "counting")
-    text = "\n".join(
-        [f"Question: {q['question']}", "Choices:"] + [f"{'ABCD'[i]}. {c}" for i, c in enumerate(q["choices"])]
-    )
-    step = choice_schema(
-        "Step",
-        "action",
-        ["ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED"],
-        cells=(list[int], Field(default_factory=list, max_length=64)),
-    )
+    text = question_text(truth, kind="counting")
+    step = step_schema("ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED")
     with FrameSource(video) as src:
         view = VideoAtlas(src).grid_over(Interval(star["start"] - 4.0, star["end"] + 4.0))
     reply = await client_for(server.base_url).ask(
