@@ -52,6 +52,8 @@ _STOP = {
 ANCHOR_REACH_S = 6.0
 # Sightings of a counted thing closer than this are the same appearance.
 SAME_APPEARANCE_S = 6.0
+# Share of the video (percent, as progress lines print it) that must be searched before a count is final.
+COUNT_COVERAGE_PCT = 99.0
 _COUNT_WORDS = ("how many", "number of", "count")
 _ORDER_WORDS = ("first", "earlier", "before the other", "which comes", "order")
 
@@ -584,8 +586,9 @@ class Filler:
         if idx is None:
             return False
         if self.req.counting:
+            # A count is settled only once the whole video was searched: any part left out may hold one more.
             progress = re.search(r"(\d+(?:\.\d+)?)\s*%\s*(?:of the video\s*)?(?:explored|covered)", self.req.text)
-            return progress is not None and float(progress.group(1)) >= 90.0
+            return progress is not None and float(progress.group(1)) >= COUNT_COVERAGE_PCT
         if self.req.ordering:
             texts = " ".join(txt for _, txt in self._evidence_texts())
             return all(norm(c) in norm(texts) for c in self.req.choices)
