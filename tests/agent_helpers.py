@@ -138,7 +138,11 @@ async def run_graph(
     try:
         out = await graph.ainvoke(
             {"question": question, "choices": ["one", "two"] if choices is None else choices},
-            {"configurable": {"thread_id": "t"}, "max_concurrency": ctx.config.max_concurrency, "recursion_limit": 500},
+            {
+                "configurable": {"thread_id": "t"},
+                "max_concurrency": ctx.config.task_concurrency,
+                "recursion_limit": 500,
+            },
             context=ctx,
         )
     finally:

@@ -249,11 +249,41 @@ async def test_bfs_marks_feed_the_next_round(counter_video: Path, tmp_path: Path
             return {**default_reply(name, text, schema), "sufficient": "[B]" in text}
         return default_reply(name, text, schema)
 
-    cfg = RunConfig(cell_px=64, workers=2, rounds=3, max_depth=2, min_expand_span_s=0.001)
+    cfg = RunConfig(cell_px=64, workers=2, bfs_cells=1, rounds=3, max_depth=2, min_expand_span_s=0.001)
     out, _, _ = await run_graph(counter_video, tmp_path, script, cfg)
     r2 = [r.target for r in out["reports"] if r.round == 2]
     assert [t.path for t in r2] == ["0/6", "1/6"] and all(t.source == "frontier" for t in r2)
     assert all(len(r.steps) == 1 for r in out["reports"])  # BFS: one step per worker
+
+
+async def test_a_bfs_round_gives_each_worker_slot_several_one_step_cells(counter_video: Path, tmp_path: Path) -> None:
+    """BFS: workers x bfs_cells one-step workers per round, never more than ``workers`` at once."""
+    calls = {"started": 0, "ended": 0, "most": 0}
+
+    def delay(name: str, text: str) -> float:
+        if name != "WorkerStep":
+            return 0.0
+        calls["started"] += 1
+        calls["most"] = max(calls["most"], calls["started"] - calls["ended"])
+        return 1.0 if calls["started"] == 1 else 0.05  # the other slot surely starts meanwhile
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "WorkerStep":
+            calls["ended"] += 1
+        return default_reply(name, text, schema)
+
+    cfg = RunConfig(cell_px=64, workers=2, bfs_cells=3, rounds=1, traversal="bfs", max_concurrency=8)
+    out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg, delay=delay)
+    probe = next(text for name, text in chat.seen if name == "GlobalProbe")
+    assert "Choose exactly 6 different cells" in probe
+    assert sorted(int(r.target.path) for r in out["reports"]) == [0, 1, 2, 3, 4, 5]
+    assert all(len(r.steps) == 1 for r in out["reports"])
+    assert calls["started"] == 6 and calls["most"] == 2  # two slots, both used
+    assert out["dead_zones"] == [cell_range(0)[:1] + cell_range(5)[1:]]
+    # DFS keeps one cell per worker.
+    as_dfs = cfg.model_copy(update={"traversal": "dfs"})
+    dfs, _, _ = await run_graph(counter_video, tmp_path / "dfs", default_reply, as_dfs)
+    assert len(dfs["reports"]) == 2
 
 
 async def test_traversal_override_skips_the_call(counter_video: Path, tmp_path: Path) -> None:
@@ -319,7 +349,7 @@ async def test_bfs_is_analysed_every_round_as_coverage_grows(counter_video: Path
             return {**default_reply(name, text, schema), "sufficient": False}
         return default_reply(name, text, schema)
 
-    cfg = RunConfig(cell_px=64, workers=2, rounds=3)
+    cfg = RunConfig(cell_px=64, workers=2, bfs_cells=1, rounds=3)
     out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg)
     assert [n for n, _ in chat.seen].count("UncertaintyAnalysis") == 3
     covered = [int(p.split("%", 1)[0]) for p in progress]

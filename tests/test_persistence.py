@@ -98,6 +98,8 @@ def ask_args(video: Path, question: dict[str, Any], url: str, db: str) -> list[s
         "3",
         "--traversal",
         "bfs",
+        "--bfs-cells",  # one cell per worker: round 2 is one wave of 4 workers, all in flight at the kill
+        "1",
         "--cell-px",
         "160",
         "--json",

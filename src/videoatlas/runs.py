@@ -156,7 +156,7 @@ async def _execute(
     graph = get_agent(prepared.context.config.agent).build(checkpointer)
     run_config: dict[str, Any] = {
         "configurable": {"thread_id": thread},
-        "max_concurrency": prepared.context.config.max_concurrency,
+        "max_concurrency": prepared.context.config.task_concurrency,
         "recursion_limit": 500,
     }
     if inputs is None:

@@ -222,6 +222,7 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
             token_budget=args.token_budget,
             call_budget=args.call_budget,
             dfs_steps=args.dfs_steps,
+            bfs_cells=args.bfs_cells,
             prompts=args.prompts,
             max_concurrency=args.max_concurrency,
         )

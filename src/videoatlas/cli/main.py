@@ -35,13 +35,24 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
         help="video-rlm (default), or uniform: one call over evenly spaced frames (the baseline)",
     )
     p.add_argument("--frames", type=int, default=64, help="uniform only: frames sampled (whole K x K sheets)")
-    p.add_argument("--workers", type=int, default=4, help="cells explored in parallel per round (default 4)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=4,
+        help="workers exploring in parallel; a DFS round gives each one cell (default 4)",
+    )
     p.add_argument("--traversal", choices=["auto", "bfs", "dfs"], default="auto")
     p.add_argument("--max-depth", default="auto", help="'auto' (first sub-second depth) or a number")
     p.add_argument("--rounds", type=int, default=4, help="exploration rounds at most (default 4)")
     p.add_argument("--token-budget", type=int, default=None, help="stop exploring after this many tokens")
     p.add_argument("--call-budget", type=int, default=None, help="stop exploring after this many model calls")
     p.add_argument("--dfs-steps", type=int, default=6, help="steps per DFS worker (default 6)")
+    p.add_argument(
+        "--bfs-cells",
+        type=int,
+        default=6,
+        help="cells per worker in a BFS round, one step each (default 6, as --dfs-steps)",
+    )
     p.add_argument("--prompts", default="default", help="prompt set: a built-in name or a directory")
     p.add_argument("--k", type=int, default=8, help="grid size K (default 8)")
     p.add_argument("--cell-px", type=int, default=320, help="pixels per cell (default 320)")

@@ -32,7 +32,7 @@ class RunConfig(BaseModel):
     k: int = Field(default=8, ge=2, le=16)
     cell_px: int = Field(default=320, ge=32, le=1024)
     workers: int = Field(default=4, ge=1, le=32)
-    """Cells assigned per round (top-N of the global probe)."""
+    """Workers exploring at once; a DFS round assigns this many cells (top-N of the global probe)."""
     traversal: Literal["auto", "bfs", "dfs"] = "auto"
     max_depth: int | Literal["auto"] = "auto"
     rounds: int = Field(default=4, ge=1, le=100)
@@ -40,6 +40,10 @@ class RunConfig(BaseModel):
     call_budget: int | None = Field(default=None, ge=1)
     dfs_steps: int = Field(default=6, ge=1, le=50)
     bfs_steps: int = Field(default=1, ge=1, le=50)
+    bfs_cells: int = Field(default=6, ge=1, le=64)
+    """Cells a BFS round assigns per worker, each to its own one-step worker (``workers`` of them run at
+    once). The default equals ``dfs_steps``, so a round costs at most about as many worker calls with
+    either traversal; with one cell per worker, a scan of K^2 root cells would need K^2/N rounds."""
     min_expand_span_s: float = Field(default=1.0, gt=0)
     """EXPAND is not offered on cells shorter than this."""
     virtual_loss: float = Field(default=64.0, ge=0)
@@ -48,7 +52,7 @@ class RunConfig(BaseModel):
     scratchpad_page: int = Field(default=16, ge=1, le=64)
     prompts: str = "default"
     max_concurrency: int = Field(default=8, ge=1, le=64)
-    """Top-level LangGraph concurrency: worker tasks running at once."""
+    """Top-level LangGraph concurrency: worker tasks running at once (never more than ``workers``)."""
 
     @field_validator("max_depth", mode="before")
     @classmethod
@@ -71,6 +75,15 @@ class RunConfig(BaseModel):
         else:
             shown |= set(type(self).model_fields) - {"frames", "max_concurrency", "prompts"}
         return {k: v for k, v in self.model_dump().items() if k in shown}
+
+    def round_width(self, traversal: str) -> int:
+        """Cells one round assigns: ``workers`` for DFS, ``workers * bfs_cells`` one-step cells for BFS."""
+        return self.workers * self.bfs_cells if traversal == "bfs" else self.workers
+
+    @property
+    def task_concurrency(self) -> int:
+        """LangGraph's ``max_concurrency`` for a run: at most ``workers`` worker tasks in flight."""
+        return min(self.max_concurrency, self.workers)
 
     def resolved_max_depth(self, duration: float) -> int:
         """The deepest grid level workers may reach."""

@@ -4,6 +4,8 @@ Targets come, in order, from the last uncertainty analysis's suggestions, then t
 (cells workers marked promising, first in first out), then the model's ranking of root cells.
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
 another worker this round) from being picked again while fresher cells are available.
+A DFS round assigns one cell per worker; a BFS round, whose workers take one step each, assigns
+``bfs_cells`` cells per worker (``RunConfig.round_width``), ``workers`` of them explored at once.
 """
 
 from __future__ import annotations
@@ -49,11 +51,12 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
         return Command(goto="decide", update={"stop_reason": spent})
     dead = zones_as_intervals(state["dead_zones"])
     visits = dict(state["visits"])
+    width = cfg.round_width(state["traversal"])
     targets: list[Target] = []
     taken: set[str] = set()
 
     def take(target: Target) -> None:
-        if target.key not in taken and len(targets) < cfg.workers and not _is_dead(target.start, target.end, dead):
+        if target.key not in taken and len(targets) < width and not _is_dead(target.start, target.end, dead):
             targets.append(target)
             taken.add(target.key)
 
@@ -71,9 +74,9 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     cost_update = None
     root = await ctx.atlas.agrid((), dead)
     open_cells = [c for c in root.grid.cells if not _is_dead(c.interval.start, c.interval.end, dead)]
-    needed = cfg.workers - len(targets)
+    needed = width - len(targets)
     if needed > 0 and open_cells:
-        n = min(cfg.workers, len(open_cells))
+        n = min(width, len(open_cells))
         images = [as_image(root.image, "root grid")]
         images += await scratchpad_images(ctx, state["evidence"])
         values = {
@@ -109,7 +112,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             if cell.index not in ranked_ids:
                 queue.append((n + offset + cfg.virtual_loss * visits.get(str(cell.index), 0), n + offset, cell.index))
         heapq.heapify(queue)
-        while queue and len(targets) < cfg.workers:
+        while queue and len(targets) < width:
             _, _, cell_id = heapq.heappop(queue)
             iv = root.grid.cells[cell_id].interval
             take(Target(path=str(cell_id), start=iv.start, end=iv.end, source="probe"))
