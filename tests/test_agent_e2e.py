@@ -73,6 +73,7 @@ def test_ask_rejects_bad_input(synth_video: tuple[Path, dict[str, Any]], tmp_pat
     exe = str(Path(sys.executable).parent / "videoatlas")
     for extra, fragment in (
         (["--workers", "0"], "--workers"),
+        (["--bfs-cells", "0"], "--bfs-cells"),
         (["--max-depth", "deep"], "max depth must be"),
         (["--prompts", "nope"], "neither a built-in set"),
     ):
