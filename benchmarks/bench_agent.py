@@ -87,6 +87,7 @@ async def ask_all(
                 "evidence": len(result.evidence),
                 "stop": result.stop_reason,
                 "workers": config.workers,
+                "bfs_cells": config.bfs_cells,
                 "max_depth": config.max_depth,
             }
             rows.append(row)
@@ -128,6 +129,7 @@ async def main() -> None:
         help="workers case: comma-separated question kinds (" + ", ".join(KINDS) + ")",
     )
     parser.add_argument("--rounds", type=int, default=12, help="workers case: rounds allowed (both settings)")
+    parser.add_argument("--bfs-cells", type=int, default=1, help="workers case: cells per worker in a BFS round")
     args = parser.parse_args()
     configure_logging("warning")
     DATA.mkdir(parents=True, exist_ok=True)
@@ -149,7 +151,9 @@ async def main() -> None:
         kinds = tuple(args.kinds.split(","))
         for name in args.videos.split(","):
             qs = needles(video(name)[1], args.per_duration, kinds)
-            configs = {workers: RunConfig(workers=workers, rounds=args.rounds) for workers in (1, 7)}
+            configs = {
+                workers: RunConfig(workers=workers, rounds=args.rounds, bfs_cells=args.bfs_cells) for workers in (1, 7)
+            }
             for workers in (7, 1):  # first pass fills the stand-in's OCR cache, so timing measures the protocol
                 await ask_all(name, qs, configs[workers], reader, label=f"warm-{workers}")
             for workers in (1, 7):

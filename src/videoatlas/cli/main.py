@@ -50,8 +50,8 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--bfs-cells",
         type=int,
-        default=6,
-        help="cells per worker in a BFS round, one step each (default 6, as --dfs-steps)",
+        default=1,
+        help="cells per worker in a BFS round, one step each (default 1; 6: 4 workers scan 8x8 cells in 3 rounds)",
     )
     p.add_argument("--prompts", default="default", help="prompt set: a built-in name or a directory")
     p.add_argument("--k", type=int, default=8, help="grid size K (default 8)")

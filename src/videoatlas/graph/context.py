@@ -40,10 +40,12 @@ class RunConfig(BaseModel):
     call_budget: int | None = Field(default=None, ge=1)
     dfs_steps: int = Field(default=6, ge=1, le=50)
     bfs_steps: int = Field(default=1, ge=1, le=50)
-    bfs_cells: int = Field(default=6, ge=1, le=64)
+    bfs_cells: int = Field(default=1, ge=1, le=64)
     """Cells a BFS round assigns per worker, each to its own one-step worker (``workers`` of them run at
-    once). The default equals ``dfs_steps``, so a round costs at most about as many worker calls with
-    either traversal; with one cell per worker, a scan of K^2 root cells would need K^2/N rounds."""
+    once). The default, one, is the paper's: a scan of all K^2 root cells then takes K^2/N rounds, so a
+    count at the default budget sees part of the video. Six (= ``dfs_steps``) makes a BFS round cost
+    about as many worker calls as a DFS round and covers an 8x8 root grid in 3 rounds of 4 workers, but
+    a wide round cannot end early: a question its first cells answer pays for the rest."""
     min_expand_span_s: float = Field(default=1.0, gt=0)
     """EXPAND is not offered on cells shorter than this."""
     virtual_loss: float = Field(default=64.0, ge=0)

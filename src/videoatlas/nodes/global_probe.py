@@ -5,7 +5,7 @@ Targets come, in order, from the last uncertainty analysis's suggestions, then t
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
 another worker this round) from being picked again while fresher cells are available.
 A DFS round assigns one cell per worker; a BFS round, whose workers take one step each, assigns
-``bfs_cells`` cells per worker (``RunConfig.round_width``), ``workers`` of them explored at once.
+``bfs_cells`` cells per worker (``RunConfig.round_width``; one by default), ``workers`` explored at once.
 """
 
 from __future__ import annotations
