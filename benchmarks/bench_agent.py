@@ -53,7 +53,9 @@ def video(name: str) -> tuple[Path, dict[str, Any]]:
     return out / "video.mp4", truth
 
 
-def needles(truth: dict[str, Any], limit: int, kinds: tuple[str, ...] = ("needle_in_chapter",)) -> list[dict[str, Any]]:
+def pick_questions(
+    truth: dict[str, Any], limit: int, kinds: tuple[str, ...] = ("needle_in_chapter",)
+) -> list[dict[str, Any]]:
     """The video's first ``limit`` needle questions, then every question of the other ``kinds``."""
     picked = [q for q in truth["questions"] if q["kind"] == "needle_in_chapter" and q["kind"] in kinds][:limit]
     return picked + [q for q in truth["questions"] if q["kind"] in kinds and q["kind"] != "needle_in_chapter"]
@@ -140,7 +142,7 @@ async def main() -> None:
         for duration, names in plan.items():
             left = args.per_duration
             for name in names:
-                qs = needles(video(name)[1], left)
+                qs = pick_questions(video(name)[1], left)
                 left -= len(qs)
                 for row in await ask_all(name, qs, RunConfig(), reader, label=duration):
                     rows.append({**row, "duration": duration})
@@ -150,7 +152,7 @@ async def main() -> None:
     elif args.case == "workers":
         kinds = tuple(args.kinds.split(","))
         for name in args.videos.split(","):
-            qs = needles(video(name)[1], args.per_duration, kinds)
+            qs = pick_questions(video(name)[1], args.per_duration, kinds)
             configs = {
                 workers: RunConfig(workers=workers, rounds=args.rounds, bfs_cells=args.bfs_cells) for workers in (1, 7)
             }
@@ -173,7 +175,7 @@ async def main() -> None:
                 f"{wall[1] / wall[7]:.2f}x |"
             )
     else:
-        qs = needles(video("10h")[1], args.per_duration)
+        qs = pick_questions(video("10h")[1], args.per_duration)
         for depth in ("0", "1", "auto"):
             config = RunConfig.model_validate({"max_depth": depth})
             rows += await ask_all("10h", qs, config, reader, label=f"max depth {depth}")

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
+from videoatlas.environment.geometry import Interval
 from videoatlas.errors import EndpointError, ModelNotServedError, ModelReplyError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient, choice_schema, response_format
@@ -138,8 +139,6 @@ async def test_only_the_word_right_after_the_anchor_is_evidence(
 ) -> None:
     """A word shown right after the BELL banner (past a short blank gap) is evidence; the same kind
     of card elsewhere, away from the banner, is a decoy."""
-    from videoatlas.environment.geometry import Interval
-
     video, truth = synth_video
     events = {e["kind"]: e for e in truth["events"] if e["kind"] in ("anchor", "after")}
     decoy = next(e for e in truth["events"] if e["kind"] == "decoy")
@@ -170,8 +169,6 @@ async def test_every_star_badge_in_view_is_counted(
     server: RunningServer, synth_video: tuple[Path, dict[str, Any]]
 ) -> None:
     """For a counting question, a worker adds the badge it sees, once per appearance."""
-    from videoatlas.environment.geometry import Interval
-
     video, truth = synth_video
     star = next(e for e in truth["events"] if e["kind"] == "marker")
     text = question_text(truth, kind="counting")

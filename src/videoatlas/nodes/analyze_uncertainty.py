@@ -59,7 +59,7 @@ async def analyze_uncertainty(
         "choices": choices_block(state["choices"]),
         "search_task": state["search_task"],
         "evidence": evidence_block(state["evidence"]),
-        "progress": f"{coverage_text(state['dead_zones'], state.get('searched', []), duration)} after round "
+        "progress": f"{coverage_text(state, duration)} after round "
         f"{round_no} of {cfg.rounds}; {len(state['evidence'])} evidence items; {state['cost'].calls} model calls",
         "gaps": gaps_text(state["evidence"], state["dead_zones"], duration),
         "cells": cells_block(root.grid, dead),

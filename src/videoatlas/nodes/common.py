@@ -16,6 +16,7 @@ from videoatlas.environment.timefmt import format_ts
 from videoatlas.graph.context import AgentContext
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
+from videoatlas.state.master import MasterState
 from videoatlas.state.models import Cost, Evidence, Zone, zones_as_intervals
 
 T = TypeVar("T", bound=BaseModel)
@@ -90,10 +91,10 @@ def explored_share(zones: Sequence[Zone], duration: float) -> float:
     return covered_fraction(Interval(0.0, duration), zones_as_intervals(zones))
 
 
-def coverage_text(dead_zones: Sequence[Zone], searched: Sequence[Zone], duration: float) -> str:
+def coverage_text(state: MasterState, duration: float) -> str:
     """How much of the video workers have searched, and how much of it held nothing."""
-    covered = explored_share(searched, duration)
-    empty = explored_share(dead_zones, duration)
+    covered = explored_share(state.get("searched", []), duration)
+    empty = explored_share(state["dead_zones"], duration)
     return f"{covered:.0%} of the video covered by workers ({empty:.0%} explored without findings)"
 
 

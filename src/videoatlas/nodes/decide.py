@@ -42,7 +42,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
         "search_task": state["search_task"],
         "evidence": evidence_block(evidence),
         "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
-        "coverage": coverage_text(state["dead_zones"], state.get("searched", []), ctx.atlas.duration),
+        "coverage": coverage_text(state, ctx.atlas.duration),
     }
     emit("decide")
     stop = state.get("stop_reason") or "evidence sufficient"

@@ -89,7 +89,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             "cells": cells_block(root.grid, dead),
             "evidence": evidence_block(state["evidence"]),
             "progress": f"round {round_no} of {cfg.rounds}; "
-            f"{coverage_text(state['dead_zones'], state.get('searched', []), duration)}; "
+            f"{coverage_text(state, duration)}; "
             f"{len(state['evidence'])} evidence items",
             "hints": ", ".join(t.key for t in targets) or "(none)",
         }
