@@ -27,6 +27,7 @@ from typing import Any
 
 from videoatlas.environment.synth import SynthSpec, default_fps, load_current, synthesize
 from videoatlas.graph.context import RunConfig
+from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
@@ -91,11 +92,56 @@ async def ask_all(
                 "workers": config.workers,
                 "bfs_cells": config.bfs_cells,
                 "max_depth": config.max_depth,
+                "by_call": by_call(result.records),
             }
             rows.append(row)
             sys.stdout.write(json.dumps(row) + "\n")
             sys.stdout.flush()
     return rows
+
+
+def call_kind(record: CallRecord) -> str:
+    """A call's node, with a worker's first look at its view told apart from its later steps."""
+    if record.node != "worker":
+        return record.node
+    return "worker, first step" if not record.meta.get("step") else "worker, later steps"
+
+
+def by_call(records: list[CallRecord]) -> dict[str, list[int]]:
+    """Per kind of call: [calls, prompt tokens, cached tokens]."""
+    out: dict[str, list[int]] = {}
+    for record in records:
+        entry = out.setdefault(call_kind(record), [0, 0, 0])
+        entry[0] += 1
+        entry[1] += record.prompt_tokens
+        entry[2] += record.cached_tokens
+    return out
+
+
+def cache_by_call(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """Where the prompt tokens go and how much of each kind of call the prefix cache served."""
+    lines = [
+        f"| {key} | call | calls per question | share of prompt tokens | cache hit |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row[key]), []).append(row)
+    for name, group in groups.items():
+        totals: dict[str, list[int]] = {}
+        for row in group:
+            for kind, (calls, prompt, cached) in row["by_call"].items():
+                entry = totals.setdefault(kind, [0, 0, 0])
+                entry[0] += calls
+                entry[1] += prompt
+                entry[2] += cached
+        everything = sum(prompt for _, prompt, _ in totals.values()) or 1
+        for kind, (calls, prompt, cached) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
+            lines.append(
+                f"| {name} | {kind} | {calls / len(group):.1f} | {prompt / everything:.0%} | "
+                f"{cached / prompt if prompt else 0.0:.0%} |"
+            )
+    return lines
 
 
 def summary(rows: list[dict[str, Any]], key: str) -> list[str]:
@@ -148,7 +194,8 @@ async def main() -> None:
                     rows.append({**row, "duration": duration})
         table = summary(rows, "duration")
         by = {d: statistics.mean(r["tokens"] for r in rows if r["duration"] == d) for d in ("1h", "10h")}
-        table.append(f"\ntokens per question, 10 h over 1 h: {by['10h'] / by['1h']:.2f}")
+        table.append(f"\ntokens per question, 10 h over 1 h: {by['10h'] / by['1h']:.2f}\n")
+        table += cache_by_call(rows, "duration")
     elif args.case == "workers":
         kinds = tuple(args.kinds.split(","))
         for name in args.videos.split(","):
