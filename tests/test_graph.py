@@ -361,3 +361,23 @@ async def test_bfs_is_analysed_every_round_as_coverage_grows(counter_video: Path
     assert len(searched) == 6 and "0" in searched
     assert out["searched"] == [cell_range(0)[:1] + cell_range(5)[1:]]  # cells 0-5, as one interval
     assert out["dead_zones"] == [cell_range(1)[:1] + cell_range(5)[1:]]  # cell 0 held evidence
+
+
+async def test_cells_that_open_as_the_same_view_get_one_worker(counter_video: Path, tmp_path: Path) -> None:
+    # At max depth 0 every root cell opens as the root grid itself: three workers would send the
+    # same prompt three times.
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "GlobalProbe":
+            return {"cells": [5, 9, 20], "reason": "r"}
+        return default_reply(name, text, schema)
+
+    cfg = RunConfig(cell_px=64, workers=3, rounds=2, max_depth=0)
+    out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg)
+    assert [r.target.path for r in out["reports"]] == ["5"]
+    assert [name for name, _ in chat.seen].count("WorkerStep") == 1
+    # The one worker saw the whole video and found nothing, so nothing is left for round 2.
+    assert out["dead_zones"] == [(0.0, DURATION)]
+    assert out["stop_reason"] == "every region is explored"
+    # At depth 1 the same three cells are three different views.
+    deeper, chat, _ = await run_graph(counter_video, tmp_path / "d1", script, cfg.model_copy(update={"max_depth": 1}))
+    assert sorted(r.target.path for r in deeper["reports"] if r.round == 1) == ["20", "5", "9"]

@@ -6,6 +6,7 @@ A priority queue with virtual loss keeps cells already assigned in earlier round
 another worker this round) from being picked again while fresher cells are available.
 A DFS round assigns one cell per worker; a BFS round, whose workers take one step each, assigns
 ``bfs_cells`` cells per worker (``RunConfig.round_width``; one by default), ``workers`` explored at once.
+Two targets that open as the same view (cells clamped to the maximum depth) get one worker.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from videoatlas.nodes.common import (
     evidence_block,
     scratchpad_images,
 )
+from videoatlas.nodes.worker_observe import initial_view
 from videoatlas.state.master import MasterState
-from videoatlas.state.models import Target, zones_as_intervals
+from videoatlas.state.models import Target, View, zones_as_intervals
 from videoatlas.state.schemas import probe_schema
 from videoatlas.state.worker import WorkerInput
 
@@ -54,11 +56,20 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     width = cfg.round_width(state["traversal"])
     targets: list[Target] = []
     taken: set[str] = set()
+    views: set[View] = set()
 
     def take(target: Target) -> None:
-        if target.key not in taken and len(targets) < width and not _is_dead(target.start, target.end, dead):
-            targets.append(target)
-            taken.add(target.key)
+        if target.key in taken or len(targets) >= width or _is_dead(target.start, target.end, dead):
+            return
+        # Cells below the depth limit open at the limit: at max depth 0 (a video under K*K seconds at
+        # the auto setting, or --max-depth 0) every cell opens as the root grid. Workers on one view
+        # would send the same prompt, so a view gets one worker.
+        view = initial_view(target, ctx)
+        if view in views:
+            return
+        targets.append(target)
+        taken.add(target.key)
+        views.add(view)
 
     for hint in state["hints"]:
         if hint.path is not None:
