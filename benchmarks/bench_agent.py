@@ -10,14 +10,17 @@ Cases:
 Each question is one run of the agent over real HTTP against an in-process stand-in server; one
 server per (case, video), so its prefix cache spans the questions asked about that video, as a
 vLLM server's would during an eval. Results go to bench-data/agent/<case>.jsonl, one line per run.
+With --base-url (accuracy and depth), the questions go to a real server instead, e.g. one started
+with `videoatlas serve` on a GPU machine, and the cache figures are the server's own.
 
-Usage: python benchmarks/bench_agent.py accuracy|workers|depth [--per-duration N]
+Usage: python benchmarks/bench_agent.py accuracy|workers|depth [--per-duration N] [--base-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
@@ -63,12 +66,23 @@ def pick_questions(
 
 
 async def ask_all(
-    name: str, questions: list[dict[str, Any]], config: RunConfig, reader: Reader, latency: float = 0.0, label: str = ""
+    name: str,
+    questions: list[dict[str, Any]],
+    config: RunConfig,
+    reader: Reader,
+    latency: float = 0.0,
+    label: str = "",
+    real: EndpointSettings | None = None,
 ) -> list[dict[str, Any]]:
+    """Every question as one run; against ``real`` if given, else a fresh in-process stand-in."""
     path, _ = video(name)
     rows = []
-    with RunningServer(SimServer(SimConfig(latency_s=latency), reader=reader)) as server:
-        endpoint = EndpointSettings(base_url=server.base_url, model="", timeout_s=300)
+    with contextlib.ExitStack() as stack:
+        if real is None:
+            server = stack.enter_context(RunningServer(SimServer(SimConfig(latency_s=latency), reader=reader)))
+            endpoint = EndpointSettings(base_url=server.base_url, model="", timeout_s=300)
+        else:
+            endpoint = real
         for q in questions:
             result = await run_question(path, q["question"], q["choices"], config, endpoint)
             row = {
@@ -178,7 +192,15 @@ async def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=12, help="workers case: rounds allowed (both settings)")
     parser.add_argument("--bfs-cells", type=int, default=1, help="workers case: cells per worker in a BFS round")
+    parser.add_argument(
+        "--base-url",
+        help="accuracy and depth cases: a running OpenAI-compatible VLM server (e.g. `videoatlas serve`) "
+        "instead of the stand-in; its prefix cache then spans every question of the run",
+    )
     args = parser.parse_args()
+    if args.base_url and args.case == "workers":
+        parser.error("--base-url: the workers case times the stand-in at a fixed 1 s per call")
+    real = EndpointSettings.from_env(base_url=args.base_url, timeout_s=600) if args.base_url else None
     configure_logging("warning")
     DATA.mkdir(parents=True, exist_ok=True)
     reader = Reader()
@@ -190,7 +212,7 @@ async def main() -> None:
             for name in names:
                 qs = pick_questions(video(name)[1], left)
                 left -= len(qs)
-                for row in await ask_all(name, qs, RunConfig(), reader, label=duration):
+                for row in await ask_all(name, qs, RunConfig(), reader, label=duration, real=real):
                     rows.append({**row, "duration": duration})
         table = summary(rows, "duration")
         by = {d: statistics.mean(r["tokens"] for r in rows if r["duration"] == d) for d in ("1h", "10h")}
@@ -225,7 +247,7 @@ async def main() -> None:
         qs = pick_questions(video("10h")[1], args.per_duration)
         for depth in ("0", "1", "auto"):
             config = RunConfig.model_validate({"max_depth": depth})
-            rows += await ask_all("10h", qs, config, reader, label=f"max depth {depth}")
+            rows += await ask_all("10h", qs, config, reader, label=f"max depth {depth}", real=real)
         table = summary(rows, "case")
     (DATA / f"{args.case}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     sys.stdout.write("\n".join(table) + "\n")
