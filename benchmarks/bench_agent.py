@@ -121,15 +121,28 @@ def call_kind(record: CallRecord) -> str:
     return "worker, first step" if not record.meta.get("step") else "worker, later steps"
 
 
+def add_usage(totals: dict[str, list[int]], kind: str, calls: int, prompt: int, cached: int) -> None:
+    """Add to ``totals[kind]``, a [calls, prompt tokens, cached tokens] triple."""
+    entry = totals.setdefault(kind, [0, 0, 0])
+    entry[0] += calls
+    entry[1] += prompt
+    entry[2] += cached
+
+
 def by_call(records: list[CallRecord]) -> dict[str, list[int]]:
     """Per kind of call: [calls, prompt tokens, cached tokens]."""
     out: dict[str, list[int]] = {}
     for record in records:
-        entry = out.setdefault(call_kind(record), [0, 0, 0])
-        entry[0] += 1
-        entry[1] += record.prompt_tokens
-        entry[2] += record.cached_tokens
+        add_usage(out, call_kind(record), 1, record.prompt_tokens, record.cached_tokens)
     return out
+
+
+def group_by(rows: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
+    """Rows by the value of ``key``, in first-seen order."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row[key]), []).append(row)
+    return groups
 
 
 def cache_by_call(rows: list[dict[str, Any]], key: str) -> list[str]:
@@ -138,17 +151,11 @@ def cache_by_call(rows: list[dict[str, Any]], key: str) -> list[str]:
         f"| {key} | call | calls per question | share of prompt tokens | cache hit |",
         "| --- | --- | ---: | ---: | ---: |",
     ]
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(str(row[key]), []).append(row)
-    for name, group in groups.items():
+    for name, group in group_by(rows, key).items():
         totals: dict[str, list[int]] = {}
         for row in group:
-            for kind, (calls, prompt, cached) in row["by_call"].items():
-                entry = totals.setdefault(kind, [0, 0, 0])
-                entry[0] += calls
-                entry[1] += prompt
-                entry[2] += cached
+            for kind, usage in row["by_call"].items():
+                add_usage(totals, kind, *usage)
         everything = sum(prompt for _, prompt, _ in totals.values()) or 1
         for kind, (calls, prompt, cached) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
             lines.append(
@@ -159,14 +166,11 @@ def cache_by_call(rows: list[dict[str, Any]], key: str) -> list[str]:
 
 
 def summary(rows: list[dict[str, Any]], key: str) -> list[str]:
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(str(row[key]), []).append(row)
     lines = [
         f"| {key} | questions | accuracy | mean tokens | mean calls | cache hit | mean wall |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, group in groups.items():
+    for name, group in group_by(rows, key).items():
         acc = sum(r["correct"] for r in group) / len(group)
         prompt = sum(r["prompt_tokens"] for r in group)
         hit = sum(r["cached_tokens"] for r in group) / prompt if prompt else 0.0
