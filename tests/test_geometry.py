@@ -181,11 +181,11 @@ def test_cell_containing_boundaries() -> None:
 def test_investigate_windows() -> None:
     anchor = Interval(100.0, 110.0)
     after = investigate_interval(1000.0, anchor, "after", k=8)
-    assert after == Interval(110.0, 190.0)
+    assert after == Interval(100.0, 180.0)  # the anchor stays in view as the first row
     before = investigate_interval(1000.0, anchor, "before", window_s=30.0)
-    assert before == Interval(70.0, 100.0)
+    assert before == Interval(80.0, 110.0)
     clipped = investigate_interval(150.0, anchor, "after")
-    assert clipped == Interval(110.0, 150.0)
+    assert clipped == Interval(100.0, 150.0)
     with pytest.raises(BadInputError, match="nothing lies before"):
         investigate_interval(1000.0, Interval(0.0, 5.0), "before")
     with pytest.raises(BadInputError, match="nothing lies after"):

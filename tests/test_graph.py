@@ -127,12 +127,14 @@ def test_each_action_changes_the_worker_state_as_it_should(counter_video: Path, 
 
         back, _, _ = apply_action(with_(base, stack=[root_view], view=child, decision=step("BACKTRACK")), ctx)
         assert back["view"] == root_view and back["stack"] == []
+        assert back["left"] == [(child.start, child.end)]  # the grid left behind is blacked out from now on
 
         zoom, _, _ = apply_action(with_(base, decision=step("ZOOM", [10])), ctx)
         assert zoom["zoom_time"] == base["cells"][10]["time"]
 
         inv, _, _ = apply_action(with_(base, decision=step("INVESTIGATE", [63], direction="after")), ctx)
-        assert inv["view"].kind == "investigate" and inv["view"].start == pytest.approx(7.5)
+        anchor = base["cells"][63]
+        assert inv["view"].kind == "investigate" and inv["view"].start == pytest.approx(anchor["start"])
 
         item = {"cell": 12, "description": "seven", "confidence": 0.7}
         added, _, _ = apply_action(with_(base, decision=step("ADD_TO_SCRATCHPAD", [12], [item])), ctx)
@@ -140,6 +142,10 @@ def test_each_action_changes_the_worker_state_as_it_should(counter_video: Path, 
         assert ev.cell == "5/12" and ev.time == base["cells"][12]["time"] and ev.description == "seven"
         assert (ev.start, ev.end) == cell_range(5, 12) and ev.frame.video == ctx.atlas.source.identity
         assert added["found"] == 1
+        # Adding what this worker already collected changes nothing: the step is invalid (and so counted).
+        again = with_(base, evidence=added["evidence"], decision=step("ADD_TO_SCRATCHPAD", [12], [item]))
+        with pytest.raises(InvalidAction, match="nothing new"):
+            apply_action(again, ctx)
 
         marked, _, _ = apply_action(with_(base, traversal="bfs", decision=step("MARK_PROMISING", [4, 8])), ctx)
         assert [m.path for m in marked["frontier"]] == ["5/4", "5/8"] and marked["stop"] == "finished"

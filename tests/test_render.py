@@ -115,11 +115,11 @@ def test_zoom_is_high_resolution_and_labelled(atlas: VideoAtlas) -> None:
 def test_investigate_lays_a_grid_just_after_or_before(atlas: VideoAtlas) -> None:
     anchor = Interval(20.0, 21.0)
     after = atlas.investigate(anchor, "after")
-    assert after.grid.interval == Interval(21.0, 29.0)
+    assert after.grid.interval == Interval(20.0, 28.0)
     before = atlas.investigate(anchor, "before", window_s=4.0)
-    assert before.grid.interval == Interval(16.0, 20.0)
+    assert before.grid.interval == Interval(17.0, 21.0)
     for frame in before.image.frames:
-        assert 16.0 - 0.04 <= frame["time"] < 20.0
+        assert 17.0 - 0.04 <= frame["time"] < 21.0
 
 
 def test_scratchpad_is_labelled_near_square_and_paged(atlas: VideoAtlas) -> None:

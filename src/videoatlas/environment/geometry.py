@@ -285,11 +285,13 @@ def check_inside(interval: Interval, duration: float) -> Interval:
 def investigate_interval(
     duration: float, anchor: Interval, direction: Direction, window_s: float | None = None, k: int = 8
 ) -> Interval:
-    """The window just before or just after ``anchor`` that INVESTIGATE lays a grid over.
+    """The window that INVESTIGATE lays a grid over: ``anchor`` itself and what follows (precedes) it.
 
     By default the window is ``K`` anchor spans long, so its grid's cells are ``1/K`` of the
-    anchor's span. It is clipped to the video; an anchor at the video's edge in the asked
-    direction is an error, since there is nothing to look at.
+    anchor's span and the anchor fills its first (last) row: the moment the worker asked about
+    stays in view, so what comes right after (before) it is seen next to it. It is clipped to
+    the video; an anchor at the video's edge in the asked direction is an error, since there is
+    nothing to look at.
     """
     check_k(k)
     check_duration(duration)
@@ -297,13 +299,15 @@ def investigate_interval(
     if window <= 0:
         raise BadInputError(f"investigate window must be positive, got {window}")
     if direction == "after":
-        raw = Interval(anchor.end, anchor.end + window)
+        if anchor.end >= duration:
+            raise BadInputError(f"nothing lies {direction} {anchor} in a {duration:.3f}s video")
+        raw = Interval(anchor.start, anchor.start + max(window, anchor.span))
     elif direction == "before":
-        raw = Interval(max(anchor.start - window, 0.0), anchor.start)
+        if anchor.start <= 0:
+            raise BadInputError(f"nothing lies {direction} {anchor} in a {duration:.3f}s video")
+        raw = Interval(max(anchor.end - max(window, anchor.span), 0.0), anchor.end)
     else:
         raise BadInputError(f"direction must be 'before' or 'after', got {direction!r}")
-    if raw.span <= 0 or raw.start >= duration:
-        raise BadInputError(f"nothing lies {direction} {anchor} in a {duration:.3f}s video")
     return clip_to_video(raw, duration)
 
 

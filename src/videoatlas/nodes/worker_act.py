@@ -68,8 +68,10 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
     if action == "BACKTRACK":
         if not state["stack"]:
             raise InvalidAction("there is nothing to go back to")
-        update.update(view=state["stack"][-1], stack=state["stack"][:-1])
-        return update, "went back to the previous grid", []
+        # The grid left behind was searched: it is shown blacked out from now on, so it is not opened again.
+        left = [*state.get("left", []), (view.start, view.end)]
+        update.update(view=state["stack"][-1], stack=state["stack"][:-1], left=left)
+        return update, "went back to the previous grid (the one left is now shown blacked out)", []
     if action == "ZOOM":
         cell = _cell(decision, cells, action)
         update["zoom_time"] = cell["time"]
@@ -156,6 +158,9 @@ def _add(
             )
         )
         known.add((path, round(note["time"], 3)))
+    if not added:
+        # Re-adding what is already collected changes nothing: say so in the next prompt, and count it.
+        raise InvalidAction("nothing new: every item given is already in your collected evidence or has no frame")
     update["evidence"] = added
     update["found"] = found + len(added)
     times = ", ".join(format_ts(e.time, 1) for e in added) or "nothing new"

@@ -38,7 +38,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
     """Render the view (and a close-up if one was asked for) and get the next action."""
     ctx = runtime.context
     view = state["view"]
-    shown = await render_view(ctx, view)
+    shown = await render_view(ctx, view, state.get("left") or [])
     images = [as_image(shown.image, f"view {view.path or view.kind}")]
     zoom_line = ""
     if state.get("zoom_time") is not None:

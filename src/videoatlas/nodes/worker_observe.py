@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from videoatlas.environment.atlas import GridView
-from videoatlas.environment.geometry import cell_interval, cell_span, parse_path
+from videoatlas.environment.geometry import Interval, cell_interval, cell_span, parse_path
 from videoatlas.graph.context import AgentContext
-from videoatlas.state.models import Target, View
+from videoatlas.state.models import Target, View, Zone
 from videoatlas.state.worker import CellNote, WorkerState
 
 _SPAN_TOLERANCE = 1e-6
@@ -24,11 +25,12 @@ def initial_view(target: Target, ctx: AgentContext) -> View:
     return View(kind="grid", path="/".join(map(str, path)), start=iv.start, end=iv.end, depth=len(path))
 
 
-async def render_view(ctx: AgentContext, view: View) -> GridView:
-    """The picture of a view (served from the render cache after the first time)."""
+async def render_view(ctx: AgentContext, view: View, left: Sequence[Zone] = ()) -> GridView:
+    """The picture of a view, with the grids the worker went back from blacked out (render-cached)."""
+    dead = [Interval(start, end) for start, end in left]
     if view.kind == "grid" and view.path is not None:
-        return await ctx.atlas.agrid(parse_path(view.path, ctx.config.k))
-    return await ctx.atlas.agrid_over(view.interval)
+        return await ctx.atlas.agrid(parse_path(view.path, ctx.config.k), dead)
+    return await ctx.atlas.agrid_over(view.interval, dead)
 
 
 def allowed_actions(state: WorkerState, view: View, grid_cell_span: float, ctx: AgentContext) -> list[str]:
@@ -69,6 +71,7 @@ async def observe(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[st
             "zoom_time": None,
             "invalid_actions": 0,
             "viewed": [],
+            "left": [],
             "found": 0,
             "stop": "",
             "decision": None,
@@ -83,7 +86,7 @@ async def observe(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[st
     spent = state.get("cost")
     if tokens_left is not None and spent is not None and spent.tokens >= tokens_left:
         return {**update, "stop": "global-budget"}
-    shown = await render_view(ctx, view)
+    shown = await render_view(ctx, view, {**state, **update}.get("left") or [])
     notes = [
         CellNote(
             index=cell.index,

@@ -64,6 +64,8 @@ class WorkerState(WorkerInput):
     stop: str
     viewed: list[Zone]
     """Intervals of every view looked at (for dead zones)."""
+    left: list[Zone]
+    """Intervals of grids this worker went back from: shown blacked out in its later views."""
     found: int
     evidence: Annotated[list[Evidence], merge_evidence]
     dead_zones: Annotated[list[Zone], merge_zones]

@@ -6,10 +6,12 @@ horizontal closing, contours) and read by the CRNN recogniser that ships inside 
 are not read at all: a model that sees an image in 28-pixel patches cannot read text that small,
 so neither does the stand-in. Images are never upscaled.
 
-Tiles are recovered the way a person reading the picture would: grids and scratchpads carry
-burned-in labels ("12  03:45" or "[C] 1:02:03.4") at the top-left of every tile; the labels'
-positions give the tile layout, and every other line belongs to the tile whose label is above
-and to its left.
+Tiles are recovered the way a person reading a contact sheet would: a short label that is an index
+and a clock time ("12  03:45") or a bracketed tag and a time ("[C] 1:02:03.4") marks the top-left
+corner of a tile; the labels' positions give the tile layout, and every other line belongs to the
+tile whose label is above and to its left. An image without such labels is one tile. Whether a
+tile is blacked out is judged from its pixels, and text-like marks too small to read are counted,
+so the stand-in can say what it could not read.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from PIL import Image
 _CELL_LABEL = re.compile(r"^\s*(\d{1,4})\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
 _EVIDENCE_LABEL = re.compile(r"^\s*\[?([A-Z]{1,3})\]\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
 _TIME_ONLY = re.compile(r"^\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
+_SMALLEST_MARK_PX = 4
+"""Marks shorter than this are noise, not text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +51,7 @@ class TextLine:
 
 @dataclass(slots=True)
 class Tile:
-    """A labelled region of an image: a grid cell (``cell`` set) or an evidence tile (``evidence`` set)."""
+    """A region of an image: a grid cell (``cell`` set), a tagged tile (``evidence`` set), or a whole image."""
 
     cell: int | None
     evidence: str | None
@@ -55,6 +59,12 @@ class Tile:
     x: int
     y: int
     lines: list[TextLine] = field(default_factory=list)
+    image: int = 0
+    """Which image of the request the tile is in (set when a request is understood)."""
+    masked: bool = False
+    """Almost every pixel is black: the tile was blacked out and shows no picture."""
+    unreadable: int = 0
+    """Text-like marks in the tile too small (or too blurred) to read."""
 
     @property
     def text(self) -> str:
@@ -63,8 +73,8 @@ class Tile:
 
     @property
     def explored(self) -> bool:
-        """Whether the tile is blacked out as explored."""
-        return "EXPLORED" in self.text.upper().replace(" ", "")
+        """Whether the tile shows nothing to look at (kept for callers that ask it that way)."""
+        return self.masked
 
 
 @dataclass(slots=True)
@@ -77,6 +87,8 @@ class Sight:
     tiles: list[Tile]
     label_time: float | None = None
     """For an image with a single timestamp label and no tiles (a zoomed frame): that time."""
+    unreadable: int = 0
+    """Text-like marks in the whole image too small or blurred to read."""
 
     @property
     def text(self) -> str:
@@ -141,16 +153,22 @@ class Reader:
         if hit is not None:
             return hit
         rgb = image.pixels() if isinstance(image, EncodedImage) else image
-        lines = self._read_lines(rgb)
-        sight = _layout(rgb.shape[1], rgb.shape[0], lines)
+        lines, illegible = self._read_lines(rgb)
+        small = [
+            box
+            for box in detect_text_lines(rgb, _SMALLEST_MARK_PX, max_px=self.min_text_px - 1)
+            if not any(_overlap(box, (ln.x, ln.y, ln.w, ln.h)) for ln in lines)  # a piece of a larger letter
+        ]
+        sight = _layout(rgb, lines, small + illegible)
         with self._lock:
             if len(self._cache) >= self._cache_size:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[key] = sight
         return sight
 
-    def _read_lines(self, rgb: np.ndarray) -> list[TextLine]:
-        boxes = detect_text_lines(rgb, self.min_text_px)
+    def _read_lines(self, rgb: np.ndarray) -> tuple[list[TextLine], list[tuple[int, int, int, int]]]:
+        """Lines read, and boxes of lines large enough to read whose text could not be made out."""
+        boxes = detect_large_text(rgb, self.min_text_px)
         crops: list[np.ndarray] = []
         keys: list[str] = []
         unique: dict[str, int] = {}
@@ -163,21 +181,28 @@ class Reader:
                 unique[digest] = len(crops)
                 crops.append(np.ascontiguousarray(crop[:, :, ::-1]))
         if not crops:
-            return []
+            return [], []
         with self._lock:  # the ONNX session is shared
             results, _ = self._engine.text_rec(crops)
         lines = []
+        illegible = []
         for (x, y, w, h), digest in zip(boxes, keys, strict=True):
             text, score = results[unique[digest]]
             text = str(text).strip()
             if text and float(score) >= 0.6 and any(ch.isalnum() for ch in text):
                 lines.append(TextLine(text, float(score), x, y, w, h))
+            elif w >= 3 * h:  # a long run of glyph-like marks that did not read as text
+                illegible.append((x, y, w, h))
         lines.sort(key=lambda ln: (ln.y // 8, ln.x))
-        return lines
+        return lines, illegible
 
 
-def detect_text_lines(rgb: np.ndarray, min_text_px: int) -> list[tuple[int, int, int, int]]:
-    """Boxes ``(x, y, w, h)`` of likely text lines: dense, high-contrast strokes on one baseline."""
+def detect_text_lines(rgb: np.ndarray, min_text_px: int, max_px: int | None = None) -> list[tuple[int, int, int, int]]:
+    """Boxes ``(x, y, w, h)`` of likely text lines: dense, high-contrast strokes on one baseline.
+
+    Only lines between ``min_text_px`` and ``max_px`` pixels tall (no upper bound but the image's
+    when ``max_px`` is None) are returned; a small range finds text too small to read.
+    """
     gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
     gradient = cv2.morphologyEx(gray, cv2.MORPH_GRADIENT, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3)))
     _, binary = cv2.threshold(gradient, 60, 255, cv2.THRESH_BINARY)
@@ -194,11 +219,40 @@ def detect_text_lines(rgb: np.ndarray, min_text_px: int) -> list[tuple[int, int,
         x, y, w, h = cv2.boundingRect(contour)
         if h < min_text_px or h > height * 0.4 or w > width * 0.98 or w < 2:
             continue
+        if max_px is not None and h > max_px:
+            continue
         fill = float(binary[y : y + h, x : x + w].mean()) / 255
         if not 0.12 <= fill <= 0.9:  # outlines of large solid shapes are sparse
             continue
         pieces.append((x, y, w, h))
-    return [box for box in _merge_words(pieces) if box[2] >= box[3] * 0.5]
+    boxes = [box for box in _merge_words(pieces) if box[2] >= box[3] * 0.5]
+    if max_px is not None:  # a lone speck is not text: small text comes in runs of several glyphs
+        boxes = [box for box in boxes if box[2] >= box[3] * 3 and box[3] <= max_px * 1.6]
+    return boxes
+
+
+def detect_large_text(rgb: np.ndarray, min_text_px: int) -> list[tuple[int, int, int, int]]:
+    """Text-line boxes at every size: large letters are found on a reduced copy of the image.
+
+    The stroke detector sees only the outlines of letters much taller than its 3-pixel kernel, and
+    breaks a large word into pieces; at half or quarter size the same word is one dense line. A
+    line found there replaces the pieces found at full size.
+    """
+    boxes = detect_text_lines(rgb, min_text_px)
+    height, width = rgb.shape[:2]
+    for factor in (2, 4):
+        if min(height, width) // factor < 4 * min_text_px:
+            break
+        small = cv2.resize(rgb, (width // factor, height // factor), interpolation=cv2.INTER_AREA)
+        coarse = [
+            (x * factor, y * factor, w * factor, h * factor) for x, y, w, h in detect_text_lines(small, 2 * min_text_px)
+        ]
+        for cx, cy, cw, ch in coarse:
+            inside = [b for b in boxes if cx <= b[0] + b[2] / 2 <= cx + cw and cy <= b[1] + b[3] / 2 <= cy + ch]
+            if inside and max(b[2] for b in inside) >= cw * 0.9:
+                continue  # already found whole at the finer scale
+            boxes = [b for b in boxes if b not in inside] + [(cx, cy, cw, ch)]
+    return boxes
 
 
 def _merge_words(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
@@ -220,8 +274,9 @@ def _merge_words(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int,
     return [(b[0], b[1], b[2], b[3]) for b in merged]
 
 
-def _layout(width: int, height: int, lines: list[TextLine]) -> Sight:
-    """Group lines into tiles by the burned-in labels that start every tile."""
+def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int, int, int]]) -> Sight:
+    """Group lines into tiles by the labels that start every tile; one tile for an unlabelled image."""
+    height, width = rgb.shape[:2]
     tiles: list[Tile] = []
     rest: list[TextLine] = []
     for line in lines:
@@ -233,23 +288,54 @@ def _layout(width: int, height: int, lines: list[TextLine]) -> Sight:
             tiles.append(Tile(int(cell.group(1)), None, parse_clock(cell.group(2)), line.x, line.y))
         else:
             rest.append(line)
-    sight = Sight(width, height, lines, tiles)
+    sight = Sight(width, height, lines, tiles, unreadable=len(unread))
     if len(tiles) < 2:
+        stamp = next((m for m in (_TIME_ONLY.match(ln.text) for ln in lines) if m), None)
         if len(tiles) == 1:
             tiles[0].lines.extend(rest)
+            tiles[0].unreadable = len(unread)
         else:
-            stamp = next((m for m in (_TIME_ONLY.match(ln.text) for ln in lines) if m), None)
             sight.label_time = parse_clock(stamp.group(1)) if stamp else None
+            whole = Tile(None, None, sight.label_time, 0, 0, [ln for ln in rest if ln is not stamp_line(stamp, lines)])
+            whole.unreadable = len(unread)
+            whole.masked = _is_blank(rgb)
+            sight.tiles.append(whole)
         return sight
     xs = sorted({t.x for t in tiles})
     ys = sorted({t.y for t in tiles})
     step_x = _step(xs, width)
     step_y = _step(ys, height)
     for line in rest:
-        owner = _owner(tiles, line, step_x, step_y)
+        owner = _owner(tiles, line.x + line.w / 2, line.y + line.h / 2, step_x, step_y)
         if owner is not None:
             owner.lines.append(line)
+    for x, y, w, h in unread:
+        owner = _owner(tiles, x + w / 2, y + h / 2, step_x, step_y)
+        if owner is not None:
+            owner.unreadable += 1
+    for tile in tiles:
+        x0, y0 = max(0, tile.x - 4), max(0, tile.y - 4)
+        tile.masked = _is_blank(rgb[y0 : y0 + int(step_y), x0 : x0 + int(step_x)])
     return sight
+
+
+def stamp_line(stamp: re.Match[str] | None, lines: list[TextLine]) -> TextLine | None:
+    """The line that holds a lone time stamp (it labels the image; it is not content)."""
+    if stamp is None:
+        return None
+    return next((ln for ln in lines if ln.text == stamp.string), None)
+
+
+def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def _is_blank(region: np.ndarray) -> bool:
+    """Whether a region is (nearly) all black: a blacked-out picture, whatever is written over it."""
+    if region.size == 0:
+        return False
+    dark = (region.max(axis=2) < 40).mean()
+    return bool(dark >= 0.85)
 
 
 def _step(positions: list[int], extent: int) -> float:
@@ -258,8 +344,7 @@ def _step(positions: list[int], extent: int) -> float:
     return float(statistics.median(gaps)) if gaps else float(extent)
 
 
-def _owner(tiles: list[Tile], line: TextLine, step_x: float, step_y: float) -> Tile | None:
-    cx, cy = line.x + line.w / 2, line.y + line.h / 2
+def _owner(tiles: list[Tile], cx: float, cy: float, step_x: float, step_y: float) -> Tile | None:
     best: Tile | None = None
     for tile in tiles:
         if (
@@ -275,7 +360,14 @@ def sight_summary(sight: Sight) -> dict[str, Any]:
     """Plain data for debugging and tests."""
     return {
         "tiles": [
-            {"cell": t.cell, "evidence": t.evidence, "time": t.time, "text": t.text, "explored": t.explored}
+            {
+                "cell": t.cell,
+                "evidence": t.evidence,
+                "time": t.time,
+                "text": t.text,
+                "masked": t.masked,
+                "unreadable": t.unreadable,
+            }
             for t in sight.tiles
         ],
         "label_time": sight.label_time,

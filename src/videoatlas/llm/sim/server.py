@@ -24,8 +24,9 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from videoatlas.llm.sim.filler import respond
 from videoatlas.llm.sim.perception import EncodedImage, Reader, Sight, decode_data_url
-from videoatlas.llm.sim.policy import Request, respond
+from videoatlas.llm.sim.policy import BEHAVIOUR_VERSION, Request
 from videoatlas.llm.sim.tokens import PrefixCache, prompt_tokens, text_pieces
 
 log = structlog.get_logger(__name__)
@@ -33,7 +34,8 @@ log = structlog.get_logger(__name__)
 FAULTS = ("http500", "http429", "hang", "drop", "malformed", "schema", "range")
 """Injectable faults: server error, rate limit, a reply slower than any client timeout, a dropped
 connection, JSON cut off mid-way, valid JSON that breaks the schema, and out-of-range cell ids."""
-STANDIN_MODEL = "videoatlas-standin"
+STANDIN_MODEL = f"videoatlas-standin-v{BEHAVIOUR_VERSION}"
+"""The stand-in's model id carries its behaviour version: results keyed by model re-run when its rules change."""
 
 
 @dataclass(slots=True)
@@ -232,7 +234,7 @@ class SimServer:
 
         loop = asyncio.get_running_loop()
         sights: list[Sight] = [await loop.run_in_executor(None, self.reader.see, img) for img in images]
-        understood = Request.understand(texts, sights)
+        understood = Request.understand(texts, sights, schema)
         value = respond(schema, understood, self.config.seed)
         content = value if isinstance(value, str) and schema is None else json.dumps(value)
         content = self._corrupt(content, fault, value)

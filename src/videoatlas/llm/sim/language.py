@@ -1,0 +1,183 @@
+"""How the stand-in VLM reads the words of a request: the question, its choices, times, field meanings.
+
+Everything here is ordinary English handling that any request could need: a list of function
+words, the usual ways a question and its answer options are written (labelled lines, an inline
+"Options:" list, an enum in the reply schema), time mentions in seconds or clock form, and a
+small lexicon of what verbs and field names usually mean (record, open, go back, stop...). It
+knows nothing of any particular video, prompt or agent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Function words and the verbs every question about a picture uses; they never name what to look for.
+FUNCTION_WORDS = frozenset(
+    """
+    a an the this that these those there here it its it's they them their he she his her we our you your
+    i me my is are was were be been being am do does did doing done has have had having will would shall
+    should can could may might must of in on at by for with about against between into through during
+    before after above below to from up down out off over under again further then once and but or nor
+    not no yes so than too very just also only own same such both each few more most other some any all
+    what which who whom whose when where why how whether if while as until because since though although
+    one ones many much several either neither every per via onto upon within without across along among
+    around behind beyond near next right left just immediately directly shortly soon later earlier first
+    last final latest earliest then following followed preceding previous prior
+    video videos clip clips film footage frame frames image images picture pictures screen scene scenes
+    shown show shows showing appear appears appeared appearing visible seen see sees displayed display
+    displays written read reads time times moment moments part parts happen happens happened
+    question answer answers choice choices option options select choose pick correct true false
+    """.split()  # noqa: SIM905 - a word list reads best as text
+)
+COUNT_PATTERN = re.compile(r"\bhow\s+(?:many|often)\b|\bnumber\s+of\b|\bcount\b", re.IGNORECASE)
+ORDER_FIRST = re.compile(r"\b(?:first|earliest|earlier|sooner|comes?\s+first|in\s+what\s+order)\b", re.IGNORECASE)
+ORDER_LAST = re.compile(r"\b(?:last|latest|final|later|comes?\s+last)\b", re.IGNORECASE)
+AFTER = re.compile(r"\b(?:after|following|followed|next|then|subsequent(?:ly)?)\b", re.IGNORECASE)
+BEFORE = re.compile(r"\b(?:before|preceding|precedes|preceded|prior\s+to|previous|leading\s+up\s+to)\b", re.IGNORECASE)
+
+_LABELLED_CHOICE = re.compile(r"^\s*(?:[-*]\s*)?\(?([A-Ja-j]|\d{1,2})\)?[.):]\s+(.+?)\s*$")
+_INLINE_CHOICES = re.compile(r"\b(?:options|choices|candidates|answers)\s*(?:are)?\s*[:=]\s*(.+)$", re.IGNORECASE)
+_INLINE_LETTERED = re.compile(r"\(([A-Ja-j])\)\s*([^()]+?)(?=\s*\([A-Ja-j]\)|$)")
+_QUESTION_LABEL = re.compile(r"^\s*(?:question|query|q)\s*[:=]\s*[\"“]?(.+?)[\"”]?\s*$", re.IGNORECASE)
+_CLOCK = r"(?:\d{1,2}:)?\d{1,2}:\d{2}(?:\.\d+)?"
+_SECONDS = r"\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds?)\b"
+_RANGE = re.compile(
+    rf"(?P<a>{_CLOCK}|\d+(?:\.\d+)?)\s*(?:s|sec|seconds)?\s*(?:-|–|to|until)\s*(?P<b>{_CLOCK}|{_SECONDS})",
+    re.IGNORECASE,
+)
+_POINT = re.compile(rf"(?P<t>{_CLOCK}|{_SECONDS})", re.IGNORECASE)
+_PERCENT_SEARCHED = re.compile(
+    r"(\d+(?:\.\d+)?)\s*%\s*(?:of\s+(?:the\s+)?(?:video|footage|clip|film)\s+)?"
+    r"(?:\w+\s+){0,3}?(?:covered|searched|explored|seen|viewed|examined|watched)",
+    re.IGNORECASE,
+)
+
+# What a verb, an enum value or a field name usually means, by the words it is made of.
+INTENTS: dict[str, tuple[str, ...]] = {
+    "record": ("add", "record", "save", "note", "collect", "keep", "store", "log", "remember"),
+    "stop": ("finish", "finished", "done", "stop", "end", "complete", "quit", "exit", "nothing"),
+    "open": ("expand", "open", "drill", "descend", "enter", "subdivide", "dive", "split", "refine"),
+    "back": ("backtrack", "back", "return", "parent", "ascend", "undo", "up"),
+    "zoom": ("zoom", "magnify", "enlarge", "closeup", "close", "resolution", "inspect", "detail"),
+    "around": ("investigate", "around", "neighbour", "neighbor", "context", "surrounding", "adjacent"),
+    "flag": ("mark", "flag", "promising", "later", "queue", "defer", "bookmark", "candidate"),
+}
+
+
+def norm(text: str) -> str:
+    """Upper-case letters and digits only, with the letters OCR mistakes for digits folded into them."""
+    return re.sub(r"[^A-Z0-9]", "", text.upper()).replace("O", "0").replace("I", "1").replace("L", "1")
+
+
+def tokens(text: str) -> list[str]:
+    """Normalised words of ``text`` (see :func:`norm`), in order."""
+    return [n for n in (norm(w) for w in re.split(r"[^A-Za-z0-9]+", text)) if n]
+
+
+def words_of(name: str) -> list[str]:
+    """The lower-case words an identifier or enum value is made of (``cell_ids`` -> cell, ids)."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name)
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+
+
+def intent_of(name: str, description: str = "") -> str | None:
+    """What an action-like value means (``record``, ``stop``, ``open``...), from its words and description.
+
+    The value's own words decide first; its description only when they say nothing.
+    """
+    for source in (words_of(name), words_of(description)[:6]):
+        for word in source:
+            for intent, cues in INTENTS.items():
+                if word in cues or any(word.startswith(cue) and len(cue) >= 4 for cue in cues):
+                    return intent
+    return None
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that name something (function words and very short words dropped), in order."""
+    out: list[str] = []
+    for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9'-]*", text):
+        plain = word.strip("'-").lower()
+        if len(plain) < 3 or plain in FUNCTION_WORDS or (plain.endswith("'s") and plain[:-2] in FUNCTION_WORDS):
+            continue
+        if plain not in (w.lower() for w in out):
+            out.append(word.strip("'-"))
+    return out
+
+
+def find_question(texts: Iterable[str]) -> str:
+    """The question: a line labelled as one, else the last sentence that ends with a question mark."""
+    texts = list(texts)
+    for text in reversed(texts):
+        for line in text.splitlines():
+            match = _QUESTION_LABEL.match(line)
+            if match and len(match.group(1)) > 3:
+                return match.group(1).strip()
+    for text in reversed(texts):
+        asked: list[str] = re.findall(r"[^?.!\n]*\?", text)
+        if asked:
+            return asked[-1].strip()
+    return ""
+
+
+def find_choices(text: str) -> list[str]:
+    """Answer options written in the text: labelled lines (``A. x``), or an inline ``Options: x, y`` list."""
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        match = _LABELLED_CHOICE.match(line)
+        if match:
+            current.append(match.group(2).strip().strip('"'))
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    good = [b for b in blocks if len(b) >= 2]
+    if good:
+        return good[0]
+    for line in text.splitlines():
+        inline = _INLINE_CHOICES.search(line)
+        if not inline:
+            continue
+        body = inline.group(1).strip()
+        lettered = [m.group(2).strip(" ,;") for m in _INLINE_LETTERED.finditer(body)]
+        if len(lettered) >= 2:
+            return lettered
+        parts = [p.strip(" .\"'") for p in re.split(r"\s*[,;|]\s*|\s+or\s+", body) if p.strip(" .\"'")]
+        if len(parts) >= 2:
+            return parts
+    return []
+
+
+def parse_time(text: str) -> float:
+    """``"1:02:03.5"``, ``"02:03"`` or ``"12.5 s"`` in seconds."""
+    text = re.sub(r"[a-zA-Z\s]+$", "", text.strip())
+    value = 0.0
+    for part in text.split(":"):
+        value = value * 60 + float(part)
+    return value
+
+
+def time_spans(line: str) -> list[tuple[float, float]]:
+    """Every time a line mentions, as spans: ranges as written, lone times as zero-length spans."""
+    spans: list[tuple[float, float]] = []
+    taken: list[tuple[int, int]] = []
+    for match in _RANGE.finditer(line):
+        a, b = parse_time(match.group("a")), parse_time(match.group("b"))
+        if b >= a:
+            spans.append((a, b))
+            taken.append(match.span())
+    for match in _POINT.finditer(line):
+        if any(s <= match.start() < e for s, e in taken):
+            continue
+        t = parse_time(match.group("t"))
+        spans.append((t, t))
+    return spans
+
+
+def searched_share(text: str) -> float | None:
+    """The largest share (0-100) of the video the text says was searched, if it says so."""
+    shares = [float(m.group(1)) for m in _PERCENT_SEARCHED.finditer(text)]
+    return max(shares) if shares else None
