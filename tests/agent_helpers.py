@@ -46,11 +46,15 @@ def view_start(text: str) -> str:
 
 
 class ScriptedChat(BaseChatModel):
-    """Replies by calling ``script``; optional per-call delay; keeps every (schema, text) it saw."""
+    """Replies by calling ``script``; optional per-call delay; keeps every (schema, text) it saw.
+
+    ``formats`` keeps each call's whole ``response_format``, as it would be sent to a server.
+    """
 
     script: Any
     delay: Any = None
     seen: list[tuple[str, str]] = Field(default_factory=list)
+    formats: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -65,6 +69,7 @@ class ScriptedChat(BaseChatModel):
         fmt = kwargs["response_format"]["json_schema"]
         text = prompt_text(messages)
         self.seen.append((fmt["name"], text))
+        self.formats.append(kwargs["response_format"])
         if self.delay is not None:
             await asyncio.sleep(self.delay(fmt["name"], text))
         reply = self.script(fmt["name"], text, fmt["schema"])

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from videoatlas.llm.sim.server import STANDIN_MODEL
+
 pytestmark = pytest.mark.e2e
 EXE = str(Path(sys.executable).parent / "videoatlas")
 
@@ -203,11 +205,11 @@ def test_sim_server_command_serves_the_protocol() -> None:
                 time.sleep(0.1)
         else:
             pytest.fail("sim-server did not start")
-        assert models["data"][0]["id"] == "videoatlas-standin"
+        assert models["data"][0]["id"] == STANDIN_MODEL
         reply = httpx.post(
             f"http://127.0.0.1:{port}/v1/chat/completions",
             json={
-                "model": "videoatlas-standin",
+                "model": STANDIN_MODEL,
                 "messages": [{"role": "user", "content": "Question: why? A. x\nB. y"}],
                 "response_format": {
                     "type": "json_schema",

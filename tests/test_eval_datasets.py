@@ -190,7 +190,8 @@ def test_no_subtitles_setting_changes_the_items_and_so_their_keys(tmp_path: Path
     [without] = select_items(replace(spec, subtitles=False))
     assert with_subs.subtitles and without.subtitles is None and without.subtitle_offset == 0.0
     knobs = RunConfig().agent_knobs()
-    assert result_key(with_subs, "video-rlm", "p", "m", knobs) != result_key(without, "video-rlm", "p", "m", knobs)
+    keys = [result_key(i, "video-rlm", "p", "m", knobs, agent_code="c") for i in (with_subs, without)]
+    assert keys[0] != keys[1]
 
 
 def test_shard_parsing() -> None:

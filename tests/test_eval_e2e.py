@@ -89,7 +89,9 @@ async def test_prompt_sets_compare_and_only_changed_templates_rerun(
 
     def spec(prompts: str, out: str) -> EvalSpec:
         config = RunConfig(agent="uniform", prompts=prompts)
-        return EvalSpec("synthetic", str(suite_root), str(tmp_path / out), config, limit=4, durations=[60.0])
+        # One style, so that four questions cover the four kinds.
+        folder = str(tmp_path / out)
+        return EvalSpec("synthetic", str(suite_root), folder, config, limit=4, durations=[60.0], styles=["chapters"])
 
     base = await run_eval(spec("default", "base"), endpoint)
     assert base.progress.done == 4 and base.progress.ran == 4

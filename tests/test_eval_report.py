@@ -54,6 +54,27 @@ def _row(item: str, video: str, correct: bool, **extra: Any) -> dict[str, Any]:
     return row
 
 
+def _error(item: str, video: str, **extra: Any) -> dict[str, Any]:
+    """A failed run's row as the runner writes it: the question's truth and categories, no answer."""
+    row: dict[str, Any] = {
+        "status": "error",
+        "key": f"k-{item}",
+        "item": item,
+        "video_id": video,
+        "categories": ["needle"],
+        "groups": {"duration": "1h"},
+        "duration": 3600.0,
+        "truth_index": 0,
+        "truth_ranges": [],
+        "answer_index": None,
+        "correct": False,
+        "parse_failed": False,
+        "error": "EndpointError: down",
+    }
+    row.update(extra)
+    return row
+
+
 def _folder(path: Path, rows: list[dict[str, Any]], keys: dict[str, str] | None = None, **meta: Any) -> Path:
     path.mkdir(parents=True)
     info = {
@@ -114,13 +135,47 @@ def test_report_keeps_only_current_results(tmp_path: Path) -> None:
     rows = [
         _row("a", "v1", False, key="old-a"),  # an earlier prompt version: superseded
         _row("a", "v1", True),
+        # a failed run as written before result schema 2 (no truth recorded): still counted wrong
         {"status": "error", "key": "k-b", "item": "b", "video_id": "v1", "error": "EndpointError: down"},
     ]
     folder = _folder(tmp_path / "ev", rows, keys={"a": "k-a", "b": "k-b", "c": "k-c"})
     data = load_eval(folder)
-    assert [r["item"] for r in data.rows] == ["a"] and len(data.errors) == 1 and data.pending == 1
+    assert [r["item"] for r in data.answered] == ["a"] and len(data.errors) == 1 and data.pending == 1
     rep = report(data)
-    assert rep["overall"]["accuracy"] == 1.0 and rep["errors"] == 1 and rep["pending"] == 1
+    assert rep["overall"]["accuracy"] == 0.5 and rep["overall"]["error_rate"] == 0.5
+    assert rep["errors"] == 1 and rep["pending"] == 1
+
+
+def test_a_failed_run_counts_as_a_wrong_answer_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [_row("a", "v1", True), _row("b", "v2", False), _error("c", "v3")]
+    folder = _folder(tmp_path / "ev", rows)
+    rep = report(load_eval(folder))
+    overall = rep["overall"]
+    assert overall["accuracy"] == pytest.approx(1 / 3)  # not 1/2: the failed run is in the denominator
+    assert overall["error_rate"] == pytest.approx(1 / 3) and overall["parse_failure_rate"] == 0.0
+    assert (overall["questions"], overall["answered"], overall["failed"]) == (3, 2, 1)
+    assert overall["mean_tokens"] == 1000  # costs are over the runs that finished
+    assert rep["categories"]["needle"]["accuracy"] == pytest.approx(1 / 3)
+    assert rep["groups"]["duration"]["1h"]["error_rate"] == pytest.approx(1 / 3)
+    assert main(["eval", "report", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "| errors |" in out and "| all | 3 | 33.3% | 33.3% | 0.0% |" in out
+    assert "2 answered, 1 failed to run" in out
+
+
+def test_the_latest_row_of_a_question_wins(tmp_path: Path) -> None:
+    rows = [_error("a", "v1"), _row("a", "v1", True), _row("b", "v2", True), _error("c", "v3"), _error("c", "v3")]
+    data = load_eval(_folder(tmp_path / "ev", rows, keys={"a": "k-a", "b": "k-b", "c": "k-c"}))
+    assert sorted(r["item"] for r in data.rows) == ["a", "b", "c"]
+    assert [r["item"] for r in data.errors] == ["c"]
+    assert summarize(data.rows)["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_parse_failures_and_failed_runs_are_both_wrong() -> None:
+    rows = [_row("a", "v1", True), _row("b", "v1", False, parse_failed=True, answer_index=None), _error("c", "v2")]
+    s = summarize(rows)
+    assert s["accuracy"] == pytest.approx(1 / 3)
+    assert s["parse_failure_rate"] == pytest.approx(1 / 3) and s["error_rate"] == pytest.approx(1 / 3)
 
 
 def test_compare_pairs_by_question(tmp_path: Path) -> None:
@@ -137,11 +192,26 @@ def test_compare_pairs_by_question(tmp_path: Path) -> None:
     assert cmp["overall"]["ci_low"] <= 0.5 <= cmp["overall"]["ci_high"]
 
 
+def test_compare_counts_a_failed_run_as_wrong_on_its_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _folder(tmp_path / "a", [_error("q1", "v1"), _row("q2", "v2", True), _row("q3", "v3", False)])
+    b = _folder(tmp_path / "b", [_row("q1", "v1", True), _row("q2", "v2", True), _error("q3", "v3")])
+    cmp = compare(load_eval(a), load_eval(b), resamples=500)
+    overall = cmp["overall"]
+    assert overall["questions"] == 3 and cmp["only_a"] == 0 and cmp["only_b"] == 0
+    assert overall["accuracy_a"] == pytest.approx(1 / 3) and overall["accuracy_b"] == pytest.approx(2 / 3)
+    assert overall["error_rate_a"] == pytest.approx(1 / 3) and overall["error_rate_b"] == pytest.approx(1 / 3)
+    assert overall["difference"] == pytest.approx(1 / 3)
+    assert overall["tokens_a"] == 1000 and overall["tokens_b"] == 1000
+    assert main(["eval", "compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "| errors A | errors B |" in out and "| overall | 3 | 3 | 33.3% | 66.7% | 33.3% | 33.3% | +33.3% |" in out
+
+
 def test_report_command_writes_markdown_json_and_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = _folder(tmp_path / "ev", [_row("q1", "v1", True), _row("q2", "v2", False, duration=600.0)])
     assert main(["eval", "report", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert "| all | 2 | 50.0% |" in out
+    assert "| all | 2 | 50.0% | 0.0% |" in out
     assert (folder / "report.md").is_file() and json.loads((folder / "report.json").read_text())["overall"]
     assert (folder / "tokens.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

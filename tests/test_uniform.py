@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent_helpers import make_context
+from agent_helpers import ScriptedChat, default_reply, make_context, run_graph
 from videoatlas.graph.context import RunConfig
 from videoatlas.graph.uniform import build_uniform_graph
 from videoatlas.nodes.answer_uniform import sheet_intervals
+from videoatlas.nodes.common import FORMAT_CHOICES, FORMAT_OPEN
 
 pytestmark = pytest.mark.e2e
 
@@ -23,18 +24,25 @@ def test_frames_round_up_to_whole_sheets() -> None:
     assert len(sheet_intervals(100.0, 16, 4)) == 1
 
 
-async def _ask(video: Path, tmp: Path, reply: Any, frames: int = 128) -> tuple[dict[str, Any], list[str]]:
+async def _run_uniform(
+    video: Path, tmp: Path, script: Any, frames: int = 128, choices: list[str] | None = None
+) -> tuple[dict[str, Any], ScriptedChat]:
     config = RunConfig(agent="uniform", frames=frames, k=4, cell_px=64)
-    ctx, chat, source = make_context(video, tmp, lambda name, text, schema: reply, config)
+    ctx, chat, source = make_context(video, tmp, script, config)
     try:
         graph = build_uniform_graph(InMemorySaver())
         out = await graph.ainvoke(
-            {"question": "What number is shown?", "choices": ["one", "two", "three"]},
+            {"question": "What number is shown?", "choices": ["one", "two", "three"] if choices is None else choices},
             {"configurable": {"thread_id": "u"}},
             context=ctx,
         )
     finally:
         source.close()
+    return out, chat
+
+
+async def _ask(video: Path, tmp: Path, reply: Any, frames: int = 128) -> tuple[dict[str, Any], list[str]]:
+    out, chat = await _run_uniform(video, tmp, lambda name, text, schema: reply, frames)
     return out, [name for name, _ in chat.seen]
 
 
@@ -57,3 +65,41 @@ async def test_an_unusable_reply_is_never_guessed(counter_video: Path, tmp_path:
     assert calls == ["FinalDecision", "FinalDecision"]  # the re-ask, then give up
     assert out["answer_index"] is None and out["answer"] == ""
     assert out["cost"].failed_calls == 1
+
+
+def _final_call(chat: ScriptedChat) -> tuple[dict[str, Any], str]:
+    """The response_format and the prompt text of the run's final decision (its last call)."""
+    assert chat.seen[-1][0] == "FinalDecision"
+    return chat.formats[-1], chat.seen[-1][1]
+
+
+@pytest.mark.parametrize("choices", [["one", "two", "three"], []], ids=["multiple-choice", "open"])
+async def test_both_agents_final_call_asks_for_the_same_answer(
+    counter_video: Path, tmp_path: Path, choices: list[str]
+) -> None:
+    # One answering rule: for the same question, Video-RLM's decision and the baseline's single call
+    # send the same response_format and the same reply-format lines, so they are held to (and
+    # scored by) the same answer format.
+    _, rlm_chat, _ = await run_graph(
+        counter_video, tmp_path / "rlm", default_reply, RunConfig(cell_px=64, workers=1, rounds=1), choices=choices
+    )
+    _, uniform_chat = await _run_uniform(counter_video, tmp_path / "uniform", default_reply, 16, choices)
+    rlm_format, rlm_text = _final_call(rlm_chat)
+    uniform_format, uniform_text = _final_call(uniform_chat)
+    assert rlm_format == uniform_format
+    assert rlm_format["json_schema"]["strict"] is True
+    lines = FORMAT_CHOICES if choices else FORMAT_OPEN
+    assert lines in rlm_text and lines in uniform_text
+
+
+async def test_both_agents_record_a_failed_final_call_as_no_answer(counter_video: Path, tmp_path: Path) -> None:
+    def no_decision(name: str, text: str, schema: dict[str, Any]) -> Any:
+        return "I think it is two" if name == "FinalDecision" else default_reply(name, text, schema)
+
+    rlm, _, _ = await run_graph(
+        counter_video, tmp_path / "rlm", no_decision, RunConfig(cell_px=64, workers=1, rounds=1), choices=["a", "b"]
+    )
+    uniform, _ = await _run_uniform(counter_video, tmp_path / "uniform", no_decision, 16, ["a", "b"])
+    for out in (rlm, uniform):
+        assert out["answer_index"] is None and out["answer"] == ""  # scored wrong by the eval, never guessed
+        assert out["cost"].failed_calls == 1 and out["stop_reason"].endswith("failed")

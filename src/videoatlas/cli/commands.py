@@ -181,6 +181,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
         gop_s=args.gop,
         scenecut=not args.no_scenecut,
         subtitles=not args.no_subtitles,
+        style=args.style,
     )
     began = time.perf_counter()
     truth = synthesize(spec, args.out, args.name, Progress(f"synth {format_ts(duration, 0)}"))
@@ -188,6 +189,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     out = Path(args.out)
     result = {
         "video": str(out / truth["video"]),
+        "style": spec.style,
         "ground_truth": str(out / f"{args.name}.json"),
         "subtitles": str(out / truth["subtitles"]) if truth["subtitles"] else None,
         "duration": duration,
@@ -199,7 +201,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.json:
         _json(result)
         return 0
-    _out(f"wrote {result['video']} ({format_ts(duration, 0)}, {truth['frames']} frames) in {elapsed:.1f} s")
+    _out(
+        f"wrote {result['video']} ({spec.style} style, {format_ts(duration, 0)}, {truth['frames']} frames)"
+        f" in {elapsed:.1f} s"
+    )
     counts = f"{result['questions']} questions, {result['chapters']} chapters"
     _out(f"ground truth: {result['ground_truth']} ({counts})")
     if result["subtitles"]:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from videoatlas.cli.commands import endpoint_from, run_config_from
+from videoatlas.environment.synth import STYLES, Style
 from videoatlas.environment.timefmt import format_ts, parse_time
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import load_items
@@ -35,6 +36,16 @@ def _durations(text: str | None) -> list[float] | None:
     return values
 
 
+def _styles(text: str | None) -> list[Style] | None:
+    if text is None:
+        return None
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in STYLES]
+    if unknown or not names:
+        raise BadInputError(f"--styles takes a comma-separated subset of {','.join(STYLES)}, got {text!r}")
+    return [s for s in STYLES if s in names]
+
+
 class ProgressLine:
     """The eval's progress bar on stderr: rewritten in place on a terminal, a line per question otherwise."""
 
@@ -55,10 +66,11 @@ class ProgressLine:
         width = 24
         filled = int(width * p.done / p.total) if p.total else width
         acc = "-" if p.accuracy is None else f"{p.accuracy:.1%}"
+        err = "-" if p.error_rate is None else f"{p.error_rate:.1%}"
         eta = "-" if p.eta_s is None else format_ts(p.eta_s, 0)
         line = (
             f"[{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total} acc {acc} "
-            f"| {p.parse_failures} parse fail | {p.errors} error(s) | {p.tokens / 1e6:.2f}M tokens "
+            f"| errors {err} ({p.errors}) | {p.parse_failures} parse fail | {p.tokens / 1e6:.2f}M tokens "
             f"| {p.cached} cached | ETA {eta}"
         )
         if self.tty:
@@ -80,6 +92,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         durations=_durations(args.durations),
         seed=args.seed,
+        styles=_styles(args.styles),
         db_url=args.db,
         subtitles=not args.no_subtitles,
     )
@@ -95,6 +108,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         "scored": p.scored,
         "correct": p.correct,
         "accuracy": p.accuracy,
+        "error_rate": p.error_rate,
         "parse_failures": p.parse_failures,
         "errors": p.errors,
         "tokens": p.tokens,
@@ -103,9 +117,11 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
         acc = "-" if p.accuracy is None else f"{p.accuracy:.1%}"
+        err = "-" if p.error_rate is None else f"{p.error_rate:.1%}"
         sys.stdout.write(
-            f"{p.total} question(s): accuracy {acc} ({p.correct}/{p.scored}), {p.parse_failures} parse failure(s), "
-            f"{p.errors} failed to run, {p.cached} from cache; results in {outcome.results_file}\n"
+            f"{p.total} question(s): accuracy {acc} ({p.correct}/{p.scored}, a failed run counts as wrong), "
+            f"error rate {err} ({p.errors} failed to run), {p.parse_failures} parse failure(s), "
+            f"{p.cached} from cache; results in {outcome.results_file}\n"
             f"report: videoatlas eval report {outcome.out}\n"
         )
     if p.errors:

@@ -11,6 +11,7 @@ import structlog
 
 from videoatlas import __version__
 from videoatlas.cli import commands, eval_commands
+from videoatlas.environment.synth import STYLES
 from videoatlas.errors import VideoAtlasError
 from videoatlas.evals.datasets import DATASETS
 from videoatlas.logging import configure_logging
@@ -86,6 +87,7 @@ def add_eval_parsers(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, default=4, help="questions running at once (default 4)")
     p.add_argument("--durations", default=None, help="synthetic only: e.g. 1m,10m,1h (default 1m,10m,1h,3h,10h)")
     p.add_argument("--seed", type=int, default=1, help="synthetic only: video seed (default 1)")
+    p.add_argument("--styles", default=None, help=f"synthetic only: e.g. broadcast (default all: {','.join(STYLES)})")
     p.add_argument("--no-subtitles", action="store_true", help="run without the benchmark's subtitles")
     add_agent_options(p)
     add_endpoint_options(p)
@@ -162,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gop", type=float, default=10.0, help="seconds between keyframes (default 10)")
     p.add_argument("--no-scenecut", action="store_true", help="keyframes only at the fixed interval")
     p.add_argument("--no-subtitles", action="store_true", help="do not write an .srt file")
+    p.add_argument("--style", choices=list(STYLES), default="chapters", help="look and questions (default chapters)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_synth)
 

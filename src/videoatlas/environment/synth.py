@@ -17,6 +17,10 @@ one). Questions of four kinds are written with their answers and evidence interv
 
 Frames are drawn once per visual state and re-encoded with new timestamps, and x264 runs with the
 ``ultrafast`` preset, so a 10-hour 640x360 video at 5 fps encodes in a few minutes on two cores.
+
+This is the ``chapters`` style. ``SynthSpec(style="broadcast")`` selects the other one
+(:mod:`videoatlas.environment.synth_broadcast`): moving textures, varied layouts and fonts, and its
+own vocabulary and wordings, for measuring the agent on video it was not developed against.
 """
 
 from __future__ import annotations
@@ -26,10 +30,10 @@ import json
 import math
 import random
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import av
 import numpy as np
@@ -75,6 +79,10 @@ AFTER_WORDS = ("PURPLE", "SILVER", "CRIMSON", "AMBER", "TEAL", "IVORY", "OLIVE",
 SCHEMA_VERSION = 2
 """Bumped whenever the same spec would draw different pixels (2: the STAR badge became a card)."""
 
+Style = Literal["chapters", "broadcast"]
+"""Which generator draws the video: ``chapters`` (this module) or ``broadcast``."""
+STYLES: tuple[Style, ...] = get_args(Style)
+
 
 @dataclass(frozen=True, slots=True)
 class SynthSpec:
@@ -89,8 +97,10 @@ class SynthSpec:
     gop_s: float = 10.0
     scenecut: bool = True
     event_s: float | None = None
+    """How long events last (chapters style) or last at least (broadcast style); None: long enough for the video."""
     subtitles: bool = True
     crf: int = 28
+    style: Style = "chapters"
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.duration) or self.duration < 30:
@@ -103,6 +113,8 @@ class SynthSpec:
             raise BadInputError(f"fps must be between 0.5 and 60, got {self.fps}")
         if self.gop_s <= 0:
             raise BadInputError("keyframe interval must be positive")
+        if self.style not in STYLES:
+            raise BadInputError(f"unknown synthetic style {self.style!r}; choose one of {', '.join(STYLES)}")
 
     @property
     def event_duration(self) -> float:
@@ -423,7 +435,7 @@ def draw_state(tl: Timeline, scene: Scene, event: Event | None) -> Image.Image:
     return img
 
 
-def _segments(tl: Timeline) -> Iterator[tuple[float, float, Scene, Event | None]]:
+def stretches(tl: Timeline) -> Iterator[tuple[float, float, Scene, Event | None]]:
     """Consecutive stretches with one visual state each, covering the whole video."""
     cuts = {0.0, tl.spec.duration}
     for s in tl.scenes:
@@ -504,6 +516,60 @@ def write_frames(
     return index
 
 
+def frame_count(spec: SynthSpec) -> int:
+    """How many frames a video of this spec has (the last one starts before its end)."""
+    return math.floor(spec.duration * spec.fps + 1e-9)
+
+
+def encode_frames(
+    path: Path,
+    spec: SynthSpec,
+    frames: Iterable[av.VideoFrame],
+    progress: Progress | None = None,
+) -> int:
+    """Encode one yuv420p frame per frame index, in order (for videos whose every frame is different)."""
+    container, stream = _open_encoder(path, spec)
+    total = frame_count(spec)
+    index = 0
+    try:
+        for frame in frames:
+            frame.pts = index
+            for packet in stream.encode(frame):
+                container.mux(packet)
+            index += 1
+            if progress is not None and (index % 500 == 0 or index == total):
+                progress(index, total)
+        for packet in stream.encode():
+            container.mux(packet)
+    finally:
+        container.close()
+    return index
+
+
+def ground_truth(
+    tl: Timeline,
+    schema: int,
+    video: Path,
+    srt: Path | None,
+    frames: int,
+    event_duration: float,
+) -> dict[str, Any]:
+    """The ``name.json`` record of a synthetic video (the same keys for every style)."""
+    return {
+        "schema": schema,
+        "style": tl.spec.style,
+        "spec": asdict(tl.spec),
+        "video": video.name,
+        "subtitles": srt.name if srt else None,
+        "duration": tl.spec.duration,
+        "frames": frames,
+        "event_duration": event_duration,
+        "chapters": [asdict(c) for c in tl.chapters],
+        "events": [asdict(e) for e in tl.events],
+        "questions": [{**asdict(q), "answer": q.answer} for q in tl.questions],
+    }
+
+
 def narration(tl: Timeline) -> list[SubtitleLine]:
     """Narration lines: one at the start of every scene, naming its chapter."""
     lines = []
@@ -520,6 +586,11 @@ def synthesize(
     spec: SynthSpec, out_dir: str | Path, name: str = "video", progress: Progress | None = None
 ) -> dict[str, Any]:
     """Write ``name.mp4``, ``name.json`` (ground truth) and optionally ``name.srt`` into ``out_dir``."""
+    if spec.style == "broadcast":
+        # Imported here because the broadcast style builds on this module (spec, encoder, records).
+        from videoatlas.environment import synth_broadcast
+
+        return synth_broadcast.synthesize(spec, out_dir, name, progress)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tl = plan_timeline(spec)
@@ -527,7 +598,7 @@ def synthesize(
     tmp = out / f".{name}.partial.mp4"
 
     def states() -> Iterator[tuple[float, float, Image.Image]]:
-        for a, b, scene, event in _segments(tl):
+        for a, b, scene, event in stretches(tl):
             yield a, b, draw_state(tl, scene, event)
 
     frames = write_frames(tmp, spec, states(), progress)
@@ -536,34 +607,34 @@ def synthesize(
     if spec.subtitles:
         srt = out / f"{name}.srt"
         write_srt(srt, narration(tl))
-    truth = {
-        "schema": SCHEMA_VERSION,
-        "spec": asdict(spec),
-        "video": video.name,
-        "subtitles": srt.name if srt else None,
-        "duration": spec.duration,
-        "frames": frames,
-        "event_duration": spec.event_duration,
-        "chapters": [asdict(c) for c in tl.chapters],
-        "events": [asdict(e) for e in tl.events],
-        "questions": [{**asdict(q), "answer": q.answer} for q in tl.questions],
-    }
+    truth = ground_truth(tl, SCHEMA_VERSION, video, srt, frames, spec.event_duration)
     (out / f"{name}.json").write_text(json.dumps(truth, indent=1), encoding="utf-8")
     log.info("synthesized", video=str(video), duration=format_ts(spec.duration, 0), frames=frames)
     return truth
 
 
-def load_current(out_dir: str | Path, name: str = "video") -> dict[str, Any] | None:
-    """The ground truth of a synthetic video already in ``out_dir``, or None to make it (again).
+def schema_version(style: Style) -> int:
+    """The current drawing version of ``style`` (a video of an older one is made again)."""
+    if style == "broadcast":
+        from videoatlas.environment import synth_broadcast  # see synthesize()
 
-    None when the files are missing or were drawn by an older version of this module.
+        return synth_broadcast.SCHEMA_VERSION
+    return SCHEMA_VERSION
+
+
+def load_current(out_dir: str | Path, name: str = "video", style: Style = "chapters") -> dict[str, Any] | None:
+    """The ground truth of a ``style`` video already in ``out_dir``, or None to make it (again).
+
+    None when the files are missing, are of another style, or were drawn by an older version.
     """
     out = Path(out_dir)
     truth_path = out / f"{name}.json"
     if not (truth_path.is_file() and (out / f"{name}.mp4").is_file()):
         return None
     truth: dict[str, Any] = json.loads(truth_path.read_text(encoding="utf-8"))
-    return truth if truth.get("schema") == SCHEMA_VERSION else None
+    # Records written before styles existed carry no "style": they are all chapters videos.
+    current = truth.get("style", "chapters") == style and truth.get("schema") == schema_version(style)
+    return truth if current else None
 
 
 def counter_frame(index: int, width: int, height: int, bits: int = 20) -> np.ndarray:

@@ -1,7 +1,12 @@
 """Evaluation reports: accuracy per category, costs, grounding; paired comparisons with bootstrap CIs.
 
-A question's current result is the row whose key matches the key its folder's ``eval*.json`` now
-expects: results of an edited prompt set or another model stay in the file but are not reported.
+A question's current result is the latest row whose key matches the key its folder's ``eval*.json``
+now expects: results of an edited prompt set, other agent code or another model stay in the file but
+are not reported.
+
+One scoring rule everywhere: every attempted question with a known answer is in the accuracy's
+denominator. A run that failed (status ``error``) or whose final call gave no valid answer is
+wrong; the error rate (runs that failed) and the parse-failure rate are reported beside accuracy.
 """
 
 from __future__ import annotations
@@ -29,11 +34,19 @@ class EvalData:
     folder: Path
     metas: list[dict[str, Any]]
     rows: list[dict[str, Any]]
-    """One ``status == "ok"`` row per answered question."""
-    errors: list[dict[str, Any]]
-    """Questions whose latest attempt failed to run (not scored)."""
+    """One row per attempted question: its latest current row, finished (``ok``) or failed."""
     pending: int
     """Questions asked for but with no current row yet."""
+
+    @property
+    def answered(self) -> list[dict[str, Any]]:
+        """Rows of questions whose run finished (the ones that have costs and evidence)."""
+        return [r for r in self.rows if not failed(r)]
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        """Rows of questions whose latest run failed (each scored as a wrong answer)."""
+        return [r for r in self.rows if failed(r)]
 
     @property
     def label(self) -> str:
@@ -48,7 +61,7 @@ def load_eval(folder: str | Path) -> EvalData:
     meta_files = sorted(path.glob("eval*.json"))
     if not meta_files:
         raise BadInputError(f"{path} holds no eval (no eval.json; run `videoatlas eval run --out {path}` first)")
-    metas, rows, errors, pending = [], [], [], 0
+    metas, rows, pending = [], [], 0
     for meta_file in meta_files:
         try:
             meta = json.loads(meta_file.read_text(encoding="utf-8"))
@@ -64,20 +77,39 @@ def load_eval(folder: str | Path) -> EvalData:
             current = latest.get(item)
             if current is None:
                 pending += 1
-            elif current.get("status") == "ok":
-                rows.append(current)
             else:
-                errors.append(current)
-    agents = {(m["agent"], m["prompt_sha"], m["model"]) for m in metas}
+                rows.append(current)
+    agents = {(m["agent"], str(m.get("agent_code")), m["prompt_sha"], m["model"]) for m in metas}
     if len(agents) > 1:
-        raise BadInputError(f"{path}: shards disagree on agent, prompt set or model ({sorted(agents)})")
-    return EvalData(path, metas, rows, errors, pending)
+        raise BadInputError(f"{path}: shards disagree on agent, agent code, prompt set or model ({sorted(agents)})")
+    return EvalData(path, metas, rows, pending)
+
+
+def failed(row: dict[str, Any]) -> bool:
+    """Whether the question's run failed (it has no answer, costs or evidence)."""
+    return row.get("status") != "ok"
+
+
+def scored(row: dict[str, Any]) -> bool:
+    """Whether the question counts in accuracy: it has a known answer, whether its run finished or not."""
+    if "truth_index" in row:
+        return row["truth_index"] is not None
+    # Failed rows written before result schema 2 did not record the truth; an eval only runs
+    # questions with an answer or open-ended ones, and counting such a row as wrong is the side
+    # that cannot flatter the accuracy.
+    return failed(row)
+
+
+def is_correct(row: dict[str, Any]) -> bool:
+    """The one answering rule for every agent: the run finished and its answer index is the truth."""
+    return not failed(row) and bool(row.get("correct"))
 
 
 def grounding_hit(row: dict[str, Any], tolerance: float = GROUNDING_TOLERANCE_S) -> bool | None:
     """Whether the evidence the answer rests on lies in a ground-truth range (None: no ranges known).
 
-    The cited frames are checked, or every collected frame when the answer cited none.
+    The cited frames are checked, or every collected frame when the answer cited none; a failed
+    run has no evidence, so it misses.
     """
     ranges = row.get("truth_ranges") or []
     if not ranges:
@@ -92,23 +124,31 @@ def _mean(values: Iterable[float]) -> float:
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy, parse failures, costs and grounding over ``rows``."""
-    scored = [r for r in rows if r.get("truth_index") is not None]
-    prompt = sum(r["prompt_tokens"] for r in rows)
+    """Accuracy, error and parse-failure rates, costs and grounding over ``rows`` (finished and failed).
+
+    Accuracy and the rates are over every attempted question, a failed run counting as wrong and
+    as a grounding miss; costs are means over the runs that finished (a failed run's are not known).
+    """
+    answered = [r for r in rows if not failed(r)]
+    marked = [r for r in rows if scored(r)]
+    prompt = sum(r["prompt_tokens"] for r in answered)
     hits = [h for h in (grounding_hit(r) for r in rows) if h is not None]
     return {
         "questions": len(rows),
-        "scored": len(scored),
-        "accuracy": sum(r["correct"] for r in scored) / len(scored) if scored else None,
-        "parse_failure_rate": sum(r["parse_failed"] for r in rows) / len(rows) if rows else None,
-        "mean_tokens": _mean(r["tokens"] for r in rows),
-        "mean_master_tokens": _mean(r["master_tokens"] for r in rows),
-        "mean_worker_tokens": _mean(r["worker_tokens"] for r in rows),
-        "cache_hit_rate": sum(r["cached_tokens"] for r in rows) / prompt if prompt else None,
-        "mean_calls": _mean(r["calls"] for r in rows),
-        "mean_wall_s": _mean(r["wall_s"] for r in rows),
-        "mean_rounds": _mean(r["rounds"] for r in rows),
-        "mean_evidence": _mean(r["evidence"] for r in rows),
+        "answered": len(answered),
+        "failed": len(rows) - len(answered),
+        "scored": len(marked),
+        "accuracy": sum(is_correct(r) for r in marked) / len(marked) if marked else None,
+        "error_rate": (len(rows) - len(answered)) / len(rows) if rows else None,
+        "parse_failure_rate": sum(bool(r["parse_failed"]) for r in answered) / len(rows) if rows else None,
+        "mean_tokens": _mean(r["tokens"] for r in answered),
+        "mean_master_tokens": _mean(r["master_tokens"] for r in answered),
+        "mean_worker_tokens": _mean(r["worker_tokens"] for r in answered),
+        "cache_hit_rate": sum(r["cached_tokens"] for r in answered) / prompt if prompt else None,
+        "mean_calls": _mean(r["calls"] for r in answered),
+        "mean_wall_s": _mean(r["wall_s"] for r in answered),
+        "mean_rounds": _mean(r["rounds"] for r in answered),
+        "mean_evidence": _mean(r["evidence"] for r in answered),
         "grounding_hit_rate": sum(hits) / len(hits) if hits else None,
         "grounded_questions": len(hits),
     }
@@ -144,6 +184,7 @@ def report(data: EvalData) -> dict[str, Any]:
         "folder": str(data.folder),
         "dataset": meta["dataset"],
         "agent": meta["agent"],
+        "agent_code": meta.get("agent_code"),
         "prompt_set": meta["prompt_set"],
         "prompt_sha": meta["prompt_sha"],
         "model": meta["model"],
@@ -164,13 +205,14 @@ def _pct(value: float | None) -> str:
 
 def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
-        f"| {title} | questions | accuracy | parse fail | mean tokens (master / workers) | cache hit | "
+        f"| {title} | questions | accuracy | errors | parse fail | mean tokens (master / workers) | cache hit | "
         "calls | rounds | evidence | wall | grounding |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, s in summaries.items():
         lines.append(
-            f"| {name} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['parse_failure_rate'])} | "
+            f"| {name} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['error_rate'])} | "
+            f"{_pct(s['parse_failure_rate'])} | "
             f"{s['mean_tokens']:,.0f} ({s['mean_master_tokens']:,.0f} / {s['mean_worker_tokens']:,.0f}) | "
             f"{_pct(s['cache_hit_rate'])} | {s['mean_calls']:.1f} | {s['mean_rounds']:.1f} | "
             f"{s['mean_evidence']:.1f} | {s['mean_wall_s']:.1f} s | {_pct(s['grounding_hit_rate'])} |"
@@ -183,8 +225,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
     lines = [
         f"# Eval: {rep['dataset']} with {rep['agent']}",
         "",
-        f"model `{rep['model']}`, prompt set `{rep['prompt_set']}` ({rep['prompt_sha']}); "
-        f"{rep['overall']['questions']} answered, {rep['errors']} failed to run, {rep['pending']} not run yet",
+        f"model `{rep['model']}`, agent code `{rep['agent_code'] or 'unrecorded'}`, "
+        f"prompt set `{rep['prompt_set']}` ({rep['prompt_sha']}); "
+        f"{rep['overall']['answered']} answered, {rep['errors']} failed to run, {rep['pending']} not run yet",
+        "",
+        "Accuracy counts every attempted question: a run that failed (errors) or gave no valid answer "
+        "(parse fail) is wrong. Costs are over the runs that finished.",
         "",
         *_table("overall", {"all": rep["overall"]}),
         "",
@@ -207,7 +253,7 @@ def paired_bootstrap(
     so the video is the unit that is resampled.
     """
     if not pairs:
-        raise BadInputError("nothing to compare: the two evals share no answered question")
+        raise BadInputError("nothing to compare: the two evals share no attempted question")
     clusters: dict[str, list[float]] = {}
     for cluster, diff in pairs:
         clusters.setdefault(cluster, []).append(diff)
@@ -223,26 +269,31 @@ def paired_bootstrap(
 
 
 def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Side by side on the questions both answered: accuracy, cost, and B - A with a clustered CI."""
-    rows_a = {r["item"]: r for r in a.rows if r.get("truth_index") is not None}
-    rows_b = {r["item"]: r for r in b.rows if r.get("truth_index") is not None}
+    """Side by side on the questions both attempted: accuracy, errors, cost, and B - A with a clustered CI.
+
+    A question whose run failed on one side is paired as a wrong answer on that side, never dropped.
+    """
+    rows_a = {r["item"]: r for r in a.rows if scored(r)}
+    rows_b = {r["item"]: r for r in b.rows if scored(r)}
     shared = sorted(rows_a.keys() & rows_b.keys())
     if not shared:
-        raise BadInputError(f"{a.folder} and {b.folder} share no answered question")
+        raise BadInputError(f"{a.folder} and {b.folder} share no attempted question")
 
     def section(items: Sequence[str]) -> dict[str, Any]:
-        pairs = [(rows_a[i]["video_id"], float(rows_b[i]["correct"]) - float(rows_a[i]["correct"])) for i in items]
+        pairs = [(rows_a[i]["video_id"], float(is_correct(rows_b[i])) - float(is_correct(rows_a[i]))) for i in items]
         diff, low, high = paired_bootstrap(pairs, resamples, seed)
         return {
             "questions": len(items),
             "videos": len({rows_a[i]["video_id"] for i in items}),
-            "accuracy_a": _mean(float(rows_a[i]["correct"]) for i in items),
-            "accuracy_b": _mean(float(rows_b[i]["correct"]) for i in items),
+            "accuracy_a": _mean(float(is_correct(rows_a[i])) for i in items),
+            "accuracy_b": _mean(float(is_correct(rows_b[i])) for i in items),
+            "error_rate_a": _mean(float(failed(rows_a[i])) for i in items),
+            "error_rate_b": _mean(float(failed(rows_b[i])) for i in items),
             "difference": diff,
             "ci_low": low,
             "ci_high": high,
-            "tokens_a": _mean(rows_a[i]["tokens"] for i in items),
-            "tokens_b": _mean(rows_b[i]["tokens"] for i in items),
+            "tokens_a": _mean(rows_a[i]["tokens"] for i in items if not failed(rows_a[i])),
+            "tokens_b": _mean(rows_b[i]["tokens"] for i in items if not failed(rows_b[i])),
         }
 
     cats: dict[str, list[str]] = {}
@@ -265,15 +316,18 @@ def render_comparison(cmp: dict[str, Any]) -> str:
     lines = [
         f"A = {cmp['a']}",
         f"B = {cmp['b']}",
-        f"paired on questions both answered ({cmp['only_a']} only in A, {cmp['only_b']} only in B); "
+        f"paired on questions both attempted ({cmp['only_a']} only in A, {cmp['only_b']} only in B), "
+        "a failed run counting as wrong; "
         f"95% CI from {cmp['resamples']} bootstrap resamples of videos",
         "",
-        "| category | questions | videos | accuracy A | accuracy B | B - A | 95% CI | tokens A | tokens B |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+        "| category | questions | videos | accuracy A | accuracy B | errors A | errors B | B - A | 95% CI | "
+        "tokens A | tokens B |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
     ]
     for name, s in [("overall", cmp["overall"]), *cmp["categories"].items()]:
         lines.append(
             f"| {name} | {s['questions']} | {s['videos']} | {s['accuracy_a']:.1%} | {s['accuracy_b']:.1%} | "
+            f"{s['error_rate_a']:.1%} | {s['error_rate_b']:.1%} | "
             f"{s['difference']:+.1%} | [{s['ci_low']:+.1%}, {s['ci_high']:+.1%}] | "
             f"{s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} |"
         )
@@ -292,7 +346,7 @@ def plot_tokens_vs_duration(evals: Sequence[EvalData], path: str | Path) -> Path
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     for n, data in enumerate(evals):
-        rows = [r for r in data.rows if r.get("duration")]
+        rows = [r for r in data.answered if r.get("duration")]
         if not rows:
             continue
         color = f"C{n}"

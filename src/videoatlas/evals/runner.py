@@ -2,15 +2,19 @@
 
 Re-running the same command resumes: a question whose result is already in the output folder is
 skipped, one whose run was interrupted is resumed from its checkpoint, and one finished by any
-earlier eval on the same database is read back from it. Every result is keyed by a hash of the
-question, the hash of the prompt templates the agent uses, the model and the agent's settings
-(:func:`result_key`), so editing a prompt re-runs exactly the questions it can change.
+earlier eval on the same database is read back from it. A question whose run failed is tried
+again; until it succeeds it counts as answered wrong. Every result is keyed by a hash of the
+question, the agent and the hash of its code, the hash of the prompt templates it uses, the model
+and the agent's settings (:func:`result_key`), so editing a prompt or a node re-runs exactly the
+questions it can change.
 
 Output folder layout (``--shard i/n`` gives each shard its own two files, so a Slurm array can
 share one folder and one PostgreSQL database)::
 
-    eval.json        what was run: dataset, agent, config, prompt set and hash, model, item keys
-    results.jsonl    one line per finished question, appended as each one finishes
+    eval.json        what was run: dataset, agent and its code version, config, prompt set and hash,
+                     model, item keys
+    results.jsonl    one line per attempted question (status "ok" or "error"), appended as each one
+                     finishes; a retried question's later line replaces its earlier one
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import structlog
 
 from videoatlas import __version__
 from videoatlas.environment.concat import media_duration
+from videoatlas.environment.synth import Style
 from videoatlas.errors import BadInputError, NothingToResumeError, VideoAtlasError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.items import EvalItem, interleave
@@ -45,7 +50,8 @@ from videoatlas.runs import RunResult, load_finished, resume_run, run_question
 
 log = structlog.get_logger(__name__)
 
-RESULT_SCHEMA = 1
+RESULT_SCHEMA = 2
+"""2: rows carry ``agent_code``, and a failed run's row carries the item's truth and categories."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,8 @@ class EvalSpec:
     concurrency: int = 4
     durations: Sequence[float] | None = None
     seed: int = 1
+    styles: Sequence[Style] | None = None
+    """Synthetic suite only: which video styles (default: all)."""
     db_url: str | None = None
     subtitles: bool = True
     """False: run without the benchmark's subtitles (Video-MME reports both settings)."""
@@ -99,8 +107,10 @@ class EvalProgress:
     cached: int = 0
     correct: int = 0
     scored: int = 0
+    """Questions with a known answer, whether their run finished or failed (a failed one is wrong)."""
     parse_failures: int = 0
     errors: int = 0
+    """Questions whose run failed (counted in ``scored``, never in ``correct``)."""
     tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     ran: int = 0
@@ -108,8 +118,13 @@ class EvalProgress:
 
     @property
     def accuracy(self) -> float | None:
-        """Correct over scored so far."""
+        """Correct over scored so far: a run that failed counts as a wrong answer, never as no question."""
         return self.correct / self.scored if self.scored else None
+
+    @property
+    def error_rate(self) -> float | None:
+        """Share of the questions done so far whose run failed."""
+        return self.errors / self.done if self.done else None
 
     @property
     def eta_s(self) -> float | None:
@@ -129,11 +144,18 @@ class EvalOutcome:
     model: str
 
 
-def result_key(item: EvalItem, agent: str, prompt_sha: str, model: str, knobs: dict[str, Any]) -> str:
-    """The cache key of one question's result: change any input and the question runs again."""
+def result_key(
+    item: EvalItem, agent: str, prompt_sha: str, model: str, knobs: dict[str, Any], *, agent_code: str
+) -> str:
+    """The cache key of one question's result: change any input and the question runs again.
+
+    ``agent_code`` is :meth:`~videoatlas.graph.agents.Agent.code_version` and ``model`` the id the
+    endpoint reports, so changed agent code or a changed model (a new stand-in version) re-runs.
+    """
     material = {
         "item": {k: v for k, v in item.as_dict().items() if k not in ("categories", "groups")},
         "agent": agent,
+        "agent_code": agent_code,
         "prompt_sha": prompt_sha,
         "model": model,
         "knobs": knobs,
@@ -143,7 +165,7 @@ def result_key(item: EvalItem, agent: str, prompt_sha: str, model: str, knobs: d
 
 def select_items(spec: EvalSpec) -> list[EvalItem]:
     """The dataset's items spread over videos, cut to ``--limit``, then this shard's share."""
-    items = interleave(load_items(spec.dataset, spec.root, spec.durations, spec.seed))
+    items = interleave(load_items(spec.dataset, spec.root, spec.durations, spec.seed, spec.styles))
     if spec.limit is not None:
         if spec.limit < 1:
             raise BadInputError("--limit must be at least 1")
@@ -188,15 +210,11 @@ async def resolve_model(endpoint: EndpointSettings) -> str:
         await model.aclose()
 
 
-def _row(
-    item: EvalItem, key: str, stamp: dict[str, str], result: RunResult, duration: float, source: str
-) -> dict[str, Any]:
-    cited = [e for e in result.evidence if e.id in result.cited]
-    cost = result.cost
-    scored = bool(item.choices) and item.answer_index is not None
+def _item_fields(item: EvalItem, key: str, stamp: dict[str, str], status: str) -> dict[str, Any]:
+    """What every row says about its question, so reports place a failed run where its answer would be."""
     return {
         "schema": RESULT_SCHEMA,
-        "status": "ok",
+        "status": status,
         "key": key,
         **stamp,
         "item": item.id,
@@ -204,9 +222,20 @@ def _row(
         "video_id": item.video_id,
         "categories": item.categories,
         "groups": item.groups,
-        "duration": duration,
         "truth_index": item.answer_index,
         "truth_ranges": item.evidence,
+    }
+
+
+def _row(
+    item: EvalItem, key: str, stamp: dict[str, str], result: RunResult, duration: float, source: str
+) -> dict[str, Any]:
+    cited = [e for e in result.evidence if e.id in result.cited]
+    cost = result.cost
+    scored = bool(item.choices) and item.answer_index is not None
+    return {
+        **_item_fields(item, key, stamp, "ok"),
+        "duration": duration,
         "answer": result.answer,
         "answer_index": result.answer_index,
         "correct": scored and result.answer_index == item.answer_index,
@@ -275,13 +304,14 @@ async def run_eval(
     agent = get_agent(spec.config.agent)
     prompts = load_prompt_set(spec.config.prompts)
     prompt_sha = prompts.sha256_of(agent.templates)
+    agent_code = agent.code_version()
     items = select_items(spec)
     model = await resolve_model(endpoint)
     endpoint = EndpointSettings(
         base_url=endpoint.base_url, model=model, api_key=endpoint.api_key, timeout_s=endpoint.timeout_s
     )
     knobs = spec.config.agent_knobs()
-    keys = {item.id: result_key(item, agent.name, prompt_sha, model, knobs) for item in items}
+    keys = {item.id: result_key(item, agent.name, prompt_sha, model, knobs, agent_code=agent_code) for item in items}
     out = Path(spec.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     _check_folder(out, spec)
@@ -290,6 +320,7 @@ async def run_eval(
         "dataset": spec.dataset,
         "root": str(Path(spec.root).expanduser().resolve()),
         "agent": agent.name,
+        "agent_code": agent_code,
         "config": spec.config.model_dump(),
         "prompt_set": prompts.name,
         "prompt_source": prompts.source,
@@ -306,8 +337,16 @@ async def run_eval(
         "updated_at": datetime.now(UTC).isoformat(),
     }
     _write_meta(out / f"eval{spec.shard.suffix}.json", meta)
-    # Every result line says which agent, prompt templates and model produced it.
-    stamp = {"agent": agent.name, "prompt_set": prompts.name, "prompt_sha": prompt_sha, "model": model}
+    # Every result line says which agent, agent code, prompt templates and model produced it.
+    stamp = {
+        "agent": agent.name,
+        "agent_code": agent_code,
+        "prompt_set": prompts.name,
+        "prompt_sha": prompt_sha,
+        "model": model,
+    }
+    # Only finished runs are reused: a failure may be transient, so its question runs again (and
+    # until it succeeds, reports count it as answered wrong).
     done = {row.get("key"): row for row in read_rows(results_file) if row.get("status") == "ok"}
     progress = EvalProgress(total=len(items))
     pending = []
@@ -353,13 +392,13 @@ async def run_eval(
 
 def _count(progress: EvalProgress, row: dict[str, Any]) -> None:
     progress.done += 1
-    if row.get("status") != "ok":
-        progress.errors += 1
-        return
-    progress.tokens += int(row.get("tokens", 0))
     if row.get("truth_index") is not None:
         progress.scored += 1
-        progress.correct += bool(row.get("correct"))
+    if row.get("status") != "ok":
+        progress.errors += 1  # scored above and never correct: a failed run is a wrong answer
+        return
+    progress.tokens += int(row.get("tokens", 0))
+    progress.correct += bool(row.get("correct"))
     progress.parse_failures += bool(row.get("parse_failed"))
 
 
@@ -400,15 +439,16 @@ async def _answer(
             )
             return _row(item, key, stamp, result, duration, "run")
         except VideoAtlasError as exc:
-            # A question that could not be run is recorded as an error, never scored as an answer;
-            # it is not cached, so the next invocation tries it again.
+            # A question whose run failed is recorded as an error and scored as a wrong answer:
+            # dropping it would raise accuracy exactly where the model struggles. It is not cached,
+            # so the next invocation tries it again.
             log.warning("question failed", error=str(exc))
             return {
-                "schema": RESULT_SCHEMA,
-                "status": "error",
-                "key": key,
-                "item": item.id,
-                "video_id": item.video_id,
+                **_item_fields(item, key, stamp, "error"),
+                "duration": item.duration,
+                "answer_index": None,
+                "correct": False,
+                "parse_failed": False,
                 "error": f"{type(exc).__name__}: {exc}"[:1000],
                 "run_id": run_id,
                 "finished_at": datetime.now(UTC).isoformat(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from videoatlas.environment.synth import Style
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import egoschema, jsonl, longvideobench, lvbench, synthetic, videomme
 from videoatlas.evals.items import EvalItem
@@ -24,8 +25,9 @@ def load_items(
     root: str | Path,
     durations: Sequence[float] | None = None,
     seed: int = 1,
+    styles: Sequence[Style] | None = None,
 ) -> list[EvalItem]:
-    """All items of dataset ``name`` under ``root`` (``durations`` and ``seed``: the synthetic suite only)."""
+    """All items of dataset ``name`` under ``root`` (``durations``, ``seed``, ``styles``: the synthetic suite only)."""
     path = Path(root).expanduser()
     if name != synthetic.NAME and not path.exists():
         raise BadInputError(f"{name}: dataset root {path} does not exist")
@@ -38,7 +40,7 @@ def load_items(
     elif name == egoschema.NAME:
         items = egoschema.load(path)
     elif name == synthetic.NAME:
-        items = synthetic.load(path, durations or synthetic.DEFAULT_DURATIONS, seed)
+        items = synthetic.load(path, durations or synthetic.DEFAULT_DURATIONS, seed, styles or synthetic.DEFAULT_STYLES)
     elif name == jsonl.NAME:
         items = jsonl.load(path)
     else:

@@ -13,16 +13,16 @@ import hashlib
 import re
 from typing import Any
 
-from videoatlas.llm.sim.language import intent_of, searched_share, words_of
+from videoatlas.llm.sim.language import intent_of, norm, searched_share, words_of
 from videoatlas.llm.sim.perception import Tile
 from videoatlas.llm.sim.policy import COUNT_COVERAGE_PCT, SAME_SPAN_S, Request, Sighting
 
 _ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
 _IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}
-_COUNT = {"count", "number", "total", "quantity", "many", "times", "occurrences"}
+_COUNT = {"count", "number", "total", "quantity", "many", "occurrences"}
 _TEXT = {"summary", "reason", "reasoning", "description", "describe", "note", "notes", "why", "explanation", "text"}
 _TEXT |= {"rationale", "caption", "observation", "observations", "content", "thought", "analysis", "comment"}
-_TASK = {"task", "plan", "goal", "query", "search", "target"}
+_TASK = {"task", "plan", "query", "search", "target"}
 _SUFFICIENT = {"sufficient", "enough", "done", "complete", "answerable", "settled", "conclusive", "final"}
 _PRESENT = {"found", "visible", "present", "contains", "seen", "shown", "exists"}
 _LEAVE_OUT = {"erase", "drop", "remove", "discard", "delete", "forget", "ignore"}
@@ -165,8 +165,15 @@ class Filler:
         return out[:hi]
 
     def _described_tiles(self) -> list[Tile]:
-        evidence = self.evidence_tiles()
-        return evidence or [t for t in self.req.tiles if t.text and not t.masked]
+        """Tiles to report one by one: the evidence, else every tile with text (an unlabelled image line by line)."""
+        shown = self.evidence_tiles() or [t for t in self.req.tiles if t.text and not t.masked]
+        out: list[Tile] = []
+        for tile in shown:
+            if tile.cell is None and tile.evidence is None and len(tile.lines) > 1:
+                out.extend(self.req.line_tiles(tile))
+            else:
+                out.append(tile)
+        return out
 
     # -- scalars ----------------------------------------------------------------------------------
 
@@ -189,7 +196,8 @@ class Filler:
             return values[next(i for i, v in enumerate(lower) if any(k in v for k in key))]
         if any(v.startswith("support") for v in lower):
             return values[lower.index(self._verdict(lower))]
-        if _named(name, _ANSWER) or not name:
+        names_choices = bool(self.req.choices) and {norm(v) for v in text} == {norm(c) for c in self.req.choices}
+        if _named(name, _ANSWER) or not name or names_choices:
             idx = self.answer_index()
             if idx is None:
                 idx = self._guess(len(self.req.choices) or len(values))
@@ -469,6 +477,8 @@ class Filler:
         for s in self.sightings():
             if not s.context or s.start is None or s.end is None:
                 continue
+            if s.tile is not None and s.tile.cell is None and s.tile.evidence is None and s.tile.time is None:
+                continue  # a picture without time: counted line by line in count()
             if s.tile is not None and s.tile.cell is not None:
                 run = self.req.run_of(s.tile, self.req.counted_in)
                 start, end = self.req.span_of(run[0])[0], self.req.span_of(run[-1])[1]
@@ -484,8 +494,15 @@ class Filler:
         return merged
 
     def count(self) -> int | None:
-        """How many separate appearances were seen (None when nothing was)."""
+        """How many separate appearances were seen (None when nothing was).
+
+        Over time (grids, timed notes) an appearance is a run of frames; in a single picture without
+        tiles, every separate line that shows the thing is one.
+        """
         n = len(self.appearances())
+        for tile in self.req.tiles:
+            if tile.cell is None and tile.evidence is None and tile.time is None and not tile.masked:
+                n += sum(1 for piece in self.req.line_tiles(tile) if self.req.context_in(piece))
         return n or None
 
     def answer_index(self) -> int | None:
@@ -564,7 +581,7 @@ class Filler:
         if tile.cell is None and tile.time is not None:
             filed = self._cell_of(tile)
             if filed is not None:
-                where = f"close-up of cell {filed.cell}"
+                where = f"zoomed frame of cell {filed.cell}"
         when = ""
         if start is not None:
             if self.req.counting and tile.cell is not None:
@@ -585,7 +602,8 @@ class Filler:
     def overview(self) -> str:
         """A sentence on what the images show that matters to the question, and what could not be read."""
         if not self.req.sights:
-            return "no image was given, so nothing could be seen"
+            noted = [s.line.strip() for s in self.req.written_sightings() if s.choices or s.context]
+            return "no image was given" + (f"; the text says: {noted[0]}" if noted else ", so nothing could be seen")
         ev = self.evidence_tiles()
         if ev:
             text = "; ".join(self.describe(t) for t in ev[:4])

@@ -26,7 +26,7 @@ FUNCTION_WORDS = frozenset(
     last final latest earliest then following followed preceding previous prior
     video videos clip clips film footage frame frames image images picture pictures screen scene scenes
     shown show shows showing appear appears appeared appearing visible seen see sees displayed display
-    displays written read reads time times moment moments part parts happen happens happened
+    displays written read reads moment moments part parts happen happens happened
     question answer answers choice choices option options select choose pick correct true false
     """.split()  # noqa: SIM905 - a word list reads best as text
 )
@@ -59,7 +59,7 @@ INTENTS: dict[str, tuple[str, ...]] = {
     "stop": ("finish", "finished", "done", "stop", "end", "complete", "quit", "exit", "nothing"),
     "open": ("expand", "open", "drill", "descend", "enter", "subdivide", "dive", "split", "refine"),
     "back": ("backtrack", "back", "return", "parent", "ascend", "undo", "up"),
-    "zoom": ("zoom", "magnify", "enlarge", "closeup", "close", "resolution", "inspect", "detail"),
+    "zoom": ("zoom", "magnify", "enlarge", "closeup", "resolution", "inspect", "detail"),
     "around": ("investigate", "around", "neighbour", "neighbor", "context", "surrounding", "adjacent"),
     "flag": ("mark", "flag", "promising", "later", "queue", "defer", "bookmark", "candidate"),
 }

@@ -251,6 +251,8 @@ def detect_large_text(rgb: np.ndarray, min_text_px: int) -> list[tuple[int, int,
             inside = [b for b in boxes if cx <= b[0] + b[2] / 2 <= cx + cw and cy <= b[1] + b[3] / 2 <= cy + ch]
             if inside and max(b[2] for b in inside) >= cw * 0.9:
                 continue  # already found whole at the finer scale
+            if inside and ch > 1.6 * max(b[3] for b in inside):
+                continue  # lines stacked close together, run into one box at the reduced size
             boxes = [b for b in boxes if b not in inside] + [(cx, cy, cw, ch)]
     return boxes
 

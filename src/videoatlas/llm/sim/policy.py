@@ -49,7 +49,7 @@ BEHAVIOUR_VERSION = 3
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""
 SAME_SPAN_S = 0.25
-"""Two sightings whose written time spans are closer than this are one appearance (times are rounded)."""
+"""Two sightings whose written time spans are closer than this are one appearance (written values are rounded)."""
 COUNT_COVERAGE_PCT = 99.0
 """A count is only final once the text says this share of the video was searched: any part left may hold one more."""
 _NAMES = re.compile(r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]")
@@ -101,7 +101,7 @@ class Request:
         quoted = [q for q in _NAMES.findall(question) if not set(tokens(q)) <= choice_words]
         named = quoted + [w for w in words if _is_name(w, question) and not any(w in q for q in quoted)]
         # When the question names something (a title, a label), that name is what the answer is seen
-        # with; its other words describe (a "card", a "chapter") and may be written on every frame.
+        # with; its other words only describe (a "sign", a "scene") and may be written on every frame.
         names = bool(named)
         context = named or words
         counting = bool(COUNT_PATTERN.search(question))
@@ -266,6 +266,14 @@ class Request:
             return 2
         return 1 if self.context_in(tile) else 0
 
+    def line_tiles(self, tile: Tile) -> list[Tile]:
+        """A tile's lines as tiles of their own (a picture without grid labels, read line by line)."""
+        out = []
+        for line in tile.lines:
+            piece = Tile(None, None, tile.time, line.x, line.y, [line], image=tile.image)
+            out.append(piece)
+        return out
+
     def grid_tiles(self) -> list[Tile]:
         """Grid cells of the images, in reading order."""
         return [t for t in self.tiles if t.cell is not None]
@@ -299,20 +307,18 @@ class Request:
         return out
 
     def written_sightings(self) -> list[Sighting]:
-        """Timed lines of text that mention a choice or the context: what earlier steps wrote down."""
+        """Lines of text that mention a choice or the context: what earlier steps (or the user) wrote down."""
         out = []
         for line in self.written_lines():
             spans = time_spans(line)
-            if not spans:
-                continue
             probe = Tile(None, None, None, 0, 0)
             self._words[id(probe)] = (set(tokens(line)), norm(line))
             choices, context = self.choices_in(probe), self.context_in(probe)
             del self._words[id(probe)]
             if not choices and not context:
                 continue
-            start = min(s for s, _ in spans)
-            end = max(e for _, e in spans)
+            start = min((a for a, _ in spans), default=None)
+            end = max((b for _, b in spans), default=None)
             seen = Sighting(start, end, choices, context, line=line)
             if choices:
                 seen.strength = 2 if context else 1

@@ -108,7 +108,8 @@ class SimStats:
 
 
 def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
-    body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
+    # The OpenAI error body, field for field.
+    body = {"error": dict(message=message, type=kind, param=param, code=status)}
     return web.json_response(body, status=status)
 
 

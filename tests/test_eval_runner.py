@@ -1,0 +1,152 @@
+"""The eval runner's scoring and result cache, with the question runner replaced by a scripted one.
+
+No server and no video decoding: what is checked is what the runner makes of finished and failed
+runs (a failed run is scored wrong and tried again) and when it re-uses a result (same key only).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from videoatlas.errors import EndpointError
+from videoatlas.evals.items import EvalItem, write_items
+from videoatlas.evals.report import load_eval, report
+from videoatlas.evals.runner import EvalSpec, read_rows, run_eval
+from videoatlas.graph.agents import Agent
+from videoatlas.graph.context import AgentName, RunConfig
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.runs import RunResult
+from videoatlas.state.models import Cost
+
+pytestmark = pytest.mark.unit
+
+
+class ScriptedRuns:
+    """Stands in for ``run_question``: answers by question text, failing the ones named in ``failing``."""
+
+    def __init__(self, answers: dict[str, int | None], failing: set[str]) -> None:
+        self.answers = answers
+        self.failing = failing
+        self.asked: list[str] = []
+
+    async def __call__(self, video: str, question: str, choices: list[str], *args: Any, **kwargs: Any) -> RunResult:
+        self.asked.append(question)
+        if question in self.failing:
+            raise EndpointError("the endpoint went away")
+        index = self.answers[question]
+        return RunResult(
+            run_id=kwargs["run_id"],
+            question=question,
+            choices=choices,
+            answer="" if index is None else choices[index],
+            answer_index=index,
+            reasoning="seen",
+            evidence=[],
+            cited=[],
+            cost=Cost(calls=1, prompt_tokens=100, completion_tokens=10),
+            rounds=0,
+            stop_reason="single call",
+            search_task="",
+            traversal="",
+            wall_s=0.1,
+        )
+
+
+@pytest.fixture
+def items_root(tmp_path: Path) -> Path:
+    root = tmp_path / "set"
+    items = [
+        EvalItem("mine", f"q{n}", f"v{n}", f"v{n}.mp4", f"question {n}", ["a", "b"], 0, ["kind"], duration=60.0)
+        for n in range(3)
+    ]
+    write_items(root / "items.jsonl", items)
+    for n in range(3):
+        (root / f"v{n}.mp4").write_bytes(b"never decoded: the runs are scripted")
+    return root
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch) -> ScriptedRuns:
+    async def model(endpoint: EndpointSettings) -> str:
+        return "scripted-model"
+
+    # question 0 right, question 1 wrong, question 2's run fails
+    scripted = ScriptedRuns({"question 0": 0, "question 1": 1, "question 2": 0}, failing={"question 2"})
+    monkeypatch.setattr("videoatlas.evals.runner.resolve_model", model)
+    monkeypatch.setattr("videoatlas.evals.runner.run_question", scripted)
+    return scripted
+
+
+def _spec(root: Path, out: Path, agent: AgentName = "uniform") -> EvalSpec:
+    return EvalSpec("jsonl", str(root), str(out), RunConfig(agent=agent), concurrency=1)
+
+
+ENDPOINT = EndpointSettings(base_url="http://127.0.0.1:9/v1", model="")
+
+
+async def test_a_failed_run_is_scored_wrong_and_tried_again(
+    items_root: Path, runs: ScriptedRuns, tmp_path: Path
+) -> None:
+    out = tmp_path / "ev"
+    first = await run_eval(_spec(items_root, out), ENDPOINT)
+    p = first.progress
+    assert (p.done, p.scored, p.correct, p.errors) == (3, 3, 1, 1)
+    assert p.accuracy == pytest.approx(1 / 3) and p.error_rate == pytest.approx(1 / 3)  # not 1/2 and 0
+    [failed] = [r for r in read_rows(first.results_file) if r["status"] == "error"]
+    # The failed row says where the question belongs, so reports count it in its categories.
+    assert failed["truth_index"] == 0 and failed["categories"] == ["kind"] and failed["correct"] is False
+    rep = report(load_eval(out))
+    assert rep["overall"]["accuracy"] == pytest.approx(1 / 3) and rep["overall"]["error_rate"] == pytest.approx(1 / 3)
+    assert rep["categories"]["kind"]["questions"] == 3 and rep["errors"] == 1
+
+    # The failure was transient: only that question runs again, and it now counts once, as answered.
+    runs.failing.clear()
+    runs.asked.clear()
+    second = await run_eval(_spec(items_root, out), ENDPOINT)
+    assert runs.asked == ["question 2"]
+    assert second.progress.cached == 2 and second.progress.errors == 0
+    assert second.progress.accuracy == pytest.approx(2 / 3)
+    data = load_eval(out)
+    assert len(read_rows(second.results_file)) == 4 and len(data.rows) == 3 and not data.errors
+    assert report(data)["overall"]["accuracy"] == pytest.approx(2 / 3)
+
+
+async def test_changed_agent_code_reruns_and_the_same_code_reuses(
+    items_root: Path, runs: ScriptedRuns, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs.failing.clear()
+    out = tmp_path / "ev"
+    first = await run_eval(_spec(items_root, out), ENDPOINT)
+    code = json.loads((out / "eval.json").read_text())["agent_code"]
+    assert first.progress.ran == 3 and len(code) == 16
+    assert {r["agent_code"] for r in read_rows(first.results_file)} == {code}
+
+    same = await run_eval(_spec(items_root, out), ENDPOINT)
+    assert same.progress.ran == 0 and same.progress.cached == 3
+
+    monkeypatch.setattr(Agent, "code_version", lambda self: "edited-node")
+    runs.asked.clear()
+    edited = await run_eval(_spec(items_root, out), ENDPOINT)
+    assert edited.progress.ran == 3 and edited.progress.cached == 0
+    assert sorted(runs.asked) == ["question 0", "question 1", "question 2"]
+    meta = json.loads((out / "eval.json").read_text())
+    assert meta["agent_code"] == "edited-node"
+    assert {r["agent_code"] for r in load_eval(out).rows} == {"edited-node"}  # the older rows are not reported
+
+
+@pytest.mark.parametrize("agent", ["video-rlm", "uniform"])
+async def test_a_failed_final_call_is_scored_wrong_for_every_agent(
+    items_root: Path, runs: ScriptedRuns, tmp_path: Path, agent: AgentName
+) -> None:
+    # A finished run whose final call gave no valid answer (answer_index None): wrong, and a parse failure.
+    runs.failing.clear()
+    runs.answers["question 0"] = None
+    outcome = await run_eval(_spec(items_root, tmp_path / agent, agent), ENDPOINT)
+    p = outcome.progress
+    assert (p.scored, p.correct, p.parse_failures, p.errors) == (3, 1, 1, 0)
+    row = next(r for r in read_rows(outcome.results_file) if r["item"] == "q0")
+    assert row["agent"] == agent and row["parse_failed"] and not row["correct"]

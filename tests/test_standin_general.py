@@ -1,0 +1,116 @@
+"""The stand-in's rules name nothing of our synthetic videos or of our prompts.
+
+The stand-in (``llm/sim/``) must stay a general perceiver: whatever it knows of a request comes
+from the request. These checks read its source and fail when it holds a word our synthetic
+generators draw on screen or write into questions, an upper-case token of our prompt templates,
+or any four-word phrase of the prompt text our agents send.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import videoatlas
+from videoatlas.environment import synth_broadcast
+from videoatlas.environment.synth import STYLES, SynthSpec, Timeline, narration, plan_timeline
+from videoatlas.llm.sim.language import FUNCTION_WORDS
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(videoatlas.__file__).parent
+SIM = PACKAGE / "llm" / "sim"
+# Words any request may use to say what it asks ("how often", "in total", "which comes first", "count
+# the ...", "which word", "the whole video") or what an action does ("go back"): the stand-in must
+# understand them in anyone's question, so they cannot mark a rule fitted to ours.
+GENERAL = {"word", "words", "how", "often", "many", "count", "number", "total", "whole", "comes", "name", "back"}
+
+
+def _literals(path: Path) -> list[str]:
+    """The string constants of a module, docstrings excepted: where a rule would spell out a word."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    # A string standing alone as a statement documents (module, class, function or attribute docstrings).
+    docs = {
+        id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docs
+        and not re.fullmatch(r"[a-z]+(?:_[a-z]+)+", node.value)  # a key of a JSON body (usage, stats), not a word
+    ]
+
+
+def _sim_words() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in sorted(SIM.glob("*.py")):
+        for literal in _literals(path):
+            for word in re.findall(r"[A-Za-z]+", literal):
+                found.setdefault(word.lower(), set()).add(path.name)
+    return found
+
+
+def _plan(spec: SynthSpec) -> tuple[Timeline, list[str]]:
+    """A style's timeline (no pixels) and its narration lines."""
+    if spec.style == "broadcast":
+        plan = synth_broadcast.plan_broadcast(spec)
+        return plan.timeline, [line.text for line in synth_broadcast.narration(plan)]
+    timeline = plan_timeline(spec)
+    return timeline, [line.text for line in narration(timeline)]
+
+
+def _generated_vocabulary() -> set[str]:
+    """Every word the generators put on screen, in questions, choices and narration, over seeds and lengths."""
+    words: set[str] = set()
+    for style in STYLES:
+        for seed in range(1, 7):
+            for duration in (60.0, 600.0, 3600.0):
+                spec = SynthSpec(duration=duration, seed=seed, style=style)
+                timeline, lines = _plan(spec)
+                texts = [e.text for e in timeline.events] + [c.title for c in timeline.chapters] + lines
+                for q in timeline.questions:
+                    texts += [q.question, *q.choices]
+                for text in texts:
+                    words |= {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)}
+    return words - FUNCTION_WORDS - GENERAL
+
+
+def test_no_word_of_the_synthetic_videos_or_their_questions() -> None:
+    vocabulary = _generated_vocabulary()
+    assert len(vocabulary) > 50  # the generators were read
+    sim = _sim_words()
+    hits = {w: sorted(sim[w]) for w in vocabulary & set(sim)}
+    assert not hits, f"the stand-in names words of our synthetic videos: {hits}"
+
+
+def _prompt_texts() -> list[str]:
+    """The prompt templates, and every string the agents' nodes put into prompts."""
+    texts = [p.read_text(encoding="utf-8") for p in sorted((PACKAGE / "prompts").glob("*/*.txt"))]
+    for path in sorted((PACKAGE / "nodes").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value.split()) >= 4:
+                texts.append(node.value)
+    return texts
+
+
+def test_no_phrase_or_token_of_our_prompts() -> None:
+    texts = _prompt_texts()
+    source = {p.name: "\n".join(_literals(p)) for p in sorted(SIM.glob("*.py"))}
+    flat = {name: " ".join(re.findall(r"[a-z0-9]+", text.lower())) for name, text in source.items()}
+    phrases: set[str] = set()
+    tokens: set[str] = set()
+    for text in texts:
+        words = re.findall(r"[a-z0-9]+", re.sub(r"\$\{\w+\}", " ", text.lower()))
+        phrases |= {" ".join(words[i : i + 4]) for i in range(len(words) - 3)}
+        tokens |= set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", text)) | set(re.findall(r"\$\{(\w+)\}", text))
+    assert len(phrases) > 200 and {"ADD_TO_SCRATCHPAD", "question"} <= tokens  # the prompts were read
+    phrase_hits = {p: n for p in phrases for n, f in flat.items() if f" {p} " in f" {f} "}
+    assert not phrase_hits, f"the stand-in quotes our prompts: {phrase_hits}"
+    tokens.discard("JSON")  # the name of the wire format, which the server's protocol errors must use
+    token_hits = {t: n for t in tokens if t.isupper() for n, text in source.items() if re.search(rf"\b{t}\b", text)}
+    assert not token_hits, f"the stand-in names tokens of our prompts: {token_hits}"

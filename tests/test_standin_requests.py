@@ -1,0 +1,182 @@
+"""The stand-in VLM answers plain OpenAI-style requests of many shapes from what the images show.
+
+None of these requests looks like the agent's: other words, other layouts, other schemas. Each
+answer is checked against what the pictures (drawn here) actually show.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from PIL import Image, ImageDraw
+
+from videoatlas.environment.render import load_font
+from videoatlas.llm.sim.perception import Reader
+from videoatlas.llm.sim.server import STANDIN_MODEL, RunningServer, SimConfig, SimServer
+
+pytestmark = pytest.mark.e2e
+
+Box = tuple[int, int, str, int]
+"""x, y, text, pixel size."""
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with RunningServer(SimServer(SimConfig(), reader=Reader())) as server:
+        yield server.base_url
+
+
+def picture(texts: list[Box], size: tuple[int, int] = (640, 320), bg: tuple[int, int, int] = (20, 40, 120)) -> str:
+    """A JPEG data URL of white text on a flat background."""
+    img = Image.new("RGB", size, bg)
+    draw = ImageDraw.Draw(img)
+    for x, y, text, px in texts:
+        draw.text((x, y), text, fill=(255, 255, 255), font=load_font(px))
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=92)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def sheet(cells: dict[int, str], k: int = 4, px: int = 240) -> str:
+    """A contact sheet: k x k tiles labelled with an index and a clock time, some with a word."""
+    img = Image.new("RGB", (k * px, k * px), (0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    for i in range(k * k):
+        x, y = (i % k) * px, (i // k) * px
+        draw.rectangle((x + 2, y + 2, x + px - 3, y + px - 3), fill=(60, 90, 60))
+        draw.rectangle((x + 2, y + 2, x + 120, y + 30), fill=(255, 255, 255))
+        draw.text((x + 6, y + 4), f"{i}  00:{i * 5:02d}", fill=(0, 0, 0), font=load_font(22))
+        if i in cells:
+            draw.text((x + 30, y + 110), cells[i], fill=(255, 255, 255), font=load_font(40))
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=92)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def ask(url: str, text: str, images: list[str] = (), schema: dict[str, Any] | None = None) -> Any:  # type: ignore[assignment]
+    content: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": u}} for u in images]
+    content.append({"type": "text", "text": text})
+    body: dict[str, Any] = {"model": STANDIN_MODEL, "messages": [{"role": "user", "content": content}]}
+    if schema is not None:
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+    reply = httpx.post(f"{url}/chat/completions", json=body, timeout=120)
+    assert reply.status_code == 200, reply.text
+    message = reply.json()["choices"][0]["message"]["content"]
+    return json.loads(message) if schema is not None else message
+
+
+def obj(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+TEXT = {"type": "string"}
+
+
+def test_one_image_and_a_flat_enum(url: str) -> None:
+    options = ["WALRUS 1234", "WALRUS 4417", "PENGUIN 4417"]
+    image = picture([(60, 110, "WALRUS 4417", 80)])
+    reply = ask(
+        url, f"Which label is shown? Options: {', '.join(options)}", [image], obj(answer={"enum": options}, reason=TEXT)
+    )
+    assert reply["answer"] == "WALRUS 4417"
+    assert "WALRUS 4417" in reply["reason"]
+
+
+def test_several_images_and_an_image_index(url: str) -> None:
+    images = [picture([(80, 120, "HERON 22", 64)]), picture([(80, 120, "FALCON 57", 64)])]
+    schema = obj(image={"type": "integer", "minimum": 0, "maximum": 1})
+    assert ask(url, "In which of the two pictures is FALCON written?", images, schema) == {"image": 1}
+    assert ask(url, "In which of the two pictures is HERON written?", images, schema) == {"image": 0}
+
+
+def test_text_only_request_answers_from_the_text_and_says_there_is_no_image(url: str) -> None:
+    text = "The operator wrote down the door code 4471 at noon.\nQuestion: Which door code was written down?"
+    text += "\nA. 1744\nB. 4471"
+    reply = ask(url, text, [], obj(answer={"type": "integer", "minimum": 0, "maximum": 1}, explanation=TEXT))
+    assert reply["answer"] == 1
+    assert "no image" in reply["explanation"]
+
+
+def test_nested_objects(url: str) -> None:
+    image = picture([(100, 120, "OTTER 31", 72)])
+    schema = obj(
+        result=obj(label={"enum": ["OTTER 13", "OTTER 31"]}, confidence={"type": "number", "minimum": 0, "maximum": 1}),
+        seen=obj(text=TEXT),
+    )
+    reply = ask(url, "What does the sign read: OTTER 13 or OTTER 31?\nA. OTTER 13\nB. OTTER 31", [image], schema)
+    assert reply["result"]["label"] == "OTTER 31" and reply["result"]["confidence"] >= 0.5
+    assert "OTTER 31" in reply["seen"]["text"]
+
+
+def test_an_array_of_items_lists_every_line_read(url: str) -> None:
+    image = picture([(40, 30, "NORTH", 48), (330, 130, "EAST GATE", 48), (60, 230, "PIER 9", 48)])
+    schema = obj(signs={"type": "array", "items": obj(text=TEXT)})
+    reply = ask(url, "List every sign you can read in this picture.", [image], schema)
+    read = " | ".join(item["text"].replace(" ", "") for item in reply["signs"])
+    assert len(reply["signs"]) == 3 and all(word in read for word in ("NORTH", "EASTGATE", "PIER9"))
+
+
+def test_an_integer_count_in_one_picture(url: str) -> None:
+    image = picture([(20, 20, "LOTUS", 44), (350, 40, "LOTUS", 44), (200, 220, "LOTUS", 44), (420, 230, "IRIS", 44)])
+    reply = ask(
+        url, "How many LOTUS stickers are in this picture?", [image], obj(count={"type": "integer", "minimum": 0})
+    )
+    assert reply == {"count": 3}
+
+
+def test_free_text_without_a_schema(url: str) -> None:
+    image = picture([(40, 120, "HARBOR LIGHTS", 64)])
+    reply = ask(url, "What is written on the sign?", [image])
+    assert isinstance(reply, str) and "HARBOR LIGHTS" in reply
+
+
+def test_a_boolean_follows_the_pixels(url: str) -> None:
+    schema = obj(visible={"type": "boolean"})
+    assert ask(url, "Is the word MANGO visible?", [picture([(150, 120, "MANGO", 72)])], schema) == {"visible": True}
+    assert ask(url, "Is the word MANGO visible?", [picture([(150, 120, "PAPAYA", 72)])], schema) == {"visible": False}
+
+
+def test_a_cell_of_a_contact_sheet(url: str) -> None:
+    image = sheet({6: "KESTREL", 11: "PLOVER"})
+    schema = obj(cell={"type": "integer", "minimum": 0, "maximum": 15})
+    assert ask(url, "Which cell of the sheet shows KESTREL?", [image], schema) == {"cell": 6}
+    assert ask(url, "Which cell of the sheet shows PLOVER?", [image], schema) == {"cell": 11}
+
+
+def test_cells_that_show_something_as_an_array_of_ids(url: str) -> None:
+    image = sheet({2: "PLOVER", 9: "PLOVER", 13: "KESTREL"})
+    schema = obj(cells={"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 15}, "maxItems": 4})
+    reply = ask(url, "Which cells show PLOVER?", [image], schema)
+    assert reply["cells"][:2] == [2, 9] and 13 not in reply["cells"][:2]
+
+
+def test_a_lettered_choice_as_an_integer_index(url: str) -> None:
+    image = picture([(60, 120, "GATE B12", 72)])
+    text = "Which gate is on the board?\n(A) GATE A7\n(B) GATE C3\n(C) GATE B12"
+    assert ask(url, text, [image], obj(choice={"type": "integer", "minimum": 0, "maximum": 2})) == {"choice": 2}
+
+
+def test_which_comes_first_across_timed_pictures(url: str) -> None:
+    first = picture([(10, 10, "00:10", 28), (150, 130, "CEDAR", 64)])
+    later = picture([(10, 10, "00:40", 28), (150, 130, "MAPLE", 64)])
+    schema = obj(answer={"enum": ["MAPLE", "CEDAR"]})
+    question = "Which name appears first? Options: MAPLE, CEDAR"
+    assert ask(url, question, [later, first], schema) == {"answer": "CEDAR"}
+    assert ask(url, question.replace("first", "last"), [later, first], schema) == {"answer": "MAPLE"}
+
+
+def test_text_too_small_to_read_is_said_so(url: str) -> None:
+    image = picture([(300, 160, "ZEBRA 12 ON THE POST", 7)])
+    reply = ask(
+        url,
+        "What does the small label say? Options: ZEBRA 12, ZEBRA 21",
+        [image],
+        obj(answer={"enum": ["ZEBRA 12", "ZEBRA 21"]}, notes=TEXT),
+    )
+    assert "too small" in reply["notes"]
