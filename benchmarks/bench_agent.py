@@ -13,7 +13,8 @@ vLLM server's would during an eval. Results go to bench-data/agent/<case>.jsonl,
 With --base-url (accuracy and depth), the questions go to a real server instead, e.g. one started
 with `videoatlas serve` on a GPU machine, and the cache figures are the server's own.
 
-Usage: python benchmarks/bench_agent.py accuracy|workers|depth [--per-duration N] [--base-url URL]
+Usage: python benchmarks/bench_agent.py accuracy|workers|depth [--per-duration N] [--style S] [--base-url URL]
+(--style picks the synthetic style, chapters or broadcast; results of broadcast go to <case>-broadcast.jsonl)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from videoatlas.environment.synth import SynthSpec, default_fps, load_current, synthesize
+from videoatlas.environment.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
 from videoatlas.graph.context import RunConfig
 from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
@@ -44,14 +45,16 @@ VIDEOS = {
     "10h": (36000, 1),
 }
 KINDS = ("needle_in_chapter", "counting", "order", "after_anchor")
+STYLE: Style = "chapters"
+"""The synthetic style of every video this run asks about (``--style``)."""
 
 
 def video(name: str) -> tuple[Path, dict[str, Any]]:
     duration, seed = VIDEOS[name]
-    out = DATA / name
-    if load_current(out) is None:
+    out = DATA / (name if STYLE == "chapters" else f"{name}-{STYLE}")
+    if load_current(out, style=STYLE) is None:
         began = time.perf_counter()
-        synthesize(SynthSpec(duration=duration, seed=seed, fps=default_fps(duration)), out)
+        synthesize(SynthSpec(duration=duration, seed=seed, fps=default_fps(duration), style=STYLE), out)
         sys.stderr.write(f"synthesised {name} in {time.perf_counter() - began:.0f} s\n")
     truth: dict[str, Any] = json.loads((out / "video.json").read_text())
     return out / "video.mp4", truth
@@ -196,12 +199,15 @@ async def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=12, help="workers case: rounds allowed (both settings)")
     parser.add_argument("--bfs-cells", type=int, default=1, help="workers case: cells per worker in a BFS round")
+    parser.add_argument("--style", choices=STYLES, default="chapters", help="the synthetic videos' style")
     parser.add_argument(
         "--base-url",
         help="accuracy and depth cases: a running OpenAI-compatible VLM server (e.g. `videoatlas serve`) "
         "instead of the stand-in; its prefix cache then spans every question of the run",
     )
     args = parser.parse_args()
+    global STYLE
+    STYLE = args.style
     if args.base_url and args.case == "workers":
         parser.error("--base-url: the workers case times the stand-in at a fixed 1 s per call")
     real = EndpointSettings.from_env(base_url=args.base_url, timeout_s=600) if args.base_url else None
@@ -253,7 +259,8 @@ async def main() -> None:
             config = RunConfig.model_validate({"max_depth": depth})
             rows += await ask_all("10h", qs, config, reader, label=f"max depth {depth}", real=real)
         table = summary(rows, "case")
-    (DATA / f"{args.case}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    stem = args.case if STYLE == "chapters" else f"{args.case}-{STYLE}"
+    (DATA / f"{stem}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     sys.stdout.write("\n".join(table) + "\n")
 
 

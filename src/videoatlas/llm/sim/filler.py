@@ -322,13 +322,18 @@ class Filler:
                 continue
             if self._noted_close_up(tile) if tile.cell is None else self.req.already_noted(tile):
                 continue
-            if (self.req.counting or not self.req.choices) and tile.cell is not None:
-                run = self.req.run_of(tile, self.req.counted_in)
-                if run[0] is not tile:
-                    continue  # one appearance spans consecutive frames: file it once, at its first
+            if tile.cell is not None and self.req.run_of(tile, self._same_as(tile))[0] is not tile:
+                continue  # one appearance spans consecutive frames: file it once, at its first
             filed_cells.add(filed.cell)
             fresh.append(tile)
         return fresh
+
+    def _same_as(self, tile: Tile) -> Any:
+        """A test for "this cell shows the same thing": the same choices, or for counting the counted thing."""
+        if self.req.counting or not self.req.choices:
+            return self.req.counted_in
+        shown = set(self.req.choices_in(tile))
+        return lambda other: bool(shown & set(self.req.choices_in(other))) and self.req.is_evidence(other)
 
     def _cell_of(self, tile: Tile) -> Tile | None:
         return self.req.cell_at(tile.time) if tile.time is not None else None
@@ -578,14 +583,14 @@ class Filler:
         """One sentence on what a tile shows, with the stretch of video it stands for."""
         where = f"cell {tile.cell}" if tile.cell is not None else f"item {tile.evidence}" if tile.evidence else "image"
         start, end = self.req.span_of(tile)
-        if tile.cell is None and tile.time is not None:
+        if tile.cell is None and tile.evidence is None and tile.time is not None:
             filed = self._cell_of(tile)
             if filed is not None:
                 where = f"zoomed frame of cell {filed.cell}"
         when = ""
         if start is not None:
-            if self.req.counting and tile.cell is not None:
-                run = self.req.run_of(tile, self.req.counted_in)
+            if tile.cell is not None and self.req.is_evidence(tile):
+                run = self.req.run_of(tile, self._same_as(tile))
                 start, end = self.req.span_of(run[0])[0] or start, self.req.span_of(run[-1])[1]
             when = f" at {start:.1f} s" if end is None or end <= start else f" ({start:.1f}-{end:.1f} s)"
         shown = tile.text or "nothing legible"
