@@ -9,6 +9,7 @@ or any four-word phrase of the prompt text our agents send.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import videoatlas
 from videoatlas.environment import synth_broadcast
 from videoatlas.environment.synth import STYLES, SynthSpec, Timeline, narration, plan_timeline
 from videoatlas.llm.sim.language import FUNCTION_WORDS
+from videoatlas.llm.sim.policy import BEHAVIOUR_VERSION
+from videoatlas.llm.sim.server import STANDIN_MODEL
 
 pytestmark = pytest.mark.unit
 
@@ -39,10 +42,7 @@ def _literals(path: Path) -> list[str]:
     return [
         node.value
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and id(node) not in docs
-        and not re.fullmatch(r"[a-z]+(?:_[a-z]+)+", node.value)  # a key of a JSON body (usage, stats), not a word
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
     ]
 
 
@@ -50,9 +50,33 @@ def _sim_words() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for path in sorted(SIM.glob("*.py")):
         for literal in _literals(path):
+            if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", literal):
+                continue  # a key of a JSON body the server writes (usage, stats); the next test checks these
             for word in re.findall(r"[A-Za-z]+", literal):
                 found.setdefault(word.lower(), set()).add(path.name)
     return found
+
+
+def test_no_field_of_our_schemas() -> None:
+    """The agents' reply schemas' field names (``explore_cells``...) appear nowhere in the stand-in's rules."""
+    from videoatlas.state import schemas
+
+    fields: set[str] = set()
+    for build in (
+        schemas.SearchTask,
+        schemas.TraversalChoice,
+        schemas.probe_schema(4, 64),
+        schemas.worker_step_schema(list(schemas.ACTIONS), 64),
+        schemas.uncertainty_schema(4, 64, 4),
+        schemas.decision_schema(4),
+        schemas.decision_schema(0),
+    ):
+        text = str(build.model_json_schema())
+        fields |= set(re.findall(r"'([a-z]+(?:_[a-z]+)+)'", text))
+    assert {"search_task", "explore_cells"} <= fields
+    literals = {p.name: _literals(p) for p in sorted(SIM.glob("*.py"))}
+    hits = {f: n for f in fields for n, lits in literals.items() if any(f in lit for lit in lits)}
+    assert not hits, f"the stand-in names fields of our schemas: {hits}"
 
 
 def _plan(spec: SynthSpec) -> tuple[Timeline, list[str]]:
@@ -64,27 +88,31 @@ def _plan(spec: SynthSpec) -> tuple[Timeline, list[str]]:
     return timeline, [line.text for line in narration(timeline)]
 
 
-def _generated_vocabulary() -> set[str]:
-    """Every word the generators put on screen, in questions, choices and narration, over seeds and lengths."""
-    words: set[str] = set()
+def _words(texts: list[str]) -> set[str]:
+    return {w.lower() for text in texts for w in re.findall(r"[A-Za-z]{3,}", text)}
+
+
+def _generated_vocabulary() -> tuple[set[str], set[str]]:
+    """Words the generators draw on screen or give as choices, and the words of their questions and narration."""
+    shown: set[str] = set()
+    said: set[str] = set()
     for style in STYLES:
-        for seed in range(1, 7):
+        for seed in range(1, 9):
             for duration in (60.0, 600.0, 3600.0):
-                spec = SynthSpec(duration=duration, seed=seed, style=style)
-                timeline, lines = _plan(spec)
-                texts = [e.text for e in timeline.events] + [c.title for c in timeline.chapters] + lines
-                for q in timeline.questions:
-                    texts += [q.question, *q.choices]
-                for text in texts:
-                    words |= {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)}
-    return words - FUNCTION_WORDS - GENERAL
+                timeline, lines = _plan(SynthSpec(duration=duration, seed=seed, style=style))
+                shown |= _words([e.text for e in timeline.events] + [c.title for c in timeline.chapters])
+                shown |= _words([c for q in timeline.questions for c in q.choices])
+                said |= _words([q.question for q in timeline.questions] + lines)
+    return shown, said
 
 
 def test_no_word_of_the_synthetic_videos_or_their_questions() -> None:
-    vocabulary = _generated_vocabulary()
-    assert len(vocabulary) > 50  # the generators were read
+    shown, said = _generated_vocabulary()
+    assert len(shown) > 50 and len(said) > 50  # the generators were read
+    # What our videos show is never a general word: not even the stand-in's own function words may hold it.
+    assert not shown & (FUNCTION_WORDS | GENERAL), shown & (FUNCTION_WORDS | GENERAL)
     sim = _sim_words()
-    hits = {w: sorted(sim[w]) for w in vocabulary & set(sim)}
+    hits = {w: sorted(sim[w]) for w in (shown | (said - FUNCTION_WORDS - GENERAL)) & set(sim)}
     assert not hits, f"the stand-in names words of our synthetic videos: {hits}"
 
 
@@ -114,3 +142,24 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
     tokens.discard("JSON")  # the name of the wire format, which the server's protocol errors must use
     token_hits = {t: n for t in tokens if t.isupper() for n, text in source.items() if re.search(rf"\b{t}\b", text)}
     assert not token_hits, f"the stand-in names tokens of our prompts: {token_hits}"
+
+
+# The stand-in's sources as of each behaviour version. Any change to them must bump
+# BEHAVIOUR_VERSION (its model id) and record the new hash here, so eval results measured with
+# other rules are never re-used as if they were measured with these.
+SOURCES_BY_VERSION = {4: "e296e5ed608b12e77fdb5940a7519d4feefb600a403d647385b08434544284e7"}
+
+
+def _sources_sha() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(SIM.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_text(encoding="utf-8").replace("\r\n", "\n").encode())
+    return digest.hexdigest()
+
+
+def test_behaviour_version_follows_the_rules() -> None:
+    assert STANDIN_MODEL.endswith(f"-v{BEHAVIOUR_VERSION}")
+    assert SOURCES_BY_VERSION.get(BEHAVIOUR_VERSION) == _sources_sha(), (
+        "llm/sim/ changed: bump BEHAVIOUR_VERSION and record the new sources hash"
+    )

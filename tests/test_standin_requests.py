@@ -180,3 +180,37 @@ def test_text_too_small_to_read_is_said_so(url: str) -> None:
         obj(answer={"enum": ["ZEBRA 12", "ZEBRA 21"]}, notes=TEXT),
     )
     assert "too small" in reply["notes"]
+
+
+def test_text_on_a_dark_picture_is_read(url: str) -> None:
+    image = picture([(60, 110, "WALRUS 4417", 80)], bg=(12, 12, 12))
+    options = ["WALRUS 1234", "WALRUS 4417"]
+    reply = ask(url, f"Which label is shown? Options: {', '.join(options)}", [image], obj(answer={"enum": options}))
+    assert reply == {"answer": "WALRUS 4417"}
+
+
+def test_answers_that_look_like_actions_are_answers(url: str) -> None:
+    image = picture([(200, 110, "ENTER", 80)])
+    schema = obj(answer={"enum": ["STOP", "EXIT", "ENTER"]})
+    assert ask(url, "Which word is on the door sign? Options: STOP, EXIT, ENTER", [image], schema) == {
+        "answer": "ENTER"
+    }
+
+
+def test_options_lettered_inline_and_a_letter_as_the_answer(url: str) -> None:
+    first = picture([(10, 10, "00:05", 28), (150, 130, "ORCHID", 64)])
+    later = picture([(10, 10, "01:15", 28), (150, 130, "TULIP", 64)])
+    schema = obj(letter={"enum": ["A", "B", "C"]})
+    text = "Which flower name appears last? (a) ORCHID (b) TULIP (c) DAISY"
+    assert ask(url, text, [first, later], schema) == {"letter": "B"}
+
+
+def test_array_bounds_and_unique_items_are_kept(url: str) -> None:
+    image = picture([(40, 120, "HELLO", 64)])
+    schema = obj(
+        words={"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 2, "uniqueItems": True},
+        ratio={"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    )
+    reply = ask(url, "Read the picture.", [image], schema)
+    assert len(reply["words"]) >= 2 and len(set(reply["words"])) == len(reply["words"])
+    assert all(len(w) <= 3 for w in reply["words"]) and 0 < reply["ratio"] < 1

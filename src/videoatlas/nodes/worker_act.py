@@ -51,6 +51,8 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
         raise InvalidAction(f"{action} is not available here")
     if action == "EXPAND":
         cell = _cell(decision, cells, action)
+        if any(start <= cell["start"] and cell["end"] <= end for start, end in state.get("left") or []):
+            raise InvalidAction(f"cell {cell['index']} was already searched: you went back from it")
         path = _child_path(view, cell["index"])
         child = View(
             kind="grid" if path is not None else "range",
@@ -82,8 +84,14 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
         if direction not in ("before", "after"):
             raise InvalidAction("INVESTIGATE needs the direction 'before' or 'after'")
         try:
+            # As long as the view it was opened from: what follows (precedes) the anchor at the same scale,
+            # so a second INVESTIGATE moves on instead of zooming into ever shorter windows.
             window = investigate_interval(
-                ctx.atlas.duration, Interval(cell["start"], cell["end"]), direction, k=ctx.config.k
+                ctx.atlas.duration,
+                Interval(cell["start"], cell["end"]),
+                direction,
+                window_s=view.end - view.start,
+                k=ctx.config.k,
             )
         except BadInputError as exc:
             raise InvalidAction(str(exc)) from None

@@ -13,7 +13,7 @@ from videoatlas.graph.context import AgentContext
 from videoatlas.nodes.common import as_image, ask, choices_block, emit, failed_call_cost
 from videoatlas.nodes.worker_observe import render_view
 from videoatlas.state.schemas import worker_step_schema
-from videoatlas.state.worker import WorkerState
+from videoatlas.state.worker import CellNote, WorkerState
 
 ACTION_HELP = {
     "EXPAND": "EXPAND: open one cell as a finer grid of its own interval (give its id).",
@@ -25,6 +25,11 @@ ACTION_HELP = {
     "MARK_PROMISING": "MARK_PROMISING: flag cells worth opening in a later round (give their ids).",
     "FINISHED": "FINISHED: this region holds nothing more that is relevant.",
 }
+
+
+def _left(cell: CellNote, state: WorkerState) -> bool:
+    """Whether the cell lies inside a grid this worker already searched and went back from."""
+    return any(start <= cell["start"] and cell["end"] <= end for start, end in state.get("left") or [])
 
 
 def _collected_lines(state: WorkerState) -> str:
@@ -61,6 +66,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         "cells": "\n".join(
             f"{c['index']}: {format_ts(c['start'], 2)}-{format_ts(c['end'], 2)}"
             + ("" if c["available"] else " [frame unavailable]")
+            + (" [searched: you went back from it]" if _left(c, state) else "")
             for c in state["cells"]
         ),
         "previous": state["summary"],

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+import statistics
 from typing import Any
 
 from videoatlas.llm.sim.language import intent_of, norm, searched_share, words_of
 from videoatlas.llm.sim.perception import Tile
-from videoatlas.llm.sim.policy import COUNT_COVERAGE_PCT, SAME_SPAN_S, Request, Sighting
+from videoatlas.llm.sim.policy import COUNT_COVERAGE_PCT, IMMEDIATE_S, SAME_SPAN_S, Request, Sighting
 
 _ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
 _IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}
@@ -23,10 +24,10 @@ _COUNT = {"count", "number", "total", "quantity", "many", "occurrences"}
 _TEXT = {"summary", "reason", "reasoning", "description", "describe", "note", "notes", "why", "explanation", "text"}
 _TEXT |= {"rationale", "caption", "observation", "observations", "content", "thought", "analysis", "comment"}
 _TASK = {"task", "plan", "query", "search", "target"}
-_SUFFICIENT = {"sufficient", "enough", "done", "complete", "answerable", "settled", "conclusive", "final"}
+_SUFFICIENT = {"sufficient", "enough", "done", "complete", "answerable", "settled", "conclusive"}
 _PRESENT = {"found", "visible", "present", "contains", "seen", "shown", "exists"}
 _LEAVE_OUT = {"erase", "drop", "remove", "discard", "delete", "forget", "ignore"}
-_SUGGEST = {"explore", "suggest", "suggestions", "next", "hints", "ranges", "revisit"}
+_SUGGEST = {"explore", "suggest", "suggestions", "next", "revisit", "later"}
 _CONFIDENCE = {"confidence", "score", "probability", "prob", "certainty", "likelihood"}
 _TIME = {"time", "timestamp", "start", "end", "second", "seconds", "at", "when", "moment"}
 _CITE = {"evidence", "labels", "label", "cite", "cites", "citations", "references", "sources"}
@@ -47,16 +48,28 @@ class Filler:
         self.per_choice: int | None = None
         self.intent: str | None = None
         self._evidence: list[Tile] | None = None
+        self._depth = 0
 
     def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
-        """Follow ``$ref`` into ``$defs``."""
-        while "$ref" in node:
+        """Follow ``$ref`` into ``$defs`` (a cycle of references resolves to an empty schema)."""
+        for _ in range(16):
+            if "$ref" not in node:
+                return node
             name = node["$ref"].split("/")[-1]
             node = self.root.get("$defs", {}).get(name) or self.root.get("definitions", {}).get(name, {})
-        return node
+        return {}
 
     def value(self, node: dict[str, Any], name: str = "") -> Any:
         """A valid value for ``node``, chosen with the field ``name`` in mind."""
+        self._depth += 1
+        try:
+            if self._depth > 24:  # a schema that refers to itself: stop with the smallest value
+                return _smallest(self.resolve(node))
+            return self._value(node, name)
+        finally:
+            self._depth -= 1
+
+    def _value(self, node: dict[str, Any], name: str) -> Any:
         node = self.resolve(node)
         if "const" in node:
             return node["const"]
@@ -120,12 +133,33 @@ class Filler:
         return {k: out[k] for k in props if k in out}
 
     def _is_action(self, node: dict[str, Any], name: str) -> bool:
+        """An enum of things to do: most values mean a kind of step, of at least two kinds (not "before/after")."""
         node = self.resolve(node)
-        values = node.get("enum") or ([node["const"]] if "const" in node else [])
-        return bool(values) and sum(1 for v in values if intent_of(str(v)) is not None) >= max(1, len(values) // 2)
+        values = [str(v) for v in node.get("enum") or ([node["const"]] if "const" in node else [])]
+        if {"before", "after"} <= {v.lower() for v in values}:
+            return False
+        kinds = [intent_of(v) for v in values]
+        known = [k for k in kinds if k is not None]
+        return len(known) >= max(1, len(values) // 2) and (len(set(known)) >= 2 or len(values) == 1)
 
     def array(self, node: dict[str, Any], name: str) -> list[Any]:
         """An array: ids ranked by relevance, one object per choice or per sighting, labels cited, or the minimum."""
+        items = self.resolve(node.get("items", {}))
+        out = self._items(node, name)
+        if node.get("uniqueItems"):
+            out = [v for i, v in enumerate(out) if v not in out[:i]]
+        if items.get("type") == "string":
+            out = [self._fit_text(str(v), items) for v in out]
+        lo = int(node.get("minItems", 0))
+        pad = 0
+        while len(out) < lo and pad < 1000:  # pad with the simplest values the items allow, distinct if asked
+            extra = _smallest(items) if not node.get("uniqueItems") else _distinct(items, pad)
+            if not node.get("uniqueItems") or extra not in out:
+                out.append(extra)
+            pad += 1
+        return out[: int(node["maxItems"])] if "maxItems" in node else out
+
+    def _items(self, node: dict[str, Any], name: str) -> list[Any]:
         lo = int(node.get("minItems", 0))
         hi = int(node.get("maxItems", max(lo, 16)))
         items = self.resolve(node.get("items", {}))
@@ -151,8 +185,8 @@ class Filler:
                 self.per_choice = i
                 out.append(self.value(items, name))
             self.per_choice = None
-        elif _named(name, _SUGGEST) or (any(_named(k, {"start"}) for k in props) and not self.req.tiles):
-            out = []
+        elif _named(name, _SUGGEST):
+            out = []  # places to look at next are cells (ranked elsewhere); a small model proposes no ranges
         else:
             recording = self.intent == "record" or not any(_named(k, _IDS) for k in props)
             tiles = self.new_evidence() if any(_named(k, _IDS) for k in props) else self._described_tiles()
@@ -181,6 +215,11 @@ class Filler:
         """An enum value by its meaning: actions, directions, search modes, verdicts, answers."""
         text = [str(v) for v in values]
         lower = [v.lower() for v in text]
+        names_choices = bool(self.req.choices) and {norm(v) for v in text} == {norm(c) for c in self.req.choices}
+        letters = [chr(ord("A") + i) for i in range(len(self.req.choices))]
+        labels_choices = bool(self.req.choices) and [v.upper() for v in text] == letters
+        if (_named(name, _ANSWER) or names_choices or labels_choices) and self.req.choices:
+            return self._answer_value(values, text)
         if self._is_action({"enum": values}, name):
             chosen = self.choose_action(text)
             self.intent = intent_of(chosen, self._described(chosen))
@@ -194,32 +233,38 @@ class Filler:
             wide = self.req.counting or self.req.ordering is not None
             key = ("bfs", "breadth") if wide else ("dfs", "depth")
             return values[next(i for i, v in enumerate(lower) if any(k in v for k in key))]
-        if any(v.startswith("support") for v in lower):
-            return values[lower.index(self._verdict(lower))]
-        names_choices = bool(self.req.choices) and {norm(v) for v in text} == {norm(c) for c in self.req.choices}
-        if _named(name, _ANSWER) or not name or names_choices:
-            idx = self.answer_index()
-            if idx is None:
-                idx = self._guess(len(self.req.choices) or len(values))
-            if self.req.choices and idx < len(self.req.choices):
-                for candidate in (self.req.choices[idx], chr(ord("A") + idx), str(idx)):
-                    if candidate in text:
-                        return values[text.index(candidate)]
-            return values[min(idx, len(values) - 1)]
+        polarity = {v: _polarity(v) for v in lower}
+        if "yes" in polarity.values() and "unknown" in polarity.values():
+            return values[lower.index(self._verdict(polarity))]
+        if not name:
+            return self._answer_value(values, text)
         return values[0]
 
-    def _verdict(self, lower: list[str]) -> str:
-        """``supported``, ``contradicted`` or the "don't know" value, for the choice in hand."""
+    def _answer_value(self, values: list[Any], text: list[str]) -> Any:
+        """The enum value that names the best-supported choice (its text, its letter or its index)."""
+        idx = self.answer_index()
+        if idx is None:
+            idx = self._guess(len(self.req.choices) or len(values))
+        if self.req.choices and idx < len(self.req.choices):
+            wanted = norm(self.req.choices[idx])
+            for candidate in (wanted, chr(ord("A") + idx), str(idx)):
+                hit = next((i for i, v in enumerate(text) if norm(v) == norm(candidate)), None)
+                if hit is not None:
+                    return values[hit]
+        return values[min(idx, len(values) - 1)]
+
+    def _verdict(self, polarity: dict[str, str]) -> str:
+        """The value saying the choice in hand is supported, contradicted, or not known either way."""
         i = self.per_choice
         answer = self.answer_index()
         backed = i is not None and any(i in s.choices and s.strength for s in self.sightings())
+        want = "unknown"
         if i is not None and answer is not None and i == answer and backed:
-            return next(v for v in lower if v.startswith("support"))
-        if i is not None and answer is not None and self.sufficient():
-            against = next((v for v in lower if v.startswith(("contradict", "refut", "against"))), None)
-            if against:
-                return against
-        return next((v for v in lower if v.startswith(("unclear", "no", "unknown", "insufficient"))), lower[-1])
+            want = "yes"
+        elif i is not None and answer is not None and self.sufficient():
+            want = "no"
+        fallback = next(v for v, p in polarity.items() if p == "unknown")
+        return next((v for v, p in polarity.items() if p == want), fallback)
 
     def integer(self, node: dict[str, Any], name: str) -> int:
         """An integer: a choice index, a cell id, a count, clamped to the schema's bounds."""
@@ -269,8 +314,12 @@ class Filler:
             value = float(self.count() or 0)
         if "minimum" in node:
             value = max(float(node["minimum"]), value)
+        if "exclusiveMinimum" in node and value <= float(node["exclusiveMinimum"]):
+            value = float(node["exclusiveMinimum"]) + 1e-3
         if "maximum" in node:
             value = min(float(node["maximum"]), value)
+        if "exclusiveMaximum" in node and value >= float(node["exclusiveMaximum"]):
+            value = float(node["exclusiveMaximum"]) - 1e-3
         return value
 
     def boolean(self, name: str) -> bool:
@@ -297,11 +346,14 @@ class Filler:
             text = self.overview()
         else:
             text = ""
-        if "enum" in node:
-            return str(node["enum"][0])
-        max_len = node.get("maxLength")
-        text = text[: int(max_len)] if max_len else text
-        return text if len(text) >= int(node.get("minLength", 0)) else text.ljust(int(node["minLength"]), ".")
+        return self._fit_text(text, node)
+
+    @staticmethod
+    def _fit_text(text: str, node: dict[str, Any]) -> str:
+        """``text`` cut to ``maxLength`` and padded to ``minLength``."""
+        if "maxLength" in node:
+            text = text[: int(node["maxLength"])]
+        return text.ljust(int(node.get("minLength", 0)), ".")
 
     # -- judgement -------------------------------------------------------------------------------
 
@@ -368,15 +420,15 @@ class Filler:
             useful = [t.cell for t in self.req.grid_tiles() if self.req.is_anchor(t) and not self.req.is_evidence(t)]
         else:
             useful = [c for c in ranked if any(t.cell == c and self.req.relevance(t) > 0 for t in self.req.tiles)]
-        if self.focus is None and self.intent in ("open", "zoom", "around", "flag", "record"):
-            useful = [t.cell for t in self.targets()]
+        if self.focus is None and self.intent in ("open", "zoom", "around", "flag", "record", "stop", "back"):
+            useful = [t.cell for t in self.targets()]  # an action's own cells (none to stop or go back)
         count = max(lo, min(hi, len(useful)))
         pool = [c for c in useful if c is not None] + [c for c in ranked if c not in useful]
         mx = items.get("maximum")
         mn = int(items.get("minimum", 0))
         valid = [c for c in pool if (mx is None or c <= mx) and c >= mn][:count]
         filler = mn
-        while len(valid) < lo:  # nothing seen to justify more: the first free ids
+        while len(valid) < lo and (mx is None or filler <= mx):  # nothing seen to justify more: the first free ids
             if filler not in valid:
                 valid.append(filler)
             filler += 1
@@ -430,16 +482,19 @@ class Filler:
         return []
 
     def _zoom_target(self) -> Tile | None:
-        """A cell with marks too small to read, where the answer may be: it shows the context, or nothing does."""
+        """A cell that shows the context and more marks too small to read than its image's cells usually do.
+
+        Small print that every cell carries (a tag, a ticker) is part of the picture's frame; a
+        cell with more of it than its neighbours holds something they do not.
+        """
         if self.req.close_ups() or self.evidence_tiles():
             return None
-        small = [t for t in self.req.grid_tiles() if t.unreadable and not t.masked]
-        cued = [t for t in small if self.req.context_in(t)]
-        if cued:
-            return cued[0]
-        if not any(self.req.context_in(t) for t in self.req.grid_tiles()):
-            return small[0] if small else None
-        return None
+        cells = [t for t in self.req.grid_tiles() if not t.masked]
+        if not cells:
+            return None
+        usual = statistics.median(t.unreadable for t in cells)
+        cued = [t for t in cells if t.unreadable > usual and self.req.context_in(t)]
+        return max(cued, key=lambda t: t.unreadable) if cued else None
 
     def _around_target(self) -> Tile | None:
         """For "right after (before) X": X at the edge of the view with nothing after (before) it here."""
@@ -458,6 +513,10 @@ class Filler:
         rest = cells[at + 1 :] if self.req.direction == "after" else cells[:at]
         if any(self.req.choices_in(t) for t in rest):
             return None  # the next choice is in view; it is just too far away to be "right" next to X
+        start, end = self.req.span_of(cells[-1] if self.req.direction == "after" else cells[0])
+        bound = end if self.req.direction == "after" else start
+        if bound is None or edge.time is None or abs(bound - edge.time) >= IMMEDIATE_S:
+            return None  # the view goes on well past X and nothing follows it: nothing is right after X here
         return edge
 
     # -- answers ---------------------------------------------------------------------------------
@@ -547,7 +606,8 @@ class Filler:
     def sufficient(self) -> bool:
         """Whether what was seen settles the question."""
         if not self.req.choices:
-            return bool(self.evidence_tiles()) or any(s.context for s in self.req.written_sightings())
+            noted = any(s.context and s.start is not None for s in self.req.written_sightings())
+            return bool(self.evidence_tiles()) or noted
         idx = self.answer_index()
         if idx is None:
             return False
@@ -591,7 +651,8 @@ class Filler:
         if start is not None:
             if tile.cell is not None and self.req.is_evidence(tile):
                 run = self.req.run_of(tile, self._same_as(tile))
-                start, end = self.req.span_of(run[0])[0] or start, self.req.span_of(run[-1])[1]
+                first = self.req.span_of(run[0])[0]
+                start, end = (start if first is None else first), self.req.span_of(run[-1])[1]
             when = f" at {start:.1f} s" if end is None or end <= start else f" ({start:.1f}-{end:.1f} s)"
         shown = tile.text or "nothing legible"
         sentence = f"{where}{when} shows: {shown}"
@@ -636,6 +697,59 @@ class Filler:
         """A deterministic pick when nothing supports any choice (the stand-in's own; the agent never guesses)."""
         digest = hashlib.sha256(f"{self.seed}:{self.req.question}".encode()).digest()
         return digest[0] % max(1, n)
+
+
+def _smallest(node: dict[str, Any]) -> Any:
+    """The simplest value a schema allows (used only to pad or to stop)."""
+    if "const" in node:
+        return node["const"]
+    if node.get("enum"):
+        return node["enum"][0]
+    kind = node.get("type")
+    kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
+    if kind in ("integer", "number"):
+        low = node.get("minimum", node["exclusiveMinimum"] + 1 if "exclusiveMinimum" in node else 0)
+        return int(low) if kind == "integer" else float(low)
+    if kind == "string":
+        return "".ljust(int(node.get("minLength", 0)), ".")
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return [_smallest(node.get("items") or {}) for _ in range(int(node.get("minItems", 0)))]
+    if kind == "object" or "properties" in node:
+        props = node.get("properties") or {}
+        return {k: _smallest(props[k]) for k in node.get("required", []) if k in props}
+    return None
+
+
+def _distinct(node: dict[str, Any], n: int) -> Any:
+    """The ``n``-th of a run of different values a schema allows (to pad an array of unique items)."""
+    kind = node.get("type")
+    if node.get("enum"):
+        values = node["enum"]
+        return values[n % len(values)]
+    if kind == "integer":
+        return int(node.get("minimum", 0)) + n
+    if kind == "number":
+        return float(node.get("minimum", 0)) + n
+    if kind == "string":
+        return f"item {n + 1}"[: int(node["maxLength"])] if "maxLength" in node else f"item {n + 1}"
+    return _smallest(node)
+
+
+def _polarity(value: str) -> str:
+    """Whether a verdict-like value says yes, no, or that it is not known (negations read as such)."""
+    words = words_of(value)
+    if any(w in ("unclear", "unknown", "uncertain", "insufficient", "undetermined", "maybe") for w in words):
+        return "unknown"
+    if "evidence" in words and any(w in ("no", "without", "lacking") for w in words):
+        return "unknown"
+    negated = any(w in ("not", "no", "non") for w in words) or any(w.startswith("un") for w in words)
+    if any(w.startswith(("contradict", "refut", "against", "false", "wrong", "reject")) for w in words):
+        return "no"
+    if any(w.startswith(("support", "confirm", "true", "yes", "consistent", "correct")) for w in words):
+        return "no" if negated else "yes"
+    return "no" if negated else "unknown"
 
 
 def _written_gap(line: str) -> float | None:

@@ -23,16 +23,16 @@ FUNCTION_WORDS = frozenset(
     what which who whom whose when where why how whether if while as until because since though although
     one ones many much several either neither every per via onto upon within without across along among
     around behind beyond near next right left just immediately directly shortly soon later earlier first
-    last final latest earliest then following followed preceding previous prior
+    last latest earliest then following followed preceding previous prior
     video videos clip clips film footage frame frames image images picture pictures screen scene scenes
-    shown show shows showing appear appears appeared appearing visible seen see sees displayed display
+    shown shows showing appear appears appeared appearing visible seen see sees displayed display
     displays written read reads moment moments part parts happen happens happened
     question answer answers choice choices option options select choose pick correct true false
     """.split()  # noqa: SIM905 - a word list reads best as text
 )
 COUNT_PATTERN = re.compile(r"\bhow\s+(?:many|often)\b|\bnumber\s+of\b|\bcount\b", re.IGNORECASE)
 ORDER_FIRST = re.compile(r"\b(?:first|earliest|earlier|sooner|comes?\s+first|in\s+what\s+order)\b", re.IGNORECASE)
-ORDER_LAST = re.compile(r"\b(?:last|latest|final|later|comes?\s+last)\b", re.IGNORECASE)
+ORDER_LAST = re.compile(r"\b(?:last|latest|later|comes?\s+last)\b", re.IGNORECASE)
 AFTER = re.compile(r"\b(?:after|following|followed|next|then|subsequent(?:ly)?)\b", re.IGNORECASE)
 BEFORE = re.compile(r"\b(?:before|preceding|precedes|preceded|prior\s+to|previous|leading\s+up\s+to)\b", re.IGNORECASE)
 
@@ -57,11 +57,11 @@ _PERCENT_SEARCHED = re.compile(
 INTENTS: dict[str, tuple[str, ...]] = {
     "record": ("add", "record", "save", "note", "collect", "keep", "store", "log", "remember"),
     "stop": ("finish", "finished", "done", "stop", "end", "complete", "quit", "exit", "nothing"),
-    "open": ("expand", "open", "drill", "descend", "enter", "subdivide", "dive", "split", "refine"),
-    "back": ("backtrack", "back", "return", "parent", "ascend", "undo", "up"),
+    "open": ("expand", "open", "drill", "descend", "enter", "subdivide", "dive", "split", "refine", "finer"),
+    "back": ("back", "return", "parent", "ascend", "undo", "up"),
     "zoom": ("zoom", "magnify", "enlarge", "closeup", "resolution", "inspect", "detail"),
-    "around": ("investigate", "around", "neighbour", "neighbor", "context", "surrounding", "adjacent"),
-    "flag": ("mark", "flag", "promising", "later", "queue", "defer", "bookmark", "candidate"),
+    "around": ("around", "neighbour", "neighbor", "surrounding", "adjacent", "before", "after", "preceding"),
+    "flag": ("mark", "flag", "later", "queue", "defer", "bookmark", "candidate"),
 }
 
 
@@ -82,11 +82,12 @@ def words_of(name: str) -> list[str]:
 
 
 def intent_of(name: str, description: str = "") -> str | None:
-    """What an action-like value means (``record``, ``stop``, ``open``...), from its words and description.
+    """What an action-like value means (``record``, ``stop``, ``open``...).
 
-    The value's own words decide first; its description only when they say nothing.
+    The request's own description of the value decides first (its first word with a known meaning:
+    "go back to ...", "see ... at full resolution"); the value's name only when there is none.
     """
-    for source in (words_of(name), words_of(description)[:6]):
+    for source in (words_of(description), words_of(name)):
         for word in source:
             for intent, cues in INTENTS.items():
                 if word in cues or any(word.startswith(cue) and len(cue) >= 4 for cue in cues):
@@ -99,7 +100,8 @@ def content_words(text: str) -> list[str]:
     out: list[str] = []
     for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9'-]*", text):
         plain = word.strip("'-").lower()
-        if len(plain) < 3 or plain in FUNCTION_WORDS or (plain.endswith("'s") and plain[:-2] in FUNCTION_WORDS):
+        short = len(plain) < 3 and not (len(plain) == 2 and any(ch.isdigit() for ch in plain))
+        if short or plain in FUNCTION_WORDS or (plain.endswith("'s") and plain[:-2] in FUNCTION_WORDS):
             continue
         if plain not in (w.lower() for w in out):
             out.append(word.strip("'-"))
@@ -121,34 +123,51 @@ def find_question(texts: Iterable[str]) -> str:
     return ""
 
 
-def find_choices(text: str) -> list[str]:
-    """Answer options written in the text: labelled lines (``A. x``), or an inline ``Options: x, y`` list."""
-    blocks: list[list[str]] = []
+def find_choices(text: str, question: str = "") -> list[str]:
+    """Answer options written in the text.
+
+    In order of preference: a block of labelled lines (``A. x``) under a heading that names options;
+    any other such block whose items are not all times or ranges (a list of places, not answers);
+    an inline ``Options: x, y`` list; options lettered ``(a) x (b) y`` or listed ``x, y or z`` in the
+    question itself.
+    """
+    blocks: list[tuple[bool, list[str]]] = []
     current: list[str] = []
+    headed = False
+    previous = ""
     for line in text.splitlines():
         match = _LABELLED_CHOICE.match(line)
         if match:
+            if not current:
+                headed = bool(re.search(r"\b(?:choices|options|answers|candidates)\b", previous, re.IGNORECASE))
             current.append(match.group(2).strip().strip('"'))
-        elif current:
-            blocks.append(current)
-            current = []
+        else:
+            if current:
+                blocks.append((headed, current))
+                current = []
+            previous = line
     if current:
-        blocks.append(current)
-    good = [b for b in blocks if len(b) >= 2]
+        blocks.append((headed, current))
+    good = [(h, b) for h, b in blocks if len(b) >= 2 and not all(_POINT.fullmatch(i) or _RANGE.fullmatch(i) for i in b)]
     if good:
-        return good[0]
+        return next((b for h, b in good if h), good[0][1])
     for line in text.splitlines():
-        inline = _INLINE_CHOICES.search(line)
-        if not inline:
-            continue
-        body = inline.group(1).strip()
-        lettered = [m.group(2).strip(" ,;") for m in _INLINE_LETTERED.finditer(body)]
+        lettered = [m.group(2).strip(" ,;?") for m in _INLINE_LETTERED.finditer(line)]
         if len(lettered) >= 2:
             return lettered
-        parts = [p.strip(" .\"'") for p in re.split(r"\s*[,;|]\s*|\s+or\s+", body) if p.strip(" .\"'")]
-        if len(parts) >= 2:
-            return parts
-    return []
+        inline = _INLINE_CHOICES.search(line)
+        if inline:
+            parts = _listed(inline.group(1))
+            if len(parts) >= 2:
+                return parts
+    listed = re.search(r"[:,]\s*([^:,?]+(?:,\s*[^:,?]+)*,?\s+or\s+[^,?]+)\?\s*$", question)
+    return _listed(listed.group(1)) if listed else []
+
+
+def _listed(body: str) -> list[str]:
+    """The items of ``x, y or z`` (commas, semicolons, bars or "or" between them)."""
+    parts = [p.strip(" .\"'?") for p in re.split(r"\s*[,;|]\s*|\s+or\s+", body.strip())]
+    return [p for p in parts if p]
 
 
 def parse_time(text: str) -> float:

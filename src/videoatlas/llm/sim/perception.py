@@ -300,7 +300,7 @@ def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int,
             sight.label_time = parse_clock(stamp.group(1)) if stamp else None
             whole = Tile(None, None, sight.label_time, 0, 0, [ln for ln in rest if ln is not stamp_line(stamp, lines)])
             whole.unreadable = len(unread)
-            whole.masked = _is_blank(rgb)
+            whole.masked = _is_blank(rgb) and not whole.lines
             sight.tiles.append(whole)
         return sight
     xs = sorted({t.x for t in tiles})
@@ -315,9 +315,16 @@ def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int,
         owner = _owner(tiles, x + w / 2, y + h / 2, step_x, step_y)
         if owner is not None:
             owner.unreadable += 1
+    dark = []
     for tile in tiles:
         x0, y0 = max(0, tile.x - 4), max(0, tile.y - 4)
-        tile.masked = _is_blank(rgb[y0 : y0 + int(step_y), x0 : x0 + int(step_x)])
+        if _is_blank(rgb[y0 : y0 + int(step_y), x0 : x0 + int(step_x)]):
+            dark.append(tile)
+    # A dark tile is blacked out when it shows nothing legible, or only the one word that every
+    # other dark tile shows too (a mark written over blacked-out cells); text on a dark picture is read.
+    marks = [t.text for t in dark if len(t.text.split()) == 1]
+    for tile in dark:
+        tile.masked = not tile.lines or (len(tile.text.split()) == 1 and marks.count(tile.text) >= 2)
     return sight
 
 
@@ -333,11 +340,14 @@ def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool
 
 
 def _is_blank(region: np.ndarray) -> bool:
-    """Whether a region is (nearly) all black: a blacked-out picture, whatever is written over it."""
+    """Whether a region is (nearly) all pure black: a picture blacked out, whatever is drawn over it.
+
+    Pure black, not dark: a night scene or a dark studio still has its shades; a blanked region has none.
+    """
     if region.size == 0:
         return False
-    dark = (region.max(axis=2) < 40).mean()
-    return bool(dark >= 0.85)
+    black = (region.max(axis=2) < 8).mean()
+    return bool(black >= 0.8)
 
 
 def _step(positions: list[int], extent: int) -> float:

@@ -22,6 +22,7 @@ sufficiency, directions, descriptions, confidences, times). It never opens a fil
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import statistics
@@ -44,7 +45,7 @@ from videoatlas.llm.sim.language import (
 )
 from videoatlas.llm.sim.perception import Sight, Tile
 
-BEHAVIOUR_VERSION = 3
+BEHAVIOUR_VERSION = 4
 """Bumped whenever a rule here or in perception changes what the stand-in answers (part of its model id)."""
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""
@@ -52,7 +53,8 @@ SAME_SPAN_S = 0.25
 """Two sightings whose written time spans are closer than this are one appearance (written values are rounded)."""
 COUNT_COVERAGE_PCT = 99.0
 """A count is only final once the text says this share of the video was searched: any part left may hold one more."""
-_NAMES = re.compile(r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]")
+_NAMES = re.compile(r"(?<!\w)[\"“'‘]([^\"”'’]{2,60})[\"”'’](?!\w)")
+"""A quoted phrase; an apostrophe inside a word (``Bob's``) quotes nothing."""
 
 
 @dataclass(slots=True)
@@ -89,13 +91,17 @@ class Request:
     """``"after"`` or ``"before"`` for questions about what comes right after or before something."""
     tiles: list[Tile] = field(default_factory=list)
     _words: dict[int, tuple[set[str], str]] = field(default_factory=dict)
+    _cells: dict[int, list[Tile]] = field(default_factory=dict)
+    _evidence: dict[int, bool] = field(default_factory=dict)
+    _written: list[Sighting] | None = None
+    _pieces: dict[int, list[Tile]] = field(default_factory=dict)
 
     @classmethod
     def understand(cls, texts: list[str], sights: list[Sight], schema: dict[str, Any] | None = None) -> Request:
         """Find the question, choices and context in the request's text (and, for choices, its schema)."""
         text = "\n".join(texts)
         question = find_question(texts)
-        choices = find_choices(text) or _enum_choices(schema or {})
+        choices = find_choices(text, question) or _enum_choices(schema or {})
         choice_words = {t for c in choices for t in tokens(c)}
         words = [w for w in content_words(question) if not set(tokens(w)) <= choice_words]
         quoted = [q for q in _NAMES.findall(question) if not set(tokens(q)) <= choice_words]
@@ -116,11 +122,12 @@ class Request:
                 ordering = "last"
             elif ORDER_FIRST.search(question):
                 ordering = "first"
-        tiles = []
-        for n, sight in enumerate(sights):
-            for tile in sight.tiles:
-                tile.image = n
-                tiles.append(tile)
+        # The reader caches what it saw per image; this request's copies carry which image they are in.
+        sights = [
+            dataclasses.replace(s, tiles=[dataclasses.replace(t, image=n) for t in s.tiles])
+            for n, s in enumerate(sights)
+        ]
+        tiles = [t for s in sights for t in s.tiles]
         return cls(text, sights, question, choices, context, names, counting, ordering, direction, tiles)
 
     # -- what a tile shows ---------------------------------------------------------------------
@@ -132,10 +139,14 @@ class Request:
         return self._words[key]
 
     def shows(self, tile: Tile, phrase: str) -> bool:
-        """Whether the tile's text holds ``phrase`` (every word of it, or the whole of it run together)."""
+        """Whether the tile's text holds ``phrase``: every word of it, or (for 5+ characters) the whole run together.
+
+        Short words must be read as words ("RED" is not in "CREDITS"); longer ones may be found
+        inside a run of text the reader did not split ("GATE" in "EASTGATE" is not, "KX4417" is).
+        """
         words, flat = self._seen(tile)
         whole = norm(phrase)
-        if len(whole) >= 3 and whole in flat:
+        if len(whole) >= 5 and whole in flat:
             return True
         parts = tokens(phrase)
         return bool(parts) and all(p in words or (len(p) >= 5 and p in flat) for p in parts)
@@ -165,10 +176,12 @@ class Request:
 
     def cells_of(self, tile: Tile) -> list[Tile]:
         """The time-labelled grid cells of the tile's image, in time order."""
-        return sorted(
-            (t for t in self.sights[tile.image].tiles if t.cell is not None and t.time is not None),
-            key=lambda t: (t.time or 0.0, t.cell or 0),
-        )
+        if tile.image not in self._cells:
+            self._cells[tile.image] = sorted(
+                (t for t in self.sights[tile.image].tiles if t.cell is not None and t.time is not None),
+                key=lambda t: (t.time or 0.0, t.cell or 0),
+            )
+        return self._cells[tile.image]
 
     def span_of(self, tile: Tile) -> tuple[float | None, float | None]:
         """The stretch of video a tile stands for: from its time to the next cell's (a point if unknown)."""
@@ -233,6 +246,11 @@ class Request:
 
     def is_evidence(self, tile: Tile) -> bool:
         """Whether the tile holds what would answer the question."""
+        if id(tile) not in self._evidence:
+            self._evidence[id(tile)] = self._judge(tile)
+        return self._evidence[id(tile)]
+
+    def _judge(self, tile: Tile) -> bool:
         if tile.masked:
             return False
         if self.counting or not self.choices:
@@ -268,11 +286,11 @@ class Request:
 
     def line_tiles(self, tile: Tile) -> list[Tile]:
         """A tile's lines as tiles of their own (a picture without grid labels, read line by line)."""
-        out = []
-        for line in tile.lines:
-            piece = Tile(None, None, tile.time, line.x, line.y, [line], image=tile.image)
-            out.append(piece)
-        return out
+        if id(tile) not in self._pieces:  # kept for the request: what is known of a tile is keyed by its id
+            self._pieces[id(tile)] = [
+                Tile(None, None, tile.time, line.x, line.y, [line], image=tile.image) for line in tile.lines
+            ]
+        return self._pieces[id(tile)]
 
     def grid_tiles(self) -> list[Tile]:
         """Grid cells of the images, in reading order."""
@@ -308,6 +326,11 @@ class Request:
 
     def written_sightings(self) -> list[Sighting]:
         """Lines of text that mention a choice or the context: what earlier steps (or the user) wrote down."""
+        if self._written is None:
+            self._written = self._read_lines()
+        return self._written
+
+    def _read_lines(self) -> list[Sighting]:
         out = []
         for line in self.written_lines():
             spans = time_spans(line)
@@ -347,11 +370,11 @@ class Request:
 
 
 def _is_name(word: str, question: str) -> bool:
-    """A capitalised word that does not start the sentence, an all-capitals word, or one with digits."""
+    """A capitalised word that does not start a sentence, an all-capitals word, or one with digits."""
     if any(ch.isdigit() for ch in word) or (word.isupper() and len(word) >= 2):
         return True
     at = question.find(word)
-    return word[:1].isupper() and at > 0
+    return word[:1].isupper() and at > 0 and not re.search(r"[.!?:]\s*$", question[:at])
 
 
 def _is_choice_line(line: str, choices: list[str]) -> bool:
