@@ -206,10 +206,11 @@ def _palette(n: int, rng: random.Random) -> list[tuple[int, int, int]]:
     return colours
 
 
-def _code(rng: random.Random, used: set[str]) -> str:
+def unique_code(rng: random.Random, used: set[str], sep: str = "-", digits: int = 4) -> str:
+    """Two letters (no O or I, which read as digits), ``sep`` and a ``digits``-digit number, not in ``used``."""
     letters = string.ascii_uppercase.replace("O", "").replace("I", "")
     while True:
-        code = f"{rng.choice(letters)}{rng.choice(letters)}-{rng.randint(1000, 9999)}"
+        code = f"{rng.choice(letters)}{rng.choice(letters)}{sep}{rng.randint(10 ** (digits - 1), 10**digits - 1)}"
         if code not in used:
             used.add(code)
             return code
@@ -284,7 +285,7 @@ def plan_timeline(spec: SynthSpec) -> Timeline:
     used: set[str] = set()
     for ch in tl.chapters:
         _, start = placer.place([ch], ev, pad)
-        tl.events.append(Event("needle", _code(rng, used), start, start + ev, ch.index))
+        tl.events.append(Event("needle", unique_code(rng, used), start, start + ev, ch.index))
 
     n_markers = rng.randint(2, min(6, n_ch))
     marker_chapters = placer.shuffled(tl.chapters)
@@ -492,28 +493,21 @@ def write_frames(
     progress: Progress | None = None,
 ) -> int:
     """Encode piecewise-constant pictures: each ``(start, end, image)`` holds for its frames."""
-    container, stream = _open_encoder(path, spec)
-    n_frames = math.floor(spec.duration * spec.fps + 1e-9)
-    index = 0
-    try:
+    total = frame_count(spec)
+
+    def frames() -> Iterator[av.VideoFrame]:
+        index = 0
         for start, end, image in states:
             first = math.ceil(start * spec.fps - 1e-9)
-            last = min(n_frames, math.ceil(end * spec.fps - 1e-9))
-            if last <= first:
+            last = min(total, math.ceil(end * spec.fps - 1e-9))
+            if last <= max(first, index):
                 continue
             frame = av.VideoFrame.from_ndarray(np.asarray(image), format="rgb24").reformat(format="yuv420p")
-            for i in range(max(first, index), last):
-                frame.pts = i
-                for packet in stream.encode(frame):
-                    container.mux(packet)
-            index = max(index, last)
-            if progress is not None:
-                progress(index, n_frames)
-        for packet in stream.encode():
-            container.mux(packet)
-    finally:
-        container.close()
-    return index
+            for _ in range(max(first, index), last):
+                yield frame
+            index = last
+
+    return encode_frames(path, spec, frames(), progress)
 
 
 def frame_count(spec: SynthSpec) -> int:

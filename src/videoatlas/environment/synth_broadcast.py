@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -49,6 +48,7 @@ from videoatlas.environment.synth import (
     frame_count,
     ground_truth,
     stretches,
+    unique_code,
 )
 from videoatlas.environment.synth_broadcast_draw import (
     LAYOUTS,
@@ -203,15 +203,6 @@ def _lay_segments(tl: Timeline, rng: random.Random) -> list[Look]:
     return looks
 
 
-def _flight(rng: random.Random, used: set[str]) -> str:
-    letters = string.ascii_uppercase.replace("O", "").replace("I", "")
-    while True:
-        number = f"{rng.choice(letters)}{rng.choice(letters)} {rng.randint(100, 999)}"
-        if number not in used:
-            used.add(number)
-            return number
-
-
 def _lengths(rng: random.Random, count: int, shortest: float, room: float) -> list[float]:
     """``count`` event lengths from ``shortest`` to 1.8x it, shrunk towards ``shortest`` to fit ``room``."""
     draws = [rng.random() for _ in range(count)]
@@ -278,7 +269,8 @@ def plan_broadcast(spec: SynthSpec) -> BroadcastPlan:
     lengths = iter(_lengths(rng, n_events, shortest, room))
 
     used: set[str] = set()
-    needles = [_Block([("needle", _flight(rng, used), 0.0, next(lengths))], s) for s in range(n_seg)]
+    flights = [unique_code(rng, used, sep=" ", digits=3) for _ in range(n_seg)]
+    needles = [_Block([("needle", flight, 0.0, next(lengths))], s) for s, flight in enumerate(flights)]
     anchor_len, target_len = next(lengths), next(lengths)
     if direction == "after":
         pair = [("anchor", ANCHOR, 0.0, anchor_len), ("after", players[0], anchor_len + gap, target_len)]
