@@ -54,23 +54,13 @@ def _row(item: str, video: str, correct: bool, **extra: Any) -> dict[str, Any]:
     return row
 
 
+QUESTION_KEYS = ("key", "item", "video_id", "categories", "groups", "duration", "truth_index", "truth_ranges")
+
+
 def _error(item: str, video: str, **extra: Any) -> dict[str, Any]:
     """A failed run's row as the runner writes it: the question's truth and categories, no answer."""
-    row: dict[str, Any] = {
-        "status": "error",
-        "key": f"k-{item}",
-        "item": item,
-        "video_id": video,
-        "categories": ["needle"],
-        "groups": {"duration": "1h"},
-        "duration": 3600.0,
-        "truth_index": 0,
-        "truth_ranges": [],
-        "answer_index": None,
-        "correct": False,
-        "parse_failed": False,
-        "error": "EndpointError: down",
-    }
+    row = {k: v for k, v in _row(item, video, False).items() if k in QUESTION_KEYS}
+    row.update(status="error", answer_index=None, correct=False, parse_failed=False, error="EndpointError: down")
     row.update(extra)
     return row
 

@@ -24,7 +24,6 @@ import re
 import statistics
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 import cv2
 import numpy as np
@@ -70,11 +69,6 @@ class Tile:
     def text(self) -> str:
         """Everything read in the tile except its own label, space-joined."""
         return " ".join(line.text for line in self.lines)
-
-    @property
-    def explored(self) -> bool:
-        """Whether the tile shows nothing to look at (kept for callers that ask it that way)."""
-        return self.masked
 
 
 @dataclass(slots=True)
@@ -366,22 +360,3 @@ def _owner(tiles: list[Tile], cx: float, cy: float, step_x: float, step_y: float
         ):
             best = tile
     return best
-
-
-def sight_summary(sight: Sight) -> dict[str, Any]:
-    """Plain data for debugging and tests."""
-    return {
-        "tiles": [
-            {
-                "cell": t.cell,
-                "evidence": t.evidence,
-                "time": t.time,
-                "text": t.text,
-                "masked": t.masked,
-                "unreadable": t.unreadable,
-            }
-            for t in sight.tiles
-        ],
-        "label_time": sight.label_time,
-        "text": sight.text,
-    }
