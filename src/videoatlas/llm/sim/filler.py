@@ -391,17 +391,7 @@ class Filler:
         return self.req.cell_at(tile.time) if tile.time is not None else None
 
     def _noted_close_up(self, tile: Tile) -> bool:
-        if tile.time is None:
-            return False
-        shown = set(self.req.choices_in(tile)) or None
-        for seen in self.req.written_sightings():
-            if seen.start is None or seen.end is None:
-                continue
-            words = set(self.req.context_in(tile))
-            same = bool(shown & set(seen.choices)) if shown else bool(words & set(seen.context))
-            if same and seen.start - SAME_SPAN_S <= tile.time <= seen.end + SAME_SPAN_S:
-                return True
-        return False
+        return tile.time is not None and self.req.noted(tile, tile.time, tile.time)
 
     def ranked_cells(self) -> list[int]:
         """Unmasked grid cells, most relevant first (reading order within a rank)."""

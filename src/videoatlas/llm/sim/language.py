@@ -36,7 +36,7 @@ ORDER_LAST = re.compile(r"\b(?:last|latest|later|comes?\s+last)\b", re.IGNORECAS
 AFTER = re.compile(r"\b(?:after|following|followed|next|then|subsequent(?:ly)?)\b", re.IGNORECASE)
 BEFORE = re.compile(r"\b(?:before|preceding|precedes|preceded|prior\s+to|previous|leading\s+up\s+to)\b", re.IGNORECASE)
 
-_LABELLED_CHOICE = re.compile(r"^\s*(?:[-*]\s*)?\(?([A-Ja-j]|\d{1,2})\)?[.):]\s+(.+?)\s*$")
+LABELLED_CHOICE = re.compile(r"^\s*(?:[-*]\s*)?\(?([A-Ja-j]|\d{1,2})\)?[.):]\s+(.+?)\s*$")
 _INLINE_CHOICES = re.compile(r"\b(?:options|choices|candidates|answers)\s*(?:are)?\s*[:=]\s*(.+)$", re.IGNORECASE)
 _INLINE_LETTERED = re.compile(r"\(([A-Ja-j])\)\s*([^()]+?)(?=\s*\([A-Ja-j]\)|$)")
 _QUESTION_LABEL = re.compile(r"^\s*(?:question|query|q)\s*[:=]\s*[\"“]?(.+?)[\"”]?\s*$", re.IGNORECASE)
@@ -136,7 +136,7 @@ def find_choices(text: str, question: str = "") -> list[str]:
     headed = False
     previous = ""
     for line in text.splitlines():
-        match = _LABELLED_CHOICE.match(line)
+        match = LABELLED_CHOICE.match(line)
         if match:
             if not current:
                 headed = bool(re.search(r"\b(?:choices|options|answers|candidates)\b", previous, re.IGNORECASE))

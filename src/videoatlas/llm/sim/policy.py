@@ -33,6 +33,7 @@ from videoatlas.llm.sim.language import (
     AFTER,
     BEFORE,
     COUNT_PATTERN,
+    LABELLED_CHOICE,
     ORDER_FIRST,
     ORDER_LAST,
     content_words,
@@ -356,15 +357,18 @@ class Request:
         if self.counting or not self.choices:
             run = self.run_of(tile, self.counted_in)
             start, end = self.span_of(run[0])[0], self.span_of(run[-1])[1]
+        assert start is not None
+        return self.noted(tile, start, end if end is not None else start)
+
+    def noted(self, tile: Tile, start: float, end: float) -> bool:
+        """Whether a written line names what the tile shows, at a time within ``start``-``end``."""
         shown = set(self.choices_in(tile))
         words = set(self.context_in(tile))
-        assert start is not None
-        stop = end if end is not None else start
         for seen in self.written_sightings():
             if seen.start is None or seen.end is None:
                 continue
             same = bool(shown & set(seen.choices)) if shown else bool(words & set(seen.context))
-            if same and seen.start <= stop + SAME_SPAN_S and seen.end >= start - SAME_SPAN_S:
+            if same and seen.start <= end + SAME_SPAN_S and seen.end >= start - SAME_SPAN_S:
                 return True
         return False
 
@@ -379,9 +383,8 @@ def _is_name(word: str, question: str) -> bool:
 
 def _is_choice_line(line: str, choices: list[str]) -> bool:
     """A line that lists one choice (``B. text``), as a question's option list does."""
-    return bool(re.match(r"^\s*(?:[-*]\s*)?\(?[A-Ja-j\d]{1,2}\)?[.):]\s+", line)) and any(
-        norm(c) == norm(re.sub(r"^\s*(?:[-*]\s*)?\(?[A-Ja-j\d]{1,2}\)?[.):]\s+", "", line)) for c in choices
-    )
+    labelled = LABELLED_CHOICE.match(line)
+    return labelled is not None and any(norm(c) == norm(labelled.group(2)) for c in choices)
 
 
 def _enum_choices(schema: dict[str, Any]) -> list[str]:
