@@ -198,7 +198,12 @@ async def main() -> None:
         help="workers case: comma-separated question kinds (" + ", ".join(KINDS) + ")",
     )
     parser.add_argument("--rounds", type=int, default=12, help="workers case: rounds allowed (both settings)")
-    parser.add_argument("--bfs-cells", type=int, default=1, help="workers case: cells per worker in a BFS round")
+    parser.add_argument(
+        "--bfs-cells",
+        type=lambda v: v if v == "auto" else int(v),
+        default="auto",
+        help="workers case: cells per worker in a BFS round ('auto' or a number)",
+    )
     parser.add_argument("--style", choices=STYLES, default="chapters", help="the synthetic videos' style")
     parser.add_argument(
         "--base-url",

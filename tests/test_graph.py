@@ -292,6 +292,25 @@ async def test_a_bfs_round_gives_each_worker_slot_several_one_step_cells(counter
     assert len(dfs["reports"]) == 2
 
 
+async def test_paced_bfs_searches_every_root_cell_by_the_last_round(counter_video: Path, tmp_path: Path) -> None:
+    """``bfs_cells="auto"``: the root cells not yet searched are spread over the rounds left."""
+    cfg = RunConfig(cell_px=64, workers=2, rounds=3, traversal="bfs")
+    assert cfg.bfs_cells == "auto"
+    out, chat, _ = await run_graph(counter_video, tmp_path, default_reply, cfg)
+    per_round = [sorted(int(r.target.path) for r in out["reports"] if r.round == n) for n in (1, 2, 3)]
+    # 64 cells over 3 rounds of 2 workers: ceil(64 / 6) = 11 each (22), then ceil(42 / 4) = 11 (22), then 20.
+    assert [len(cells) for cells in per_round] == [22, 22, 20]
+    assert sorted(c for cells in per_round for c in cells) == list(range(64))
+    probes = [text for name, text in chat.seen if name == "GlobalProbe"]
+    assert "Choose exactly 22 different cells" in probes[0] and "Choose exactly 20 different cells" in probes[2]
+    assert out["searched"] == [(0.0, pytest.approx(80.0))]
+    # A fixed width keeps the paper's one cell per BFS worker: 2 cells a round.
+    fixed, _, _ = await run_graph(
+        counter_video, tmp_path / "fixed", default_reply, cfg.model_copy(update={"bfs_cells": 1})
+    )
+    assert len(fixed["reports"]) == 6
+
+
 async def test_traversal_override_skips_the_call(counter_video: Path, tmp_path: Path) -> None:
     out, chat, _ = await run_graph(
         counter_video, tmp_path, default_reply, RunConfig(cell_px=64, traversal="bfs", rounds=1)

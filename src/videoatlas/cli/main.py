@@ -27,6 +27,15 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _bfs_cells(text: str) -> int | str:
+    """``--bfs-cells``: ``auto`` or a whole number from 1 to 64."""
+    if text == "auto":
+        return text
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"'auto' or a whole number from 1 to 64, not {text!r}")
+    return int(text)
+
+
 def add_agent_options(p: argparse.ArgumentParser) -> None:
     """Knobs of the agents (Video-RLM, and the uniform-sampling baseline)."""
     p.add_argument(
@@ -50,9 +59,10 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dfs-steps", type=int, default=6, help="steps per DFS worker (default 6)")
     p.add_argument(
         "--bfs-cells",
-        type=int,
-        default=1,
-        help="cells per worker in a BFS round, one step each (default 1; 6: 4 workers scan 8x8 cells in 3 rounds)",
+        type=_bfs_cells,
+        default="auto",
+        help="cells per worker in a BFS round, one step each: 'auto' (default) spreads the root cells not yet "
+        "searched over the rounds left; a number fixes it (1 is the paper's setting)",
     )
     p.add_argument("--prompts", default="default", help="prompt set: a built-in name or a directory")
     p.add_argument("--k", type=int, default=8, help="grid size K (default 8)")

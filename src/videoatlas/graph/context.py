@@ -6,8 +6,9 @@ run rebuilds it from the stored :class:`RunConfig`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -40,12 +41,13 @@ class RunConfig(BaseModel):
     call_budget: int | None = Field(default=None, ge=1)
     dfs_steps: int = Field(default=6, ge=1, le=50)
     bfs_steps: int = Field(default=1, ge=1, le=50)
-    bfs_cells: int = Field(default=1, ge=1, le=64)
+    bfs_cells: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = "auto"
     """Cells a BFS round assigns per worker, each to its own one-step worker (``workers`` of them run at
-    once). The default, one, is the paper's: a scan of all K^2 root cells then takes K^2/N rounds, so a
-    count at the default budget sees part of the video. Six (= ``dfs_steps``) makes a BFS round cost
-    about as many worker calls as a DFS round and covers an 8x8 root grid in 3 rounds of 4 workers, but
-    a wide round cannot end early: a question its first cells answer pays for the rest."""
+    once). ``auto`` paces the scan to the budget: the root cells not yet searched are spread over the
+    rounds left, so a BFS question (a count, an order) has looked at every root cell by its last round
+    (4 workers, 4 rounds, an 8x8 grid: 4 cells per worker a round), and a round that settles it still
+    ends the search early. A number fixes the width: 1 is the paper's setting, under which a count at
+    the default budget sees a quarter of the video."""
     min_expand_span_s: float = Field(default=1.0, gt=0)
     """EXPAND is not offered on cells shorter than this."""
     virtual_loss: float = Field(default=64.0, ge=0)
@@ -78,9 +80,19 @@ class RunConfig(BaseModel):
             shown |= set(type(self).model_fields) - {"frames", "max_concurrency", "prompts"}
         return {k: v for k, v in self.model_dump().items() if k in shown}
 
-    def round_width(self, traversal: str) -> int:
-        """Cells one round assigns: ``workers`` for DFS, ``workers * bfs_cells`` one-step cells for BFS."""
-        return self.workers * self.bfs_cells if traversal == "bfs" else self.workers
+    def round_width(self, traversal: str, unsearched: int = 0, rounds_left: int = 1) -> int:
+        """Cells one round assigns: ``workers`` for DFS; for BFS ``workers`` times the cells per worker.
+
+        With ``bfs_cells="auto"`` that is the ``unsearched`` root cells shared over the ``rounds_left``
+        rounds (this one included), at least one per worker.
+        """
+        if traversal != "bfs":
+            return self.workers
+        if self.bfs_cells == "auto":
+            per_worker = max(1, math.ceil(unsearched / (self.workers * max(1, rounds_left))))
+        else:
+            per_worker = self.bfs_cells
+        return self.workers * per_worker
 
     @property
     def task_concurrency(self) -> int:

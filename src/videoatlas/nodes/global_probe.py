@@ -5,7 +5,8 @@ Targets come, in order, from the last uncertainty analysis's suggestions, then t
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
 another worker this round) from being picked again while fresher cells are available.
 A DFS round assigns one cell per worker; a BFS round, whose workers take one step each, assigns
-``bfs_cells`` cells per worker (``RunConfig.round_width``; one by default), ``workers`` explored at once.
+``bfs_cells`` cells per worker (``RunConfig.round_width``), ``workers`` explored at once: by default
+as many as it takes to have searched every root cell by the last round.
 Two targets that open as the same view (cells clamped to the maximum depth) get one worker.
 """
 
@@ -53,7 +54,11 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
         return Command(goto="decide", update={"stop_reason": spent})
     dead = zones_as_intervals(state["dead_zones"])
     visits = dict(state["visits"])
-    width = cfg.round_width(state["traversal"])
+    searched = zones_as_intervals(state.get("searched", [])) + dead
+    unsearched = sum(
+        1 for i in range(cfg.k * cfg.k) if covered_fraction(cell_interval(duration, (i,), cfg.k), searched) < 0.999
+    )
+    width = cfg.round_width(state["traversal"], unsearched, cfg.rounds - round_no + 1)
     targets: list[Target] = []
     taken: set[str] = set()
     views: set[View] = set()
