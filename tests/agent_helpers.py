@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 from collections.abc import Callable
@@ -45,6 +46,17 @@ def view_start(text: str) -> str:
     return match.group(1) if match else ""
 
 
+def sent_images(messages: list[BaseMessage]) -> list[bytes]:
+    """The JPEG bytes of every image part of ``messages``."""
+    out = []
+    for m in messages:
+        if isinstance(m.content, list):
+            for part in m.content:
+                if isinstance(part, dict) and part.get("type") == "image_url":
+                    out.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+    return out
+
+
 class ScriptedChat(BaseChatModel):
     """Replies by calling ``script``; optional per-call delay; keeps every (schema, text) it saw.
 
@@ -55,6 +67,12 @@ class ScriptedChat(BaseChatModel):
     delay: Any = None
     seen: list[tuple[str, str]] = Field(default_factory=list)
     formats: list[dict[str, Any]] = Field(default_factory=list)
+    images: list[list[bytes]] = Field(default_factory=list)
+    """Each call's images (JPEG bytes), in the order they were sent."""
+    usage: Any = None
+    token_counts: list[int] = Field(default_factory=list)
+    """Prompt plus completion tokens reported for each call."""
+    """(messages, reply text) -> (prompt tokens, completion tokens); default 1000 and 20 for every call."""
 
     @property
     def _llm_type(self) -> str:
@@ -70,11 +88,14 @@ class ScriptedChat(BaseChatModel):
         text = prompt_text(messages)
         self.seen.append((fmt["name"], text))
         self.formats.append(kwargs["response_format"])
+        self.images.append(sent_images(messages))
         if self.delay is not None:
             await asyncio.sleep(self.delay(fmt["name"], text))
         reply = self.script(fmt["name"], text, fmt["schema"])
         content = reply if isinstance(reply, str) else json.dumps(reply)
-        usage = {"input_tokens": 1000, "output_tokens": 20, "total_tokens": 1020}
+        prompt, completion = self.usage(messages, content) if self.usage is not None else (1000, 20)
+        usage = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+        self.token_counts.append(prompt + completion)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=content, usage_metadata=usage))])
 
 
@@ -112,20 +133,63 @@ def step(
     direction: str = "none",
     summary: str = "done",
 ) -> dict[str, Any]:
-    return {"action": action, "cells": cells or [], "direction": direction, "items": items or [], "summary": summary}
+    """A worker reply as the model sends it: ``{"step": {...}}`` with the action and only its fields."""
+    body: dict[str, Any] = {"action": action}
+    if action in ("EXPAND", "ZOOM", "INVESTIGATE") and cells:
+        body["cell"] = cells[0]
+    if action == "INVESTIGATE" and direction != "none":
+        body["direction"] = direction
+    if action == "MARK_PROMISING":
+        body["cells"] = cells or []
+    if action == "ADD_TO_SCRATCHPAD":
+        body["items"] = items or [{"cell": c, "description": summary, "confidence": 0.5} for c in cells or []]
+    body["summary"] = summary
+    return {"step": body}
+
+
+def actions_of(schema: dict[str, Any]) -> list[str]:
+    """The actions a WorkerStep schema offers (one variant per action, tagged by its ``action`` const)."""
+    step_schema = schema["properties"]["step"]
+    variants = step_schema.get("anyOf") or step_schema.get("oneOf") or [step_schema]
+    defs = schema.get("$defs", {})
+    out = []
+    for variant in variants:
+        if "$ref" in variant:
+            variant = defs[variant["$ref"].split("/")[-1]]
+        out.append(variant["properties"]["action"]["const"])
+    return out
+
+
+def decided(reply: dict[str, Any]) -> dict[str, Any]:
+    """The flat decision a worker acts on, from a :func:`step` reply (as ``flatten_step`` makes it)."""
+    body = dict(reply["step"])
+    cells = body.get("cells", [body["cell"]] if "cell" in body else [])
+    return {
+        "action": body["action"],
+        "cells": cells,
+        "items": body.get("items", []),
+        "direction": body.get("direction", "none"),
+        "summary": body.get("summary", ""),
+    }
 
 
 def make_context(
-    video: Path, tmp: Path, script: Script, config: RunConfig | None = None, delay: Any = None
+    video: Path,
+    tmp: Path,
+    script: Script,
+    config: RunConfig | None = None,
+    delay: Any = None,
+    usage: Any = None,
+    subtitles: Any = None,
 ) -> tuple[AgentContext, ScriptedChat, FrameSource]:
     source = FrameSource(video)
     cfg = config or RunConfig(cell_px=64)
     atlas = VideoAtlas(source, k=cfg.k, cell_px=cfg.cell_px, cache=RenderCache(tmp / "renders"))
-    chat = ScriptedChat(script=script, delay=delay, seen=[])
+    chat = ScriptedChat(script=script, delay=delay, seen=[], usage=usage)
     settings = EndpointSettings(model="scripted")
     prompts = load_prompt_set(cfg.prompts)
     vlm = VLMClient(chat, settings, reask=prompts["reask"])
-    return AgentContext(atlas=atlas, vlm=vlm, prompts=prompts, config=cfg), chat, source
+    return AgentContext(atlas=atlas, vlm=vlm, prompts=prompts, config=cfg, subtitles=subtitles), chat, source
 
 
 async def run_graph(
@@ -137,8 +201,10 @@ async def run_graph(
     choices: list[str] | None = None,
     delay: Any = None,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
+    usage: Any = None,
+    subtitles: Any = None,
 ) -> tuple[dict[str, Any], ScriptedChat, AgentContext]:
-    ctx, chat, source = make_context(video, tmp, script, config, delay)
+    ctx, chat, source = make_context(video, tmp, script, config, delay, usage, subtitles)
     graph = build_graph(checkpointer or InMemorySaver())
     try:
         out = await graph.ainvoke(

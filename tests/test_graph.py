@@ -10,12 +10,12 @@ from typing import Any, cast
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent_helpers import default_reply, make_context, run_graph, step, view_start
+from agent_helpers import actions_of, decided, default_reply, make_context, run_graph, step, view_start
 from videoatlas.environment.geometry import cell_interval
 from videoatlas.graph.context import RunConfig
 from videoatlas.nodes.worker_act import InvalidAction, apply_action
 from videoatlas.nodes.worker_observe import initial_view
-from videoatlas.state.models import Target, View
+from videoatlas.state.models import Cost, Target, View
 from videoatlas.state.worker import WorkerState
 
 pytestmark = pytest.mark.e2e
@@ -46,7 +46,7 @@ async def test_fan_out_to_n_workers(counter_video: Path, tmp_path: Path) -> None
 def adding_script(name: str, text: str, schema: dict[str, Any]) -> Any:
     """Workers add cell 7 at their first step, then finish."""
     if name == "WorkerStep":
-        if "Evidence you already collected here:\n(nothing yet)" in text:
+        if "Evidence already collected in this region:\n(nothing yet)" in text:
             return step("ADD_TO_SCRATCHPAD", [7], [{"cell": 7, "description": "a number", "confidence": 0.8}])
         return step("FINISHED")
     if name == "GlobalProbe":
@@ -77,7 +77,15 @@ def worker_state(view: View, traversal: str = "dfs", **extra: Any) -> dict[str, 
 
     grid = grid_for_path(DURATION, parse_path(view.path or "")) if view.path is not None else None
     cells = [
-        {"index": c.index, "start": c.interval.start, "end": c.interval.end, "time": c.interval.mid, "available": True}
+        {
+            "index": c.index,
+            "start": c.interval.start,
+            "end": c.interval.end,
+            "time": c.interval.mid,
+            "available": True,
+            "explored": False,
+            "collected": False,
+        }
         for c in (grid.cells if grid else [])
     ]
     state = {
@@ -89,7 +97,9 @@ def worker_state(view: View, traversal: str = "dfs", **extra: Any) -> dict[str, 
         "traversal": traversal,
         "target": Target(path=view.path, start=view.start, end=view.end, source="probe"),
         "budget": 6,
-        "tokens_left": None,
+        "spent": Cost(),
+        "explored": [],
+        "scratchpad": [],
         "view": view,
         "stack": [],
         "steps": [],
@@ -102,6 +112,7 @@ def worker_state(view: View, traversal: str = "dfs", **extra: Any) -> dict[str, 
         "invalid_actions": 0,
         "stop": "",
         "viewed": [],
+        "examined": [],
         "found": 0,
         "evidence": [],
     }
@@ -120,44 +131,44 @@ def test_each_action_changes_the_worker_state_as_it_should(counter_video: Path, 
         assert root_view == View(kind="grid", path="5", start=6.25, end=7.5, depth=1)
         base = worker_state(root_view)
 
-        update, _, _ = apply_action(with_(base, decision=step("EXPAND", [3])), ctx)
+        update, _, _ = apply_action(with_(base, decision=decided(step("EXPAND", [3]))), ctx)
         child = update["view"]
         assert child.path == "5/3" and child.depth == 2 and update["stack"] == [root_view]
         assert (child.start, child.end) == cell_range(5, 3)
 
-        back, _, _ = apply_action(with_(base, stack=[root_view], view=child, decision=step("BACKTRACK")), ctx)
+        back, _, _ = apply_action(with_(base, stack=[root_view], view=child, decision=decided(step("BACKTRACK"))), ctx)
         assert back["view"] == root_view and back["stack"] == []
         assert back["left"] == [(child.start, child.end)]  # the grid left behind is blacked out from now on
 
-        zoom, _, _ = apply_action(with_(base, decision=step("ZOOM", [10])), ctx)
+        zoom, _, _ = apply_action(with_(base, decision=decided(step("ZOOM", [10]))), ctx)
         assert zoom["zoom_time"] == base["cells"][10]["time"]
 
-        inv, _, _ = apply_action(with_(base, decision=step("INVESTIGATE", [63], direction="after")), ctx)
+        inv, _, _ = apply_action(with_(base, decision=decided(step("INVESTIGATE", [63], direction="after"))), ctx)
         anchor = base["cells"][63]
         assert inv["view"].kind == "investigate" and inv["view"].start == pytest.approx(anchor["start"])
 
         item = {"cell": 12, "description": "seven", "confidence": 0.7}
-        added, _, _ = apply_action(with_(base, decision=step("ADD_TO_SCRATCHPAD", [12], [item])), ctx)
+        added, _, _ = apply_action(with_(base, decision=decided(step("ADD_TO_SCRATCHPAD", [12], [item]))), ctx)
         (ev,) = added["evidence"]
         assert ev.cell == "5/12" and ev.time == base["cells"][12]["time"] and ev.description == "seven"
         assert (ev.start, ev.end) == cell_range(5, 12) and ev.frame.video == ctx.atlas.source.identity
         assert added["found"] == 1
         # Adding what this worker already collected changes nothing: the step is invalid (and so counted).
-        again = with_(base, evidence=added["evidence"], decision=step("ADD_TO_SCRATCHPAD", [12], [item]))
+        again = with_(base, evidence=added["evidence"], decision=decided(step("ADD_TO_SCRATCHPAD", [12], [item])))
         with pytest.raises(InvalidAction, match="nothing new"):
             apply_action(again, ctx)
 
-        marked, _, _ = apply_action(with_(base, traversal="bfs", decision=step("MARK_PROMISING", [4, 8])), ctx)
+        marked, _, _ = apply_action(with_(base, traversal="bfs", decision=decided(step("MARK_PROMISING", [4, 8]))), ctx)
         assert [m.path for m in marked["frontier"]] == ["5/4", "5/8"] and marked["stop"] == "finished"
 
-        done, _, _ = apply_action(with_(base, decision=step("FINISHED")), ctx)
+        done, _, _ = apply_action(with_(base, decision=decided(step("FINISHED"))), ctx)
         assert done["stop"] == "finished"
 
-        for bad in (step("EXPAND", []), step("INVESTIGATE", [3], direction="none"), step("BACKTRACK")):
+        for bad in (decided(step("EXPAND", [])), decided(step("INVESTIGATE", [3])), decided(step("BACKTRACK"))):
             with pytest.raises(InvalidAction):
                 apply_action(with_(base, decision=bad), ctx)
         with pytest.raises(InvalidAction, match="not available"):
-            apply_action(with_(base, allowed=["FINISHED"], decision=step("EXPAND", [1])), ctx)
+            apply_action(with_(base, allowed=["FINISHED"], decision=decided(step("EXPAND", [1]))), ctx)
     finally:
         source.close()
 
@@ -216,7 +227,7 @@ async def test_invalid_action_is_counted_and_the_worker_goes_on(counter_video: P
         if name == "WorkerStep":
             if "could not be done" in text:
                 return step("FINISHED")
-            return step("ZOOM", [])  # ZOOM without a cell: allowed action, impossible to carry out
+            return step("ZOOM", [99])  # a cell this grid does not have: allowed action, impossible to carry out
         return default_reply(name, text, schema)
 
     out, _, _ = await run_graph(counter_video, tmp_path, script, RunConfig(cell_px=64, workers=1, rounds=1))
@@ -230,7 +241,7 @@ async def test_unavailable_action_is_refused_by_the_schema_and_reasked(counter_v
 
     def script(name: str, text: str, schema: dict[str, Any]) -> Any:
         if name == "WorkerStep":
-            assert "BACKTRACK" not in schema["properties"]["action"]["enum"]
+            assert "BACKTRACK" not in actions_of(schema)
             return next(answers)
         return default_reply(name, text, schema)
 
@@ -245,7 +256,7 @@ async def test_bfs_marks_feed_the_next_round(counter_video: Path, tmp_path: Path
         if name == "TraversalChoice":
             return {"traversal": "bfs", "reason": "counting"}
         if name == "WorkerStep":
-            enum = schema["properties"]["action"]["enum"]
+            enum = actions_of(schema)
             if "depth 1" in text:  # BFS workers scan; below the maximum depth they may mark cells
                 assert enum == ["ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED"]
                 return step("MARK_PROMISING", [6])
@@ -347,7 +358,7 @@ async def test_nodes_never_mutate_state_in_place(counter_video: Path, tmp_path: 
     def script(name: str, text: str, schema: dict[str, Any]) -> Any:
         if name == "UncertaintyAnalysis":
             return {**default_reply(name, text, schema), "sufficient": False, "erase": ["A"]}
-        if name == "WorkerStep" and "EXPAND" in schema["properties"]["action"]["enum"] and "depth 1" in text:
+        if name == "WorkerStep" and "EXPAND" in actions_of(schema) and "depth 1" in text:
             return step("EXPAND", [4])
         return adding_script(name, text, schema)
 

@@ -9,7 +9,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
-from videoatlas.errors import ImageLimitError, ModelReplyError
+from videoatlas.errors import BadInputError, ImageLimitError, ModelReplyError
 from videoatlas.llm.client import VLMClient, choice_schema, response_format
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.repair import repair_json
@@ -135,3 +135,68 @@ def test_settings_from_env_and_redaction() -> None:
     assert settings.base_url == "http://gpu-node:8000/v1" and settings.model == "override"
     assert settings.timeout_s == 120.0
     assert "sk-secret" not in str(settings.redacted())
+
+
+def _every_object(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, list):
+        return [o for n in node for o in _every_object(n)]
+    if not isinstance(node, dict):
+        return []
+    found = [node] if node.get("type") == "object" or "properties" in node else []
+    return found + [o for v in node.values() for o in _every_object(v)]
+
+
+def test_every_reply_schema_is_closed_and_valid_json_schema() -> None:
+    """What a strict decoder needs: objects closed and fully required, unions as anyOf, valid JSON Schema."""
+    import jsonschema
+
+    from videoatlas.state import schemas
+
+    built: list[type[BaseModel]] = [
+        schemas.SearchTask,
+        schemas.TraversalChoice,
+        schemas.probe_schema(4, [0, 3, 9, 40, 41]),
+        schemas.worker_step_schema(list(schemas.ACTIONS), [1, 2, 5], [2, 5], [5]),
+        schemas.worker_step_schema(["FINISHED"], []),
+        schemas.uncertainty_schema(3, [1, 2], 4, 600.0, ["A", "B"]),
+        schemas.uncertainty_schema(0, [1], 4, 600.0),
+        schemas.decision_schema(4, ["A", "B"]),
+        schemas.decision_schema(0),
+    ]
+    for model in built:
+        schema = response_format(model)["json_schema"]["schema"]
+        jsonschema.Draft202012Validator.check_schema(schema)
+        objects = _every_object(schema)
+        assert objects, model.__name__
+        for obj in objects:
+            assert obj["additionalProperties"] is False, (model.__name__, obj)
+            assert sorted(obj["required"]) == sorted(obj["properties"]), (model.__name__, obj)
+        assert "oneOf" not in str(schema) and "discriminator" not in str(schema)
+    probe = response_format(built[2])["json_schema"]["schema"]["properties"]["cells"]
+    assert probe["items"]["enum"] == [0, 3, 9, 40, 41] and probe["uniqueItems"] is True
+    assert probe["minItems"] == probe["maxItems"] == 4
+    # A worker's EXPAND fills one field: a discriminated union, checked by jsonschema on a real reply.
+    step_schema = response_format(built[3])["json_schema"]["schema"]
+    jsonschema.validate({"step": {"action": "EXPAND", "cell": 2, "summary": "open it"}}, step_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"step": {"action": "EXPAND", "cell": 1, "summary": "explored cell"}}, step_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"step": {"action": "EXPAND", "cell": 2, "items": [], "summary": "x"}}, step_schema)
+
+
+async def test_strict_mode_is_a_setting_of_the_endpoint() -> None:
+    sent: list[dict[str, Any]] = []
+
+    class Keeping(Recording):
+        async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+            sent.append(kwargs["response_format"])
+            return await super()._agenerate(messages, *args, **kwargs)
+
+    for strict in (True, False):
+        model = Keeping(messages=iter([AIMessage(content='{"cells": [1], "reason": "r"}')]), seen=[])
+        await VLMClient(model, EndpointSettings(strict_schema=strict)).ask(Pick, system="s", text="t")
+    assert [f["json_schema"]["strict"] for f in sent] == [True, False]
+    assert EndpointSettings.from_env({"VIDEOATLAS_STRICT_SCHEMA": "0"}).strict_schema is False
+    assert EndpointSettings.from_env({}).strict_schema is True
+    with pytest.raises(BadInputError, match="VIDEOATLAS_STRICT_SCHEMA"):
+        EndpointSettings.from_env({"VIDEOATLAS_STRICT_SCHEMA": "maybe"})

@@ -65,10 +65,10 @@ def test_no_field_of_our_schemas() -> None:
     for build in (
         schemas.SearchTask,
         schemas.TraversalChoice,
-        schemas.probe_schema(4, 64),
-        schemas.worker_step_schema(list(schemas.ACTIONS), 64),
-        schemas.uncertainty_schema(4, 64, 4),
-        schemas.decision_schema(4),
+        schemas.probe_schema(4, range(64)),
+        schemas.worker_step_schema(list(schemas.ACTIONS), range(64)),
+        schemas.uncertainty_schema(4, range(64), 4, 600.0, ["A", "B"]),
+        schemas.decision_schema(4, ["A", "B"]),
         schemas.decision_schema(0),
     ):
         text = str(build.model_json_schema())
@@ -147,7 +147,7 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
 # The stand-in's sources as of each behaviour version. Any change to them must bump
 # BEHAVIOUR_VERSION (its model id) and record the new hash here, so eval results measured with
 # other rules are never re-used as if they were measured with these.
-SOURCES_BY_VERSION = {4: "812f219e462db2837caac42e513f67fc99d0b3b470473e2db2ec12b625e178a3"}
+SOURCES_BY_VERSION = {5: "80af93544508b6b398025a66d31ff0ac09ceeafb506b44aadc8d236bc053781e"}
 
 
 def _sources_sha() -> str:

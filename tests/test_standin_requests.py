@@ -214,3 +214,42 @@ def test_array_bounds_and_unique_items_are_kept(url: str) -> None:
     reply = ask(url, "Read the picture.", [image], schema)
     assert len(reply["words"]) >= 2 and len(set(reply["words"])) == len(reply["words"])
     assert all(len(w) <= 3 for w in reply["words"]) and 0 < reply["ratio"] < 1
+
+
+def test_an_id_from_an_enum_of_allowed_cells(url: str) -> None:
+    image = sheet({6: "KESTREL", 11: "KESTREL", 2: "PLOVER"})
+    schema = obj(cell={"type": "integer", "enum": [3, 11, 12]})  # cell 6 is not on offer
+    assert ask(url, "Which cell of the sheet shows KESTREL?", [image], schema) == {"cell": 11}
+
+
+def test_a_union_of_tool_calls_picks_the_tool_and_fills_only_its_fields(url: str) -> None:
+    text = (
+        "Question: Which tile shows PLOVER?\nTools:\n"
+        "save: keep a tile that answers the question (give its tile number)\n"
+        "skip: nothing on this sheet answers it"
+    )
+    save = obj(tool={"const": "save", "type": "string"}, tile={"type": "integer", "enum": list(range(16))})
+    skip = obj(tool={"const": "skip", "type": "string"})
+    schema = obj(call={"anyOf": [save, skip]})
+    assert ask(url, text, [sheet({9: "PLOVER", 4: "KESTREL"})], schema) == {"call": {"tool": "save", "tile": 9}}
+    assert ask(url, text, [sheet({4: "KESTREL"})], schema) == {"call": {"tool": "skip"}}
+
+
+def test_cited_labels_come_from_the_enum_offered(url: str) -> None:
+    """Tiles tagged [A], [B], [C] with times; the answer cites the tiles that show it, among the labels offered."""
+    img = Image.new("RGB", (720, 240), (0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    for i, (tag, word) in enumerate([("A", "HERON 22"), ("B", "FALCON 57"), ("C", "FALCON 57")]):
+        x = i * 240
+        draw.rectangle((x + 2, 2, x + 237, 237), fill=(60, 60, 90))
+        draw.text((x + 6, 6), f"[{tag}] 00:{10 + i:02d}", fill=(255, 255, 255), font=load_font(22))
+        draw.text((x + 20, 110), word, fill=(255, 255, 255), font=load_font(34))
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=92)
+    image = "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+    schema = obj(
+        answer={"enum": ["HERON 22", "FALCON 57"]},
+        cited={"type": "array", "items": {"type": "string", "enum": ["A", "B"]}, "uniqueItems": True},
+    )
+    reply = ask(url, "Which bird tag is shown most? Options: HERON 22, FALCON 57", [image], schema)
+    assert reply == {"answer": "FALCON 57", "cited": ["B"]}  # C shows it too, but only A and B may be cited

@@ -108,3 +108,19 @@ def test_missing_and_binary_subtitle_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00\x81\x9f garbage")
     with pytest.raises(SubtitleError, match="not UTF-8"):
         load_subtitles(binary)
+
+
+def test_subtitles_by_cell_share_one_budget_and_keep_first_and_last_lines() -> None:
+    lines = [SubtitleLine(float(t), t + 0.9, f"line {t} " + "words " * 6) for t in range(0, 60)]
+    subs = Subtitles(lines)
+    cells = [(f"cell {i}", Interval(i * 10.0, (i + 1) * 10.0)) for i in range(8)]  # cells 6 and 7 are silent
+    text = subs.by_cell(cells, max_chars=600)
+    rows = text.splitlines()
+    assert [r.split(":")[0] for r in rows] == [f"cell {i}" for i in range(6)]
+    assert len(text) <= 600 + len(rows) * len("cell 0: ")
+    # Each cell's ten lines do not fit its share: its first and its last line are shown, not only the first.
+    first = rows[2]
+    assert first.startswith("cell 2: line 20") and "line 29" in first and "…" in first
+    assert subs.by_cell([("cell 0", Interval(100.0, 110.0))]) == ""
+    short = Subtitles([SubtitleLine(1.0, 2.0, "hi"), SubtitleLine(3.0, 4.0, "there")])
+    assert short.by_cell([("cell 5", Interval(0.0, 10.0))]) == "cell 5: hi there"

@@ -73,6 +73,18 @@ def _final_call(chat: ScriptedChat) -> tuple[dict[str, Any], str]:
     return chat.formats[-1], chat.seen[-1][1]
 
 
+def _cited_labels(fmt: dict[str, Any]) -> dict[str, Any]:
+    """Take the cited-labels fields out of a decision's response_format (in place); return the top one."""
+    schema = fmt["json_schema"]["schema"]
+    top = schema["properties"].pop("evidence")
+    top.pop("title", None)
+    for definition in schema.get("$defs", {}).values():
+        definition["properties"].pop("evidence", None)
+    for obj in [schema, *schema.get("$defs", {}).values()]:
+        obj["required"] = [k for k in obj["required"] if k in obj["properties"]]
+    return dict(top)
+
+
 @pytest.mark.parametrize("choices", [["one", "two", "three"], []], ids=["multiple-choice", "open"])
 async def test_both_agents_final_call_asks_for_the_same_answer(
     counter_video: Path, tmp_path: Path, choices: list[str]
@@ -86,6 +98,11 @@ async def test_both_agents_final_call_asks_for_the_same_answer(
     _, uniform_chat = await _run_uniform(counter_video, tmp_path / "uniform", default_reply, 16, choices)
     rlm_format, rlm_text = _final_call(rlm_chat)
     uniform_format, uniform_text = _final_call(uniform_chat)
+    # The one difference: the labels each may cite are those it shows (none collected here; the
+    # baseline's SHEET/CELL labels).
+    rlm_labels, uniform_labels = _cited_labels(rlm_format), _cited_labels(uniform_format)
+    assert rlm_labels == {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 0}
+    assert uniform_labels["items"]["enum"][:2] == ["1/0", "1/1"] and len(uniform_labels["items"]["enum"]) == 16
     assert rlm_format == uniform_format
     assert rlm_format["json_schema"]["strict"] is True
     lines = FORMAT_CHOICES if choices else FORMAT_OPEN

@@ -133,6 +133,8 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
             }
             for i, e in enumerate(values.get("evidence", []))
         ],
+        "repairs": [r.model_dump() for r in values.get("repairs", [])],
+        "grounded": bool(values.get("cited")),
         "cost_state": cost.model_dump() if cost is not None else {},
         "calls": calls,
         "events": events,
@@ -146,26 +148,40 @@ def _call_brief(call: dict[str, Any] | None) -> str:
     return f"({call['prompt_tokens']:,} tokens, {call['cached_tokens']:,} cached, {call['latency_s']:.2f} s)"
 
 
+def _repair_line(repair: dict[str, Any]) -> str:
+    who = f"{repair['node']}" + (f" {repair['worker']}" if repair.get("worker") else "")
+    return f"{repair['kind']} ({who}): {repair['detail']}"
+
+
 def trace_lines(trace: dict[str, Any]) -> list[str]:
     """The trace as an indented tree: rounds -> workers -> steps."""
     run = trace["run"]
     cost = trace["cost_state"]
     lines = [f"run {run['id']} [{run['status']}]: {run['question']}"]
     if run["answer"] is not None:
-        lines.append(f"  answer: {run['answer']}  ({run['stop_reason']})")
+        unsupported = "" if trace["grounded"] or not run["answer"] else " [answered without evidence]"
+        lines.append(f"  answer: {run['answer']}{unsupported}  ({run['stop_reason']})")
     if trace["pending"]:
         lines.append(f"  next to run: {', '.join(trace['pending'])} (resume with: videoatlas resume {run['id']})")
     if cost:
+        fell_back = f", {cost['fallbacks']} fallback(s)" if cost.get("fallbacks") else ""
         lines.append(
             f"  cost: {cost['calls']} calls, {cost['prompt_tokens'] + cost['completion_tokens']:,} tokens, "
-            f"{cost['cached_tokens']:,} cached"
+            f"{cost['cached_tokens']:,} cached{fell_back}"
         )
     lines.append(f"  search task: {trace['search_task']}")
     lines.append(f"  traversal: {trace['traversal']}")
     checks = {c["round"]: c for c in trace["checks"]}
+    repairs: dict[int, list[dict[str, Any]]] = {}
+    for repair in trace["repairs"]:
+        repairs.setdefault(repair["round"], []).append(repair)
+    for repair in repairs.pop(0, []):
+        lines.append(f"  {_repair_line(repair)}")
     for rnd in trace["rounds"]:
         probe = rnd.get("global_probe")
         lines.append(f"  round {rnd['round']}: probe {_call_brief(probe)}")
+        for repair in repairs.get(rnd["round"], []):
+            lines.append(f"    {_repair_line(repair)}")
         for worker in rnd["workers"]:
             lines.append(
                 f"    {worker['worker']} -> {worker['target']} [{worker['stop']}]"

@@ -64,6 +64,11 @@ class RunResult:
     state: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def grounded(self) -> bool:
+        """Whether the answer rests on evidence the final decision cited (False: a pick without evidence)."""
+        return bool(self.answer) and bool(self.cited)
+
+    @property
     def cache_hit_rate(self) -> float:
         """Share of prompt tokens the server reported as cached."""
         return self.cost.cached_tokens / self.cost.prompt_tokens if self.cost.prompt_tokens else 0.0
@@ -96,6 +101,8 @@ class RunResult:
                 "tokens": self.cost.tokens,
                 "cache_hit_rate": round(self.cache_hit_rate, 4),
             },
+            "grounded": self.grounded,
+            "repairs": [r.model_dump() for r in self.state.get("repairs", [])],
             "rounds": self.rounds,
             "stop_reason": self.stop_reason,
             "search_task": self.search_task,
@@ -323,7 +330,10 @@ async def resume_run(
         if row.status == "finished":
             raise BadInputError(f"run {row.id} already finished (answer: {row.answer or '(none)'}); nothing to resume")
         settings = endpoint or EndpointSettings.from_env(
-            None, base_url=row.endpoint.get("base_url"), model=row.endpoint.get("model") or None
+            None,
+            base_url=row.endpoint.get("base_url"),
+            model=row.endpoint.get("model") or None,
+            strict_schema=row.endpoint.get("strict_schema"),
         )
         config = RunConfig.model_validate(row.config)
         tracer = RunTracer(store, row.id)
@@ -370,7 +380,12 @@ async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | N
 
 def _endpoint_record(settings: EndpointSettings) -> dict[str, Any]:
     """What is stored about the endpoint: never the API key."""
-    return {"base_url": settings.base_url, "model": settings.model, "timeout_s": settings.timeout_s}
+    return {
+        "base_url": settings.base_url,
+        "model": settings.model,
+        "timeout_s": settings.timeout_s,
+        "strict_schema": settings.strict_schema,
+    }
 
 
 @contextlib.asynccontextmanager

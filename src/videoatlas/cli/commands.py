@@ -248,7 +248,12 @@ def endpoint_from(args: argparse.Namespace) -> Iterator[EndpointSettings]:
             yield EndpointSettings.from_env({}, base_url=server.base_url, model="", timeout_s=args.timeout)
         return
     yield EndpointSettings.from_env(
-        None, base_url=args.base_url, model=args.model, api_key=args.api_key, timeout_s=args.timeout
+        None,
+        base_url=args.base_url,
+        model=args.model,
+        api_key=args.api_key,
+        timeout_s=args.timeout,
+        strict_schema=False if getattr(args, "no_strict_schema", False) else None,
     )
 
 
@@ -295,10 +300,11 @@ def _progress(quiet: bool) -> Any:
 
 def print_result(result: RunResult) -> None:
     """The answer, the evidence with timestamps, and the cost, for people."""
+    unsupported = "" if result.grounded or not result.answer else " (answered without evidence: no evidence cited)"
     if result.answer_index is not None:
-        _out(f"answer: {chr(ord('A') + result.answer_index)}. {result.answer}")
+        _out(f"answer: {chr(ord('A') + result.answer_index)}. {result.answer}{unsupported}")
     else:
-        _out(f"answer: {result.answer or '(none)'}")
+        _out(f"answer: {result.answer or '(none)'}{unsupported}")
     if result.reasoning:
         _out(f"reasoning: {result.reasoning}")
     _out(f"evidence ({len(result.evidence)}):")
@@ -314,6 +320,13 @@ def print_result(result: RunResult) -> None:
         f"{result.cache_hit_rate:.0%}; master {c.master_tokens:,}, workers {c.worker_tokens:,}), "
         f"{result.rounds} round(s), {result.wall_s:.1f} s"
     )
+    repairs = result.state.get("repairs", [])
+    fallbacks = [r for r in repairs if r.kind == "fallback"]
+    if repairs:
+        _out(
+            f"repairs: {len(repairs)} reply(ies) used in part or not at all ({len(fallbacks)} fallback(s)); "
+            f"see `videoatlas trace {result.run_id}`"
+        )
     _out(f"stopped: {result.stop_reason}; run id {result.run_id}")
 
 

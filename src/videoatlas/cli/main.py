@@ -77,6 +77,12 @@ def add_endpoint_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key", default=None, help="API key (env VIDEOATLAS_API_KEY)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per request (default 120)")
     p.add_argument(
+        "--no-strict-schema",
+        action="store_true",
+        help='send reply schemas with "strict": false, for a server that refuses strict mode '
+        "(env VIDEOATLAS_STRICT_SCHEMA=0)",
+    )
+    p.add_argument(
         "--standin",
         action="store_true",
         help="start the STAND-IN VLM in-process and use it (OCR-based test backend, not a VLM)",

@@ -209,17 +209,26 @@ class VideoAtlas:
 
         return GridView(grid, self._cached(kind, params, draw))
 
-    def zoom(self, t: float) -> RenderedImage:
-        """The exact frame on screen at ``t``, at native size up to ``zoom_px`` on its long side (ZOOM)."""
+    @property
+    def zoom_box(self) -> int:
+        """The long side of a ZOOM close-up: ``zoom_px``, never more than the source has (no upscaling)."""
+        return min(self.zoom_px, max(self.source.info.width, self.source.info.height))
+
+    def zoom(self, t: float, tag: str | None = None) -> RenderedImage:
+        """The exact frame on screen at ``t``, at native size up to ``zoom_px`` on its long side (ZOOM).
+
+        ``tag`` (an evidence label) is burned in before the time, so a close-up of a collected item
+        can be shown beside the scratchpad and cross-referenced with it.
+        """
         if not 0 <= t <= self.duration:
             raise BadInputError(f"time {t:.3f}s is outside the video (0..{self.duration:.3f}s)")
-        # Never upscale: more pixels than the source has would cost tokens and show nothing new.
-        box = min(self.zoom_px, max(self.source.info.width, self.source.info.height))
-        params = self._params("zoom", t=_exact(t), px=box)
+        box = self.zoom_box
+        params = self._params("zoom", t=_exact(t), px=box, **({"tag": tag} if tag else {}))
 
         def draw() -> tuple[Image.Image, list[dict[str, Any]]]:
             frame = self.source.frames_at([t], box)[0]
-            image = render_zoom(frame, format_ts(frame.time, 2))
+            stamp = format_ts(frame.time, 2)
+            image = render_zoom(frame, f"[{tag}] {stamp}" if tag else stamp)
             return image, [{"time": frame.time, "method": frame.method, "reason": frame.reason}]
 
         return self._cached("zoom", params, draw)
@@ -277,9 +286,9 @@ class VideoAtlas:
         result: GridView = await self._off_loop(self.investigate, anchor, direction, window_s, list(dead_zones))
         return result
 
-    async def azoom(self, t: float) -> RenderedImage:
+    async def azoom(self, t: float, tag: str | None = None) -> RenderedImage:
         """:meth:`zoom` off the event loop."""
-        result: RenderedImage = await self._off_loop(self.zoom, t)
+        result: RenderedImage = await self._off_loop(self.zoom, t, tag)
         return result
 
     async def ascratchpad(self, tiles: Sequence[ScratchTile], per_page: int = 16) -> list[RenderedImage]:

@@ -126,6 +126,28 @@ class Subtitles:
                 out.append(ln)
         return out
 
+    def by_cell(self, cells: Sequence[tuple[str, Interval]], max_chars: int = 1600) -> str:
+        """What is said during each cell, one line per cell labelled with its id, within ``max_chars`` in all.
+
+        The budget spans the whole view: it is shared among the cells that have subtitles, and a
+        cell whose lines do not fit shows its first and its last line (what was said as the cell
+        began and as it ended) rather than only its beginning.
+        """
+        said = [(label, self.overlapping(iv)) for label, iv in cells]
+        said = [(label, lines) for label, lines in said if lines]
+        if not said:
+            return ""
+        share = max(40, max_chars // len(said))
+        out = []
+        for label, lines in said:
+            whole = " ".join(ln.text for ln in lines)
+            if len(whole) > share and len(lines) > 1:
+                first, last = lines[0].text, lines[-1].text
+                half = max(10, (share - 5) // 2)
+                whole = f"{_cut(first, half)} … {_cut(last, half)}"
+            out.append(f"{label}: {_cut(whole, share)}")
+        return "\n".join(out)
+
     def text_for(self, interval: Interval, max_chars: int = 400) -> str:
         """The overlapping cues joined, trimmed to ``max_chars``."""
         joined = " ".join(ln.text for ln in self.overlapping(interval))
@@ -171,3 +193,8 @@ def write_srt(path: str | os.PathLike[str], lines: Sequence[SubtitleLine]) -> No
         for n, ln in enumerate(lines, start=1)
     ]
     Path(path).write_text("\n".join(blocks), encoding="utf-8")
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` shortened to ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"

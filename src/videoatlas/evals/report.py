@@ -141,6 +141,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "accuracy": sum(is_correct(r) for r in marked) / len(marked) if marked else None,
         "error_rate": (len(rows) - len(answered)) / len(rows) if rows else None,
         "parse_failure_rate": sum(bool(r["parse_failed"]) for r in answered) / len(rows) if rows else None,
+        "without_evidence_rate": (sum(_without_evidence(r) for r in answered) / len(answered) if answered else None),
+        "runs_with_fallbacks": sum(1 for r in answered if r.get("fallbacks")),
         "mean_tokens": _mean(r["tokens"] for r in answered),
         "mean_master_tokens": _mean(r["master_tokens"] for r in answered),
         "mean_worker_tokens": _mean(r["worker_tokens"] for r in answered),
@@ -152,6 +154,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "grounding_hit_rate": sum(hits) / len(hits) if hits else None,
         "grounded_questions": len(hits),
     }
+
+
+def _without_evidence(row: dict[str, Any]) -> bool:
+    """An answer given although the final decision cited no evidence (rows from before this was kept: False)."""
+    return bool(row.get("answer")) and row.get("grounded") is False
 
 
 def by_category(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -205,14 +212,14 @@ def _pct(value: float | None) -> str:
 
 def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
-        f"| {title} | questions | accuracy | errors | parse fail | mean tokens (master / workers) | cache hit | "
-        "calls | rounds | evidence | wall | grounding |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {title} | questions | accuracy | errors | parse fail | no evidence | fallbacks | "
+        "mean tokens (master / workers) | cache hit | calls | rounds | evidence | wall | grounding |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, s in summaries.items():
         lines.append(
             f"| {name} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['error_rate'])} | "
-            f"{_pct(s['parse_failure_rate'])} | "
+            f"{_pct(s['parse_failure_rate'])} | {_pct(s['without_evidence_rate'])} | {s['runs_with_fallbacks']} | "
             f"{s['mean_tokens']:,.0f} ({s['mean_master_tokens']:,.0f} / {s['mean_worker_tokens']:,.0f}) | "
             f"{_pct(s['cache_hit_rate'])} | {s['mean_calls']:.1f} | {s['mean_rounds']:.1f} | "
             f"{s['mean_evidence']:.1f} | {s['mean_wall_s']:.1f} s | {_pct(s['grounding_hit_rate'])} |"
@@ -230,7 +237,9 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"{rep['overall']['answered']} answered, {rep['errors']} failed to run, {rep['pending']} not run yet",
         "",
         "Accuracy counts every attempted question: a run that failed (errors) or gave no valid answer "
-        "(parse fail) is wrong. Costs are over the runs that finished.",
+        "(parse fail) is wrong. No evidence: answers whose final decision cited no evidence (a pick, counted "
+        "in accuracy like any answer). Fallbacks: runs that went on without a model reply they could not use "
+        "(see `videoatlas trace RUN`). Costs are over the runs that finished.",
         "",
         *_table("overall", {"all": rep["overall"]}),
         "",

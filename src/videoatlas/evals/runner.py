@@ -240,6 +240,8 @@ def _row(
         "answer_index": result.answer_index,
         "correct": scored and result.answer_index == item.answer_index,
         "parse_failed": bool(item.choices) and result.answer_index is None,
+        "grounded": result.grounded,
+        "fallbacks": cost.fallbacks,
         "calls": cost.calls,
         "failed_calls": cost.failed_calls,
         "tokens": cost.tokens,

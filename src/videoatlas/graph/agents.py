@@ -27,6 +27,7 @@ from videoatlas.prompts import TEMPLATE_SPEC
 SHARED_SOURCES = (
     "videoatlas.runs",
     "videoatlas.graph.context",
+    "videoatlas.graph.budget",
     "videoatlas.nodes.common",
     "videoatlas.state",
     "videoatlas.prompts",

@@ -7,7 +7,7 @@ run rebuilds it from the stored :class:`RunConfig`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -16,6 +16,7 @@ from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.geometry import auto_max_depth
 from videoatlas.environment.subtitles import Subtitles
 from videoatlas.errors import BadInputError
+from videoatlas.graph.budget import BudgetLedger
 from videoatlas.llm.client import VLMClient
 from videoatlas.prompts import PromptSet
 
@@ -119,6 +120,11 @@ class AgentContext:
     subtitles: Subtitles | None = None
     tracer: Any = None
     """A :class:`~videoatlas.graph.tracing.RunTracer` when the run is traced, else None."""
+    ledger: BudgetLedger = field(init=False)
+    """The token and call budget shared by the calls in flight (see :mod:`videoatlas.graph.budget`)."""
+
+    def __post_init__(self) -> None:
+        self.ledger = BudgetLedger(self.config.token_budget, self.config.call_budget)
 
     @property
     def max_depth(self) -> int:

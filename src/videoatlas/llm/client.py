@@ -60,12 +60,42 @@ def choice_schema(name: str, field: str, allowed: Sequence[str], **fields: Any) 
     return model
 
 
-def response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    """The OpenAI ``response_format`` for a pydantic schema."""
+def response_format(schema: type[BaseModel], strict: bool = True) -> dict[str, Any]:
+    """The OpenAI ``response_format`` for a pydantic schema (see :func:`closed_schema`).
+
+    ``strict`` asks the server to enforce the schema while decoding (vLLM does it either way; an
+    OpenAI- or Gemini-style endpoint checks the schema's form first). It is a setting of the
+    endpoint (:attr:`EndpointSettings.strict_schema`), off for servers that refuse it.
+    """
     return {
         "type": "json_schema",
-        "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True},
+        "json_schema": {"name": schema.__name__, "schema": closed_schema(schema), "strict": strict},
     }
+
+
+def closed_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of ``schema`` in the form strict decoders accept.
+
+    Every object lists all its properties as required and forbids others (``additionalProperties:
+    false``); a union is ``anyOf`` (pydantic writes a discriminated union as ``oneOf`` with a
+    ``discriminator`` keyword, which strict modes refuse).
+    """
+
+    def close(node: Any) -> Any:
+        if isinstance(node, list):
+            return [close(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: close(v) for k, v in node.items() if k != "discriminator"}
+        if "oneOf" in out:
+            out["anyOf"] = out.pop("oneOf")
+        if out.get("type") == "object" or "properties" in out:
+            out["additionalProperties"] = False
+            out["required"] = list(out.get("properties", {}))
+        return out
+
+    closed: dict[str, Any] = close(schema.model_json_schema())
+    return closed
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -166,7 +196,7 @@ class VLMClient:
             )
 
     async def _ask(self, schema: type[T], messages: list[BaseMessage], record: CallRecord) -> T:
-        fmt = response_format(schema)
+        fmt = response_format(schema, self.settings.strict_schema)
         reply = await self._send(messages, fmt, record)
         record.reply_text = reply
         value, error = self._parse(schema, reply, record)

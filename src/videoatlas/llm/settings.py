@@ -34,6 +34,9 @@ class EndpointSettings:
     """Images per prompt the server accepts (vLLM ``--limit-mm-per-prompt``)."""
     max_image_pixels: int = 12_845_056
     """Pixels per image the server accepts (Qwen2.5-VL's default ``max_pixels``, 16384 x 28 x 28)."""
+    strict_schema: bool = True
+    """Send ``"strict": true`` with each reply schema (vLLM and OpenAI-style servers accept it; turn it off,
+    ``VIDEOATLAS_STRICT_SCHEMA=0`` or ``--no-strict-schema``, for a server that refuses it)."""
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -46,7 +49,10 @@ class EndpointSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> EndpointSettings:
-        """Read ``VIDEOATLAS_BASE_URL``, ``VIDEOATLAS_MODEL``, ``VIDEOATLAS_API_KEY``; ``overrides`` win."""
+        """Read ``VIDEOATLAS_BASE_URL``, ``VIDEOATLAS_MODEL``, ``VIDEOATLAS_API_KEY``, ``VIDEOATLAS_STRICT_SCHEMA``.
+
+        ``overrides`` (command-line flags) win.
+        """
         source = os.environ if env is None else env
         values: dict[str, Any] = {}
         for key, var in (
@@ -56,6 +62,11 @@ class EndpointSettings:
         ):
             if source.get(var):
                 values[key] = source[var]
+        strict = source.get("VIDEOATLAS_STRICT_SCHEMA", "").strip().lower()
+        if strict:
+            if strict not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+                raise BadInputError(f"VIDEOATLAS_STRICT_SCHEMA must be 1 or 0, got {strict!r}")
+            values["strict_schema"] = strict in ("1", "true", "yes", "on")
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -6,13 +6,14 @@ calls, tokens), otherwise back to global probing with the suggested places.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.environment.geometry import Interval, clip_to_video, covered_fraction
-from videoatlas.errors import BadInputError
+from videoatlas.environment.geometry import Cell, Interval, clip_to_video, covered_fraction
+from videoatlas.errors import BadInputError, ModelReplyError
 from videoatlas.graph.context import AgentContext
 from videoatlas.nodes.common import (
     as_image,
@@ -23,12 +24,13 @@ from videoatlas.nodes.common import (
     coverage_text,
     emit,
     evidence_block,
+    fallback,
     gaps_text,
     labelled,
     scratchpad_images,
 )
 from videoatlas.state.master import MasterState, RoundCheck
-from videoatlas.state.models import Hint, zones_as_intervals
+from videoatlas.state.models import Hint, Repair, zones_as_intervals
 from videoatlas.state.schemas import MAX_RANGE_S, uncertainty_schema
 
 
@@ -43,7 +45,7 @@ async def analyze_uncertainty(
     new_this_round = any(e.round == round_no for e in state["evidence"])
     last_round = round_no >= cfg.rounds
     # A BFS question (counting, order, a sequence) can become answerable without new evidence, by
-    # coverage alone ("no further STAR anywhere"), so it is analysed after every round once anything
+    # coverage alone (nothing more of it anywhere), so it is analysed after every round once anything
     # was found. A DFS question with nothing new since the last analysis has nothing new to weigh.
     coverage_matters = state["traversal"] == "bfs" and bool(state["evidence"])
     if not new_this_round and not coverage_matters:
@@ -66,28 +68,31 @@ async def analyze_uncertainty(
         "n": cfg.workers,
         "max_range": f"{MAX_RANGE_S:.0f}",
     }
-    schema = uncertainty_schema(len(state["choices"]), cfg.k * cfg.k, cfg.workers)
-    emit("uncertainty", round=round_no)
-    reply, cost = await ask(ctx, schema, "analyze_uncertainty", "uncertainty", images, values, meta={"round": round_no})
-    value: Any = reply.value
-    hints: list[Hint] = []
-    for cell_id in value.explore_cells:
-        iv = root.grid.cells[cell_id].interval
-        if covered_fraction(iv, dead) < 0.999:
-            hints.append(Hint(path=str(cell_id)))
-    for rng in value.explore_ranges:
-        try:
-            iv = clip_to_video(Interval(rng.start, rng.end), duration)
-        except BadInputError:
-            continue  # a range outside the video is no place to look
-        hints.append(Hint(start=iv.start, end=iv.end))
+    open_ids = [c.index for c in root.grid.cells if covered_fraction(c.interval, dead) < 0.999]
     labels = dict(labelled(state["evidence"]))
-    erased = [labels[lbl.strip("[] ")] for lbl in value.erase if lbl.strip("[] ") in labels]
+    schema = uncertainty_schema(len(state["choices"]), open_ids, cfg.workers, duration, list(labels))
+    emit("uncertainty", round=round_no)
+    repairs: list[Repair] = []
+    try:
+        reply, cost = await ask(
+            ctx, schema, "analyze_uncertainty", "uncertainty", images, values, meta={"round": round_no}
+        )
+    except ModelReplyError as exc:
+        cost, repair = fallback(exc, "analyze_uncertainty", round_no, "not sufficient, no places suggested")
+        reply, repairs = None, [repair]
+    value: Any = reply.value if reply is not None else None
+    hints, dropped = _hints(value, root.grid.cells, open_ids, duration)
+    erased = [labels[lbl.strip("[] ")] for lbl in (value.erase if value else []) if lbl.strip("[] ") in labels]
+    unknown = [lbl for lbl in (value.erase if value else []) if lbl.strip("[] ") not in labels]
+    if unknown:
+        dropped.append("erase labels not in the scratchpad: " + ", ".join(unknown))
+    if dropped:
+        repairs.append(Repair(node="analyze_uncertainty", round=round_no, kind="dropped", detail="; ".join(dropped)))
     check = RoundCheck(
         round=round_no,
-        sufficient=bool(value.sufficient),
-        reasoning=value.reasoning,
-        statuses=[f"{s.choice}:{s.status}" for s in value.statuses],
+        sufficient=bool(value.sufficient) if value else False,
+        reasoning=value.reasoning if value else "the analysis could not be read; searching on",
+        statuses=[f"{s.choice}:{s.status}" for s in value.statuses] if value else [],
         hints=len(hints),
         erased=[e.id for e in erased],
     )
@@ -95,6 +100,7 @@ async def analyze_uncertainty(
         "hints": hints,
         "checks": [*state["checks"], check],
         "cost": cost,
+        "repairs": repairs,
         "evidence": [e.model_copy(update={"erased": True}) for e in erased],
     }
     emit(
@@ -104,7 +110,7 @@ async def analyze_uncertainty(
         hints=len(hints),
         erased=len(erased),
     )
-    if value.sufficient:
+    if check["sufficient"]:
         return Command(goto="decide", update={**update, "stop_reason": "evidence sufficient"})
     spent = budget_exhausted(state["cost"] + cost, cfg.call_budget, cfg.token_budget)
     if spent:
@@ -112,3 +118,35 @@ async def analyze_uncertainty(
     if last_round:
         return Command(goto="decide", update={**update, "stop_reason": f"{cfg.rounds} rounds done"})
     return Command(goto="global_probe", update=update)
+
+
+def _hints(value: Any, cells: Sequence[Cell], open_ids: Sequence[int], duration: float) -> tuple[list[Hint], list[str]]:
+    """Places to look next from a reply: open cells, and ranges inside the video no longer than allowed.
+
+    Returns the hints and a note per kind of entry that was dropped (an explored or unknown cell, a
+    range outside the video, backwards, empty or too long).
+    """
+    if value is None:
+        return [], []
+    hints: list[Hint] = []
+    bad_cells = [str(c) for c in value.explore_cells if c not in open_ids]
+    for cell_id in dict.fromkeys(c for c in value.explore_cells if c in open_ids):
+        hints.append(Hint(path=str(cells[cell_id].index)))
+    bad_ranges = []
+    for rng in value.explore_ranges:
+        span = rng.end - rng.start
+        try:
+            iv = clip_to_video(Interval(rng.start, rng.end), duration) if 0 < span <= MAX_RANGE_S else None
+        except BadInputError:
+            iv = None
+        if iv is None:
+            bad_ranges.append(f"{rng.start:g}-{rng.end:g}")
+        else:
+            hints.append(Hint(start=iv.start, end=iv.end))
+    dropped = []
+    if bad_cells:
+        dropped.append("explored or unknown cells " + ", ".join(bad_cells))
+    if bad_ranges:
+        too_long = f"longer than {MAX_RANGE_S:.0f} s"
+        dropped.append(f"ranges outside the video, backwards or {too_long}: " + ", ".join(bad_ranges))
+    return hints, dropped

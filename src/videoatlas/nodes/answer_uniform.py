@@ -45,7 +45,9 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
     }
     emit("decide")
     try:
-        reply, cost = await ask(ctx, decision_schema(len(choices)), "answer_uniform", "uniform", images, values)
+        labels = [f"{n + 1}/{cell.index}" for n, view in enumerate(views) for cell in view.grid.cells]
+        schema = decision_schema(len(choices), labels)
+        reply, cost = await ask(ctx, schema, "answer_uniform", "uniform", images, values)
     except (ModelReplyError, EndpointError) as exc:
         return {
             "answer": "",
@@ -85,7 +87,7 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
     unique = list({e.id: e for e in evidence}.values())
     index = int(value.answer) if choices else None
     answer = choices[index] if index is not None else str(value.answer)
-    emit("answer", answer=answer, index=index)
+    emit("answer", answer=answer, index=index, grounded=bool(unique))
     return {
         "answer": answer,
         "answer_index": index,

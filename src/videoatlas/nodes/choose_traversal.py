@@ -6,8 +6,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.errors import ModelReplyError
 from videoatlas.graph.context import AgentContext
-from videoatlas.nodes.common import ask, choices_block, emit
+from videoatlas.nodes.common import ask, choices_block, emit, fallback
 from videoatlas.state.master import MasterState
 from videoatlas.state.schemas import TraversalChoice
 
@@ -21,6 +22,12 @@ async def choose_traversal(state: MasterState, runtime: Runtime[AgentContext]) -
     # From the question alone: this call runs beside the search-task extraction, not after it,
     # which takes one model call off every question's critical path.
     values = {"question": state["question"], "choices": choices_block(state["choices"])}
-    reply, cost = await ask(ctx, TraversalChoice, "choose_traversal", "traversal", [], values)
+    try:
+        reply, cost = await ask(ctx, TraversalChoice, "choose_traversal", "traversal", [], values)
+    except ModelReplyError as exc:
+        # DFS, the paper's default mode: one localized detail is what most questions ask for.
+        cost, repair = fallback(exc, "choose_traversal", 0, "DFS, the default traversal")
+        emit("traversal", traversal="dfs", reason=repair.detail)
+        return {"traversal": "dfs", "traversal_reason": repair.detail, "cost": cost, "repairs": [repair]}
     emit("traversal", traversal=reply.value.traversal, reason=reply.value.reason)
     return {"traversal": reply.value.traversal, "traversal_reason": reply.value.reason, "cost": cost}

@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+import structlog
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel
 
@@ -13,13 +14,15 @@ from videoatlas.environment.atlas import RenderedImage
 from videoatlas.environment.geometry import Grid, Interval, covered_fraction, merge_intervals
 from videoatlas.environment.render import ScratchTile, evidence_label
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.graph.budget import estimate_tokens
 from videoatlas.graph.context import AgentContext
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
 from videoatlas.state.master import MasterState
-from videoatlas.state.models import Cost, Evidence, Zone, zones_as_intervals
+from videoatlas.state.models import Cost, Evidence, Repair, Zone, zones_as_intervals
 
 T = TypeVar("T", bound=BaseModel)
+log = structlog.get_logger(__name__)
 LETTERS = "ABCDEFGHIJ"
 
 
@@ -119,13 +122,29 @@ def as_image(rendered: RenderedImage, label: str) -> ImagePart:
     return ImagePart(rendered.jpeg, rendered.width, rendered.height, label)
 
 
+CLOSE_UPS = 4
+"""At most this many collected close-ups are shown beside the scratchpad (each ~1,200 visual tokens)."""
+
+
 async def scratchpad_images(ctx: AgentContext, evidence: Sequence[Evidence]) -> list[ImagePart]:
-    """The scratchpad pages as images (each frame rendered again from its reference)."""
+    """The scratchpad pages as images (each frame rendered again from its reference).
+
+    An item a worker recorded from a close-up (ZOOM, then ADD) is also shown as that close-up,
+    labelled with its scratchpad label, so the Master reads what the worker read. The most recent
+    :data:`CLOSE_UPS` are shown, within the server's image limit.
+    """
     if not evidence:
         return []
     tiles = [ScratchTile(i, e.time, e.subtitle) for i, e in enumerate(evidence)]
     pages = await ctx.atlas.ascratchpad(tiles, ctx.config.scratchpad_page)
-    return [as_image(page, f"scratchpad p{n + 1}") for n, page in enumerate(pages)]
+    images = [as_image(page, f"scratchpad p{n + 1}") for n, page in enumerate(pages)]
+    room = max(0, ctx.vlm.settings.max_images - 1 - len(images))  # the root grid comes first
+    zoomed = [(label, e) for label, e in labelled(evidence) if e.frame.px > ctx.config.cell_px]
+    zoomed = sorted(zoomed, key=lambda pair: (pair[1].round, pair[1].time))[-min(room, CLOSE_UPS) :] if room else []
+    for label, e in sorted(zoomed, key=lambda pair: pair[1].time):
+        shot = await ctx.atlas.azoom(e.time, tag=label)
+        images.append(as_image(shot, f"close-up [{label}]"))
+    return images
 
 
 async def ask(
@@ -138,9 +157,14 @@ async def ask(
     role: str = "master",
     meta: dict[str, Any] | None = None,
 ) -> tuple[Reply[T], Cost]:
-    """A structured call with the node's templates; returns the reply and its cost."""
+    """A structured call with the node's templates; returns the reply and its cost.
+
+    A worker's call first reserves room in the run's shared budget (:class:`BudgetSpent` when
+    there is none left); every call's real cost is settled in the ledger, failed ones included.
+    """
     system = ctx.prompts.render("worker.system" if role == "worker" else "master.system", k=ctx.config.k)
     text = ctx.prompts.render(f"{template}.user", **values)
+    reservation = ctx.ledger.reserve(estimate_tokens(images, system + text)) if role == "worker" else None
     if ctx.tracer is not None:
         for image in images:
             ctx.tracer.store.artifact(image.sha256, image.label or "image", image.width, image.height, image.jpeg)
@@ -151,7 +175,11 @@ async def ask(
         "template": f"{template}:{ctx.prompts[f'{template}.user'].sha256}",
         **(meta or {}),
     }
-    reply = await ctx.vlm.ask(schema, system=system, text=text, images=images, node=node, meta=labels)
+    try:
+        reply = await ctx.vlm.ask(schema, system=system, text=text, images=images, node=node, meta=labels)
+    except BaseException as exc:
+        ctx.ledger.settle(reservation, failed_call_cost(exc, role))
+        raise
     record = reply.record
     tokens = record.prompt_tokens + record.completion_tokens
     cost = Cost(
@@ -163,7 +191,26 @@ async def ask(
         master_tokens=tokens if role == "master" else 0,
         worker_tokens=tokens if role == "worker" else 0,
     )
+    ctx.ledger.settle(reservation, cost)
     return reply, cost
+
+
+def subtitles_by_cell(ctx: AgentContext, cells: Sequence[tuple[int, Interval]], max_chars: int = 1600) -> str:
+    """The subtitles of a grid, one line per cell labelled with its id (empty without subtitles)."""
+    if ctx.subtitles is None:
+        return ""
+    return ctx.subtitles.by_cell([(f"cell {i}", iv) for i, iv in cells], max_chars)
+
+
+def fallback(exc: BaseException, node: str, round_no: int, rule: str) -> tuple[Cost, Repair]:
+    """Cost and trace entry of a call whose reply could not be used even after a re-ask.
+
+    The node goes on without it by ``rule``; the run's cost counts the fallback and ``trace``
+    shows it, so a run that went on this way is never mistaken for one that did not.
+    """
+    log.warning("model_reply_fallback", node=node, round=round_no, rule=rule, error=str(exc))
+    cost = failed_call_cost(exc, "master") + Cost(fallbacks=1)
+    return cost, Repair(node=node, round=round_no, kind="fallback", detail=f"{rule} (reply unusable: {exc})")
 
 
 def failed_call_cost(exc: BaseException, role: str) -> Cost:

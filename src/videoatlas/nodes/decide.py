@@ -46,8 +46,9 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     }
     emit("decide")
     stop = state.get("stop_reason") or "evidence sufficient"
+    labels = dict(labelled(evidence))
     try:
-        reply, cost = await ask(ctx, decision_schema(len(choices)), "decide", "decide", images, values)
+        reply, cost = await ask(ctx, decision_schema(len(choices), list(labels)), "decide", "decide", images, values)
     except (ModelReplyError, EndpointError) as exc:
         return {
             "answer": "",
@@ -58,14 +59,13 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
             "stop_reason": f"{stop}; final decision failed",
         }
     value: Any = reply.value
-    labels = dict(labelled(evidence))
     cited = [labels[lbl.strip("[] ")].id for lbl in value.evidence if lbl.strip("[] ") in labels]
     if choices:
         index = int(value.answer)
         answer = choices[index]
     else:
         index, answer = None, str(value.answer)
-    emit("answer", answer=answer, index=index)
+    emit("answer", answer=answer, index=index, grounded=bool(cited))
     return {
         "answer": answer,
         "answer_index": index,

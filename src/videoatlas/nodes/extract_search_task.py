@@ -6,9 +6,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.errors import ModelReplyError
 from videoatlas.graph.context import AgentContext
-from videoatlas.nodes.common import ask, choices_block, emit
+from videoatlas.nodes.common import ask, choices_block, emit, fallback
 from videoatlas.state.master import MasterState
+from videoatlas.state.models import Repair
 from videoatlas.state.schemas import SearchTask
 
 
@@ -17,10 +19,17 @@ async def extract_search_task(state: MasterState, runtime: Runtime[AgentContext]
     ctx = runtime.context
     emit("search_task")
     values = {"question": state["question"], "choices": choices_block(state["choices"])}
-    reply, cost = await ask(ctx, SearchTask, "extract_search_task", "search_task", [], values)
-    emit("search_task_done", search_task=reply.value.search_task)
+    repairs: list[Repair] = []
+    try:
+        reply, cost = await ask(ctx, SearchTask, "extract_search_task", "search_task", [], values)
+        task = reply.value.search_task
+    except ModelReplyError as exc:
+        cost, repair = fallback(exc, "extract_search_task", 0, "the question itself is the search task")
+        task, repairs = state["question"], [repair]
+    emit("search_task_done", search_task=task)
     return {
-        "search_task": reply.value.search_task,
+        "search_task": task,
+        "repairs": repairs,
         "round": 0,
         "assignments": [],
         "visits": {},

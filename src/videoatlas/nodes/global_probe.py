@@ -13,6 +13,7 @@ Two targets that open as the same view (cells clamped to the maximum depth) get 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -20,6 +21,7 @@ from langgraph.types import Command, Send
 
 from videoatlas.environment.geometry import Interval, cell_interval, covered_fraction, parse_path
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import ModelReplyError
 from videoatlas.graph.context import AgentContext
 from videoatlas.nodes.common import (
     as_image,
@@ -30,11 +32,13 @@ from videoatlas.nodes.common import (
     coverage_text,
     emit,
     evidence_block,
+    fallback,
     scratchpad_images,
+    subtitles_by_cell,
 )
 from videoatlas.nodes.worker_observe import initial_view
 from videoatlas.state.master import MasterState
-from videoatlas.state.models import Target, View, zones_as_intervals
+from videoatlas.state.models import Cost, Marked, Repair, Target, View, zones_as_intervals
 from videoatlas.state.schemas import probe_schema
 from videoatlas.state.worker import WorkerInput
 
@@ -49,9 +53,9 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     cfg = ctx.config
     duration = ctx.atlas.duration
     round_no = state["round"] + 1
-    spent = budget_exhausted(state["cost"], cfg.call_budget, cfg.token_budget)
-    if spent:
-        return Command(goto="decide", update={"stop_reason": spent})
+    exhausted = budget_exhausted(state["cost"], cfg.call_budget, cfg.token_budget)
+    if exhausted:
+        return Command(goto="decide", update={"stop_reason": exhausted})
     dead = zones_as_intervals(state["dead_zones"])
     visits = dict(state["visits"])
     searched = zones_as_intervals(state.get("searched", [])) + dead
@@ -82,15 +86,27 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             take(Target(path=hint.path, start=iv.start, end=iv.end, source="hint-cell"))
         elif hint.start is not None and hint.end is not None:
             take(Target(path=None, start=hint.start, end=hint.end, source="hint-range"))
+    taken_marks: list[Marked] = []
     for marked in state["frontier"]:
-        if visits.get(marked.path, 0) == 0:
+        if marked.path is not None:
             iv = cell_interval(duration, parse_path(marked.path, cfg.k), cfg.k)
+        else:
+            iv = Interval(marked.start or 0.0, marked.end or duration)
+        # A promising cell some worker searched since is not sent again; an unfinished view is.
+        stale = marked.reason == "promising" and visits.get(marked.key, 0) > 0
+        if not stale:
             take(Target(path=marked.path, start=iv.start, end=iv.end, source="frontier"))
+        if stale or marked.key in taken or _is_dead(iv.start, iv.end, dead):
+            taken_marks.append(marked.model_copy(update={"taken": True}))
 
-    cost_update = None
+    cost_update = Cost()
+    repairs: list[Repair] = []
+    ctx.ledger.begin_round(round_no, state["cost"])
     root = await ctx.atlas.agrid((), dead)
     open_cells = [c for c in root.grid.cells if not _is_dead(c.interval.start, c.interval.end, dead)]
+    open_ids = [c.index for c in open_cells]
     needed = width - len(targets)
+    ranked: list[int] = []
     if needed > 0 and open_cells:
         n = min(width, len(open_cells))
         images = [as_image(root.image, "root grid")]
@@ -108,39 +124,40 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             f"{coverage_text(state, duration)}; "
             f"{len(state['evidence'])} evidence items",
             "hints": ", ".join(t.key for t in targets) or "(none)",
+            "subtitles": subtitles_by_cell(ctx, [(c.index, c.interval) for c in open_cells]) or "(none)",
         }
         emit("probe", round=round_no)
-        reply, cost_update = await ask(
-            ctx,
-            probe_schema(n, cfg.k * cfg.k),
-            "global_probe",
-            "probe",
-            images,
-            values,
-            meta={"round": round_no},
-        )
+        try:
+            reply, cost_update = await ask(
+                ctx, probe_schema(n, open_ids), "global_probe", "probe", images, values, meta={"round": round_no}
+            )
+        except ModelReplyError as exc:
+            cost_update, repair = fallback(exc, "global_probe", round_no, "cells taken by virtual loss, in time order")
+            repairs.append(repair)
+        else:
+            ranked, dropped = usable_ids(reply.value.cells, open_ids)  # type: ignore[attr-defined]
+            if dropped:
+                repairs.append(Repair(node="global_probe", round=round_no, kind="dropped", detail=dropped))
         # Priority queue: the model's rank, pushed back by virtual loss for earlier assignments.
         queue: list[tuple[float, int, int]] = []
-        for rank, cell_id in enumerate(reply.value.cells):  # type: ignore[attr-defined]
+        for rank, cell_id in enumerate(ranked):
             queue.append((rank + cfg.virtual_loss * visits.get(str(cell_id), 0), rank, cell_id))
-        ranked_ids = {cell_id for _, _, cell_id in queue}
         for offset, cell in enumerate(open_cells):  # cells the model did not rank come after, in time order
-            if cell.index not in ranked_ids:
+            if cell.index not in ranked:
                 queue.append((n + offset + cfg.virtual_loss * visits.get(str(cell.index), 0), n + offset, cell.index))
         heapq.heapify(queue)
         while queue and len(targets) < width:
             _, _, cell_id = heapq.heappop(queue)
             iv = root.grid.cells[cell_id].interval
             take(Target(path=str(cell_id), start=iv.start, end=iv.end, source="probe"))
+    ctx.ledger.settle(None, cost_update)
+    base: dict[str, Any] = {"cost": cost_update, "repairs": repairs}
     if not targets:
-        update: dict[str, Any] = {"stop_reason": "every region is explored"}
-        if cost_update is not None:
-            update["cost"] = cost_update
-        return Command(goto="decide", update=update)
+        return Command(goto="decide", update={**base, "stop_reason": "every region is explored"})
     for target in targets:
         visits[target.key] = visits.get(target.key, 0) + 1
     budget = cfg.dfs_steps if state["traversal"] == "dfs" else cfg.bfs_steps
-    tokens_left = None if cfg.token_budget is None else max(0, cfg.token_budget - state["cost"].tokens)
+    spent = state["cost"] + cost_update
     sends = [
         Send(
             "worker",
@@ -153,13 +170,27 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
                 traversal=state["traversal"],
                 target=target,
                 budget=budget,
-                tokens_left=tokens_left,
+                spent=spent,
+                explored=state["dead_zones"],
+                scratchpad=[e for e in state["evidence"] if target.start <= e.time < target.end],
             ),
         )
         for i, target in enumerate(targets)
     ]
     emit("assign", round=round_no, targets=[t.key for t in targets])
-    update = {"round": round_no, "assignments": targets, "visits": visits, "hints": []}
-    if cost_update is not None:
-        update["cost"] = cost_update
+    update = {**base, "round": round_no, "assignments": targets, "visits": visits, "hints": [], "frontier": taken_marks}
     return Command(goto=sends, update=update)
+
+
+def usable_ids(ids: Sequence[int], allowed: Sequence[int]) -> tuple[list[int], str]:
+    """The ids of a reply that can be used (allowed, first mention), and a note on the rest ("" if none)."""
+    kept: list[int] = []
+    bad: list[str] = []
+    for cell_id in ids:
+        if cell_id in kept:
+            bad.append(f"{cell_id} (repeated)")
+        elif cell_id not in allowed:
+            bad.append(f"{cell_id} (explored or not in the grid)")
+        else:
+            kept.append(cell_id)
+    return kept, ("dropped cell ids " + ", ".join(bad)) if bad else ""

@@ -16,7 +16,8 @@ from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
 from videoatlas.graph.context import AgentContext
 from videoatlas.nodes.common import emit
-from videoatlas.state.models import Evidence, FrameRef, Marked, Step, View
+from videoatlas.nodes.worker_observe import can_open_further, collected_times
+from videoatlas.state.models import Evidence, FrameRef, Marked, Repair, Step, View
 from videoatlas.state.worker import CellNote, WorkerState
 
 
@@ -31,6 +32,8 @@ def _cell(decision: dict[str, Any], cells: list[CellNote], action: str) -> CellN
     index = int(ids[0])
     if not 0 <= index < len(cells):
         raise InvalidAction(f"cell {index} does not exist in this grid")
+    if cells[index]["explored"]:
+        raise InvalidAction(f"cell {index} is explored (blacked out): choose an open cell")
     return cells[index]
 
 
@@ -51,8 +54,6 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
         raise InvalidAction(f"{action} is not available here")
     if action == "EXPAND":
         cell = _cell(decision, cells, action)
-        if any(start <= cell["start"] and cell["end"] <= end for start, end in state.get("left") or []):
-            raise InvalidAction(f"cell {cell['index']} was already searched: you went back from it")
         path = _child_path(view, cell["index"])
         child = View(
             kind="grid" if path is not None else "range",
@@ -112,6 +113,8 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
         for order, index in enumerate(ids):
             if not 0 <= index < len(cells):
                 raise InvalidAction(f"cell {index} does not exist in this grid")
+            if cells[index]["explored"]:
+                raise InvalidAction(f"cell {index} is explored (blacked out): choose open cells")
             path = _child_path(view, index)
             if path is not None:
                 marked.append(Marked(round=state["round"], worker=state["worker"], order=order, path=path))
@@ -127,6 +130,13 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
 def _add(
     state: WorkerState, ctx: AgentContext, decision: dict[str, Any], update: dict[str, Any]
 ) -> tuple[dict[str, Any], str, list[int]]:
+    """Record the items that can be recorded; say which were left out and why.
+
+    An item on an explored cell, a cell that does not exist, a frame that could not be decoded or
+    a moment already collected is left out; the step is invalid only when nothing is left. After
+    ZOOM, an item on the zoomed cell keeps the close-up's resolution: the decision sees what the
+    worker read.
+    """
     view: View = state["view"]
     cells = state["cells"]
     items = list(decision.get("items") or [])
@@ -137,17 +147,20 @@ def _add(
         ]
     if not items:
         raise InvalidAction("ADD_TO_SCRATCHPAD needs at least one item or cell")
-    known = {(e.cell, round(e.time, 3)) for e in state.get("evidence") or []}
+    known = collected_times(state)
+    zoom_time = state.get("zoom_time")
     found = state["found"]
     added: list[Evidence] = []
+    skipped: list[str] = []
     for item in items:
         index = int(item["cell"])
-        if not 0 <= index < len(cells):
-            raise InvalidAction(f"cell {index} does not exist in this grid")
+        why = _why_not_addable(index, cells, [*known, *(e.time for e in added)])
+        if why:
+            skipped.append(f"cell {index} ({why})")
+            continue
         note = cells[index]
         path = _child_path(view, index)
-        if (path, round(note["time"], 3)) in known or not note["available"]:
-            continue
+        zoomed = zoom_time is not None and abs(note["time"] - zoom_time) < 1e-6
         subtitle = ctx.subtitles.text_for(Interval(note["time"], note["time"]), 200) if ctx.subtitles else ""
         added.append(
             Evidence(
@@ -160,19 +173,41 @@ def _add(
                 description=str(item.get("description") or "").strip() or "(no description given)",
                 confidence=float(item.get("confidence", 0.5)),
                 subtitle=subtitle or None,
-                frame=FrameRef(video=ctx.atlas.source.identity, time=note["time"], px=ctx.config.cell_px),
+                frame=FrameRef(
+                    video=ctx.atlas.source.identity,
+                    time=note["time"],
+                    px=ctx.atlas.zoom_box if zoomed else ctx.config.cell_px,
+                ),
                 round=state["round"],
                 worker=state["worker"],
             )
         )
-        known.add((path, round(note["time"], 3)))
     if not added:
         # Re-adding what is already collected changes nothing: say so in the next prompt, and count it.
-        raise InvalidAction("nothing new: every item given is already in your collected evidence or has no frame")
+        raise InvalidAction("nothing new: " + "; ".join(skipped))
     update["evidence"] = added
     update["found"] = found + len(added)
-    times = ", ".join(format_ts(e.time, 1) for e in added) or "nothing new"
-    return update, f"added {len(added)} item(s) to the scratchpad ({times})", [int(i["cell"]) for i in items]
+    times = ", ".join(format_ts(e.time, 1) for e in added)
+    note_text = f"added {len(added)} item(s) to the scratchpad ({times})"
+    if skipped:
+        note_text += "; left out " + "; ".join(skipped)
+        update["repairs"] = [
+            Repair(node="worker", round=state["round"], worker=state["worker"], kind="dropped", detail=note_text)
+        ]
+    return update, note_text, [int(i["cell"]) for i in items]
+
+
+def _why_not_addable(index: int, cells: list[CellNote], known: list[float]) -> str:
+    if not 0 <= index < len(cells):
+        return "not in this grid"
+    note = cells[index]
+    if note["explored"]:
+        return "explored"
+    if not note["available"]:
+        return "no frame"
+    if any(abs(note["time"] - t) <= 0.05 for t in known):
+        return "already collected"
+    return ""
 
 
 async def act(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -198,6 +233,12 @@ async def act(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, A
         latency_s=float(decision.get("_latency_s", 0.0)),
         valid=valid,
     )
+    # The view the step was taken on is searched through when the worker leaves it as done (FINISHED,
+    # BACKTRACK, MARK_PROMISING) or when nothing in it opens finer: then one look showed all of it.
+    view: View = state["view"]
+    done = action in ("FINISHED", "BACKTRACK", "MARK_PROMISING") and valid
+    if done or state["traversal"] == "bfs" or not can_open_further(state["allowed"]):
+        update["examined"] = [*(state.get("examined") or []), (view.start, view.end)]
     said = str(decision.get("summary") or "").strip()
     update["summary"] = f"{action}: {note}" + (f". You noted: {said}" if said else "")
     update["steps"] = [*state["steps"], step]

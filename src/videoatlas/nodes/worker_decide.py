@@ -9,10 +9,11 @@ from langgraph.runtime import Runtime
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import EndpointError, ModelReplyError
+from videoatlas.graph.budget import BudgetSpent
 from videoatlas.graph.context import AgentContext
-from videoatlas.nodes.common import as_image, ask, choices_block, emit, failed_call_cost
-from videoatlas.nodes.worker_observe import render_view
-from videoatlas.state.schemas import worker_step_schema
+from videoatlas.nodes.common import as_image, ask, choices_block, emit, failed_call_cost, subtitles_by_cell
+from videoatlas.nodes.worker_observe import addable_cells, masked_zones, open_cells, render_view
+from videoatlas.state.schemas import flatten_step, worker_step_schema
 from videoatlas.state.worker import CellNote, WorkerState
 
 ACTION_HELP = {
@@ -21,29 +22,41 @@ ACTION_HELP = {
     "ZOOM": "ZOOM: see one cell's frame at full resolution, to read small text or check details (give its id).",
     "INVESTIGATE": "INVESTIGATE: see a grid of the moments just before or just after one cell (give its id and "
     "a direction); for when you found the anchor and the answer follows or precedes it.",
-    "ADD_TO_SCRATCHPAD": "ADD_TO_SCRATCHPAD: record cells that show evidence for the question.",
+    "ADD_TO_SCRATCHPAD": "ADD_TO_SCRATCHPAD: record cells that show evidence for the question (not what is "
+    "already collected).",
     "MARK_PROMISING": "MARK_PROMISING: flag cells worth opening in a later round (give their ids).",
     "FINISHED": "FINISHED: this region holds nothing more that is relevant.",
 }
 
 
-def _left(cell: CellNote, state: WorkerState) -> bool:
-    """Whether the cell lies inside a grid this worker already searched and went back from."""
-    return any(start <= cell["start"] and cell["end"] <= end for start, end in state.get("left") or [])
-
-
 def _collected_lines(state: WorkerState) -> str:
-    mine = state.get("evidence") or []
-    if not mine:
+    """What is already collected: the run's scratchpad inside this worker's target, then its own finds."""
+    run = [(e, "in the scratchpad") for e in state.get("scratchpad") or []]
+    mine = [(e, "collected by you") for e in state.get("evidence") or []]
+    if not run and not mine:
         return "(nothing yet)"
-    return "\n".join(f"- @{e.time:.1f} s (cell {e.cell or '-'}, starts {e.start:.1f} s): {e.description}" for e in mine)
+    return "\n".join(
+        f"- @{e.time:.1f} s (cell {e.cell or '-'}, starts {e.start:.1f} s, {who}): {e.description}"
+        for e, who in [*run, *mine]
+    )
+
+
+def _cell_line(c: CellNote) -> str:
+    line = f"{c['index']}: {format_ts(c['start'], 2)}-{format_ts(c['end'], 2)}"
+    if c["explored"]:
+        return line + " [explored]"
+    if not c["available"]:
+        line += " [frame unavailable]"
+    if c["collected"]:
+        line += " [already collected]"
+    return line
 
 
 async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Render the view (and a close-up if one was asked for) and get the next action."""
     ctx = runtime.context
     view = state["view"]
-    shown = await render_view(ctx, view, state.get("left") or [])
+    shown = await render_view(ctx, view, masked_zones(state))
     images = [as_image(shown.image, f"view {view.path or view.kind}")]
     zoom_line = ""
     if state.get("zoom_time") is not None:
@@ -52,7 +65,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         images.append(as_image(shot, f"zoom {zoom_time:.2f}"))
         zoom_line = f"The second image is a close-up of the frame at {format_ts(zoom_time, 2)}."
     duration = ctx.atlas.duration
-    subtitles = ctx.subtitles.text_for(Interval(view.start, view.end)) if ctx.subtitles else ""
+    cells = state["cells"]
     values = {
         "search_task": state["search_task"],
         "question": state["question"],
@@ -63,26 +76,29 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         "duration": format_ts(duration, 0),
         "depth": view.depth if view.depth is not None else "custom range",
         "k": ctx.config.k,
-        "cells": "\n".join(
-            f"{c['index']}: {format_ts(c['start'], 2)}-{format_ts(c['end'], 2)}"
-            + ("" if c["available"] else " [frame unavailable]")
-            + (" [searched: you went back from it]" if _left(c, state) else "")
-            for c in state["cells"]
-        ),
+        "cells": "\n".join(_cell_line(c) for c in cells),
         "previous": state["summary"],
         "collected": _collected_lines(state),
         "actions": "\n".join(ACTION_HELP[a] for a in state["allowed"]),
-        "subtitles": subtitles or "(none)",
+        "subtitles": subtitles_by_cell(
+            ctx, [(c["index"], Interval(c["start"], c["end"])) for c in cells if not c["explored"]]
+        )
+        or "(none)",
         "zoom": zoom_line,
     }
-    schema = worker_step_schema(state["allowed"], ctx.config.k * ctx.config.k)
+    open_ids = open_cells(cells)
+    expandable = open_ids if "EXPAND" in state["allowed"] or "MARK_PROMISING" in state["allowed"] else []
+    schema = worker_step_schema(state["allowed"], open_ids, expandable, addable_cells(cells))
     meta = {"worker": state["worker"], "round": state["round"], "step": len(state["steps"])}
     try:
         reply, cost = await ask(ctx, schema, "worker", "worker", images, values, role="worker", meta=meta)
+    except BudgetSpent as exc:
+        emit("worker_budget", worker=state["worker"], reason=str(exc))
+        return {"decision": None, "stop": "global-budget"}
     except (ModelReplyError, EndpointError) as exc:
         emit("worker_error", worker=state["worker"], error=str(exc))
         return {"decision": None, "stop": "model-error", "cost": failed_call_cost(exc, "worker")}
-    decision = reply.value.model_dump()
+    decision = flatten_step(reply.value)
     decision["_prompt_tokens"] = reply.record.prompt_tokens
     decision["_latency_s"] = reply.record.latency_s
     decision["_image_sha"] = shown.image.sha256

@@ -10,7 +10,8 @@ from langgraph.runtime import Runtime
 from videoatlas.environment.geometry import cell_interval, parse_path
 from videoatlas.graph.context import AgentContext
 from videoatlas.nodes.common import emit
-from videoatlas.state.models import WorkerReport, Zone
+from videoatlas.nodes.worker_observe import collected_times
+from videoatlas.state.models import Marked, WorkerReport, Zone
 from videoatlas.state.worker import WorkerState
 
 
@@ -34,27 +35,43 @@ def empty_views(viewed: list[Zone], evidence_times: list[float], keep: Sequence[
 
 
 async def finish(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Dead zones (views without findings) and this worker's report."""
+    """Dead zones and coverage from what was searched through; an unfinished view back on the frontier.
+
+    Only views the worker examined count (left by FINISHED or BACKTRACK, or seen whole: a leaf, a BFS
+    scan). A worker stopped by a budget or a failed call hands the view it was still exploring back to
+    the Master as an ``unfinished`` frontier entry, and its parent views stay open: a budget stop
+    while drilling never blacks out ground nobody searched.
+    """
     evidence = state.get("evidence") or []
-    times = [e.time for e in evidence]
+    times = collected_times(state)  # a view holding any collected moment, this worker's or not, is not dead
     target = state["target"]
-    viewed = list(state.get("viewed") or [])
+    examined = list(state.get("examined") or [])
     ctx = runtime.context
-    marked = [
-        cell_interval(ctx.atlas.duration, parse_path(m.path, ctx.config.k), ctx.config.k)
-        for m in state.get("frontier") or []
-    ]
-    keep = [(iv.start, iv.end) for iv in marked]
-    dead = empty_views(viewed, times, keep)
-    searched = searched_views(viewed, keep)
-    if state.get("stop") == "model-error":
-        dead = searched = []  # a failed step explored nothing for sure
+    flagged = [m for m in state.get("frontier") or [] if m.path is not None]
+    keep = [_span(ctx, m.path) for m in flagged if m.path is not None]
+    dead = empty_views(examined, times, keep)
+    searched = searched_views(examined, keep)
+    stop = state.get("stop") or "finished"
+    frontier: list[Marked] = []
+    view = state.get("view")
+    if stop != "finished" and view is not None and (view.start, view.end) not in examined:
+        frontier.append(
+            Marked(
+                round=state["round"],
+                worker=state["worker"],
+                order=len(flagged),
+                path=view.path if view.kind == "grid" else None,
+                start=None if view.kind == "grid" else view.start,
+                end=None if view.kind == "grid" else view.end,
+                reason="unfinished",
+            )
+        )
     report = WorkerReport(
         worker=state["worker"],
         round=state["round"],
         target=target,
         steps=state.get("steps") or [],
-        stop=state.get("stop") or "finished",
+        stop=stop,
         evidence_ids=[e.id for e in evidence],
         invalid_actions=state.get("invalid_actions", 0),
     )
@@ -65,4 +82,9 @@ async def finish(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str
         evidence=len(evidence),
         steps=len(report.steps),
     )
-    return {"dead_zones": dead, "searched": searched, "reports": [report]}
+    return {"dead_zones": dead, "searched": searched, "reports": [report], "frontier": frontier}
+
+
+def _span(ctx: AgentContext, path: str) -> Zone:
+    iv = cell_interval(ctx.atlas.duration, parse_path(path, ctx.config.k), ctx.config.k)
+    return (iv.start, iv.end)

@@ -8,12 +8,14 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.environment.atlas import GridView
-from videoatlas.environment.geometry import Interval, cell_interval, cell_span, parse_path
+from videoatlas.environment.geometry import Interval, cell_interval, cell_span, covered_fraction, parse_path
 from videoatlas.graph.context import AgentContext
 from videoatlas.state.models import Target, View, Zone
 from videoatlas.state.worker import CellNote, WorkerState
 
 _SPAN_TOLERANCE = 1e-6
+_SAME_MOMENT_S = 0.05
+"""A cell whose frame is this close to a collected moment shows that moment again."""
 
 
 def initial_view(target: Target, ctx: AgentContext) -> View:
@@ -25,41 +27,84 @@ def initial_view(target: Target, ctx: AgentContext) -> View:
     return View(kind="grid", path="/".join(map(str, path)), start=iv.start, end=iv.end, depth=len(path))
 
 
-async def render_view(ctx: AgentContext, view: View, left: Sequence[Zone] = ()) -> GridView:
-    """The picture of a view, with the grids the worker went back from blacked out (render-cached)."""
-    dead = [Interval(start, end) for start, end in left]
+async def render_view(ctx: AgentContext, view: View, masked: Sequence[Zone] = ()) -> GridView:
+    """The picture of a view with ``masked`` intervals blacked out (explored by the run, or left by this worker)."""
+    dead = [Interval(start, end) for start, end in masked]
     if view.kind == "grid" and view.path is not None:
         return await ctx.atlas.agrid(parse_path(view.path, ctx.config.k), dead)
     return await ctx.atlas.agrid_over(view.interval, dead)
 
 
+def masked_zones(state: WorkerState) -> list[Zone]:
+    """What this worker's grids show blacked out: the run's dead zones and the grids it went back from."""
+    return [*(state.get("explored") or []), *(state.get("left") or [])]
+
+
+def _inside(start: float, end: float, zones: Sequence[Zone]) -> bool:
+    return covered_fraction(Interval(start, end), [Interval(a, b) for a, b in zones]) >= 0.999
+
+
+def collected_times(state: WorkerState) -> list[float]:
+    """Moments already in the scratchpad: the run's (inside this worker's target) and this worker's own."""
+    return [e.time for e in [*(state.get("scratchpad") or []), *(state.get("evidence") or [])]]
+
+
+def open_cells(cells: Sequence[CellNote]) -> list[int]:
+    """Cells not explored yet (by the run, or by this worker before it went back)."""
+    return [c["index"] for c in cells if not c["explored"]]
+
+
+def addable_cells(cells: Sequence[CellNote]) -> list[int]:
+    """Open cells whose frame can be recorded and is not in the scratchpad already."""
+    return [c["index"] for c in cells if not c["explored"] and c["available"] and not c["collected"]]
+
+
 def allowed_actions(state: WorkerState, view: View, grid_cell_span: float, ctx: AgentContext) -> list[str]:
-    """The actions this worker has right now (the schema's enum)."""
+    """The actions this worker has right now (the schema's variants).
+
+    An action that needs a cell is offered only when some cell qualifies: an open one to ZOOM or
+    INVESTIGATE, an open one that can be opened to EXPAND or MARK_PROMISING, one not yet collected
+    to ADD_TO_SCRATCHPAD.
+    """
     cfg = ctx.config
     finest = cell_span(ctx.atlas.duration, ctx.max_depth, cfg.k)
     child_span = grid_cell_span / (cfg.k * cfg.k)
     can_expand = grid_cell_span >= cfg.min_expand_span_s and child_span >= finest * (1 - _SPAN_TOLERANCE)
     if view.kind == "grid" and view.depth is not None:
         can_expand = can_expand and view.depth < ctx.max_depth
+    cells = state.get("cells") or []
+    any_open = bool(open_cells(cells))
+    can_expand = can_expand and any_open
+    can_add = bool(addable_cells(cells))
+    actions = []
     if state["traversal"] == "bfs":
-        actions = ["ADD_TO_SCRATCHPAD"]
+        if can_add:
+            actions.append("ADD_TO_SCRATCHPAD")
         if can_expand and view.path is not None:
             actions.append("MARK_PROMISING")
         return [*actions, "FINISHED"]
-    actions = []
     if can_expand:
         actions.append("EXPAND")
     if state.get("stack"):
         actions.append("BACKTRACK")
-    if state.get("zoom_time") is None:
+    if state.get("zoom_time") is None and any_open:
         actions.append("ZOOM")
-    actions += ["INVESTIGATE", "ADD_TO_SCRATCHPAD", "FINISHED"]
-    return actions
+    if any_open:
+        actions.append("INVESTIGATE")
+    if can_add:
+        actions.append("ADD_TO_SCRATCHPAD")
+    return [*actions, "FINISHED"]
+
+
+def can_open_further(allowed: Sequence[str]) -> bool:
+    """Whether the view still has finer grids below it (a leaf, once looked at, has been seen whole)."""
+    return "EXPAND" in allowed or "MARK_PROMISING" in allowed
 
 
 async def observe(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Render the view; stop on the step budget or the run's token budget; list the possible actions."""
+    """Render the view; stop on the step budget; list the possible actions."""
     ctx = runtime.context
+    ctx.ledger.begin_round(state["round"], state["spent"])
     update: dict[str, Any] = {}
     if "view" not in state:
         view = initial_view(state["target"], ctx)
@@ -71,6 +116,7 @@ async def observe(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[st
             "zoom_time": None,
             "invalid_actions": 0,
             "viewed": [],
+            "examined": [],
             "left": [],
             "found": 0,
             "stop": "",
@@ -82,11 +128,10 @@ async def observe(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[st
         steps_taken = len(state["steps"])
     if steps_taken >= state["budget"]:
         return {**update, "stop": "budget"}
-    tokens_left = state["tokens_left"]
-    spent = state.get("cost")
-    if tokens_left is not None and spent is not None and spent.tokens >= tokens_left:
-        return {**update, "stop": "global-budget"}
-    shown = await render_view(ctx, view, {**state, **update}.get("left") or [])
+    merged_state: WorkerState = {**state, **update}  # type: ignore[typeddict-item]
+    masked = masked_zones(merged_state)
+    shown = await render_view(ctx, view, masked)
+    collected = collected_times(merged_state)
     notes = [
         CellNote(
             index=cell.index,
@@ -94,15 +139,16 @@ async def observe(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[st
             end=cell.interval.end,
             time=float(frame["time"]),
             available=frame["method"] != "unavailable",
+            explored=_inside(cell.interval.start, cell.interval.end, masked),
+            collected=any(abs(float(frame["time"]) - t) <= _SAME_MOMENT_S for t in collected),
         )
         for cell, frame in zip(shown.grid.cells, shown.image.frames, strict=True)
     ]
-    merged_state: WorkerState = {**state, **update}  # type: ignore[typeddict-item]
-    viewed = [*merged_state["viewed"], (view.start, view.end)]
+    merged_state = {**merged_state, "cells": notes}
     return {
         **update,
         "allowed": allowed_actions(merged_state, view, shown.grid.cell_span, ctx),
         "cells": notes,
         "image_sha": shown.image.sha256,
-        "viewed": viewed,
+        "viewed": [*merged_state["viewed"], (view.start, view.end)],
     }

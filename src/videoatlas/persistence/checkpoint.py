@@ -15,7 +15,7 @@ from videoatlas.errors import BadInputError
 from videoatlas.persistence.db import is_sqlite, libpq_url, redact_url, sqlite_path
 
 _SETUP_LOCK_KEY = 0x7669646561746C  # pg_advisory_lock key: "videatl"
-_STATE_TYPES = ("FrameRef", "Evidence", "View", "Target", "Cost", "Step", "WorkerReport", "Marked", "Hint")
+_STATE_TYPES = ("FrameRef", "Evidence", "View", "Target", "Cost", "Step", "WorkerReport", "Marked", "Hint", "Repair")
 
 
 def serializer() -> JsonPlusSerializer:

@@ -63,7 +63,7 @@ TEMPLATE_SPEC: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "traversal.user": (frozenset({"question"}), frozenset({"choices"})),
     "probe.user": (
         frozenset({"question", "n"}),
-        frozenset({"choices", "search_task", "cells", "hints", "evidence", "progress", "k", "duration"}),
+        frozenset({"choices", "search_task", "cells", "hints", "evidence", "progress", "k", "duration", "subtitles"}),
     ),
     "worker.user": (
         frozenset({"question", "actions"}),

@@ -9,11 +9,13 @@ from videoatlas.state.models import (
     Evidence,
     Hint,
     Marked,
+    Repair,
     Target,
     WorkerReport,
     Zone,
     add_cost,
     add_marked,
+    add_repairs,
     add_reports,
     merge_evidence,
     merge_zones,
@@ -62,13 +64,15 @@ class MasterState(MasterInput):
     """Intervals workers searched, with or without findings (what progress is measured by)."""
     cost: Annotated[Cost, add_cost]
     reports: Annotated[list[WorkerReport], add_reports]
+    repairs: Annotated[list[Repair], add_repairs]
+    """Replies used only in part, and fallbacks taken when a reply could not be used at all."""
     checks: list[RoundCheck]
     stop_reason: str
     answer: str
     answer_index: int | None
     reasoning: str
     cited: list[str]
-    """Evidence ids the final decision rests on."""
+    """Evidence ids the final decision rests on (none: the answer was picked without evidence)."""
 
 
 class MasterOutput(TypedDict):
@@ -86,5 +90,7 @@ class MasterOutput(TypedDict):
     traversal: Traversal
     checks: list[RoundCheck]
     reports: list[WorkerReport]
+    repairs: list[Repair]
     dead_zones: list[Zone]
     searched: list[Zone]
+    frontier: list[Marked]

@@ -93,6 +93,8 @@ class Cost(Frozen):
     master_tokens: int = 0
     worker_tokens: int = 0
     failed_calls: int = 0
+    fallbacks: int = 0
+    """Calls whose reply could not be used even after a re-ask, where the node went on without it."""
 
     @property
     def tokens(self) -> int:
@@ -131,12 +133,42 @@ class WorkerReport(Frozen):
 
 
 class Marked(Frozen):
-    """A cell a BFS worker flagged as promising, queued for a later round (FIFO)."""
+    """A place queued for a later round (FIFO), by cell path or as an explicit range.
+
+    Either a cell a BFS worker flagged as promising, or the view a worker was still exploring when
+    its budget ran out (its unexplored part goes back to the Master).
+    """
 
     round: int
     worker: str
     order: int
-    path: str
+    path: str | None
+    start: float | None = None
+    end: float | None = None
+    """The range, when ``path`` is None (a worker stopped inside an INVESTIGATE window or a range)."""
+    reason: Literal["promising", "unfinished"] = "promising"
+    taken: bool = False
+    """Set on a copy to take the place off the frontier through the reducer (a round assigned it)."""
+
+    @property
+    def key(self) -> str:
+        """The same identity as the :class:`Target` it becomes."""
+        return self.path if self.path is not None else f"{self.start or 0.0:.2f}-{self.end or 0.0:.2f}"
+
+
+class Repair(Frozen):
+    """A model reply the run could not use as given, and what it did instead (shown by ``trace``).
+
+    ``dropped``: some entries were unusable (an explored or unknown cell, a repeated id, a backwards
+    range) and the rest was kept; ``fallback``: the reply was unusable even after a re-ask, and the
+    node went on without it (the rule it followed is in ``detail``).
+    """
+
+    node: str
+    round: int
+    worker: str | None = None
+    kind: Literal["dropped", "fallback"]
+    detail: str
 
 
 class Hint(Frozen):
@@ -180,14 +212,19 @@ def add_reports(current: Sequence[WorkerReport] | None, update: Sequence[WorkerR
 
 
 def add_marked(current: Sequence[Marked] | None, update: Sequence[Marked] | None) -> list[Marked]:
-    """The BFS frontier in FIFO order (round, worker, order), duplicates by path kept once."""
-    seen: set[str] = set()
-    out: list[Marked] = []
-    for m in sorted([*(current or []), *(update or [])], key=lambda m: (m.round, m.worker, m.order)):
-        if m.path not in seen:
-            seen.add(m.path)
-            out.append(m)
-    return out
+    """The frontier in FIFO order (round, worker, order), each place once; a ``taken`` copy removes it."""
+    by_key = {m.key: m for m in current or []}
+    for m in sorted(update or [], key=lambda m: (m.round, m.worker, m.order)):
+        if m.taken:
+            by_key.pop(m.key, None)
+        else:
+            by_key.setdefault(m.key, m)
+    return sorted(by_key.values(), key=lambda m: (m.round, m.worker, m.order))
+
+
+def add_repairs(current: Sequence[Repair] | None, update: Sequence[Repair] | None) -> list[Repair]:
+    """Every repair, ordered by round, node and worker (parallel workers write in any order)."""
+    return sorted([*(current or []), *(update or [])], key=lambda r: (r.round, r.node, r.worker or "", r.detail))
 
 
 def zones_as_intervals(zones: Sequence[Zone]) -> list[Interval]:

@@ -1,76 +1,151 @@
 """Structured outputs: one pydantic schema per decision, sent to the model as ``response_format``.
 
-Schemas that depend on the situation are built per call: cell ids are bounded by the grid size,
-the probe asks for exactly N distinct cells, and a worker's ``action`` enum holds only the actions
-it has right now, so it cannot pick one it does not have.
+Each schema says everything a constrained decoder can enforce: ids are enums of the cells that
+can be chosen right now (open cells, never explored ones), id lists have ``uniqueItems`` and their
+lengths, times have bounds, objects forbid extra keys (added when the request is built, see
+:func:`videoatlas.llm.client.response_format`). A worker's step is a union with one variant per
+action it has now, so EXPAND fills one cell id and nothing else.
+
+Validation on our side is deliberately looser than what is sent: a reply that a model without
+constrained decoding got partly wrong (one explored cell among four, a range written backwards,
+a reason a little too long) is kept, and the node drops the bad entries and records that it did
+(:class:`~videoatlas.state.models.Repair`). Only a reply that cannot be read at all is re-asked.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, JsonValue, create_model
 
 ACTIONS = ("EXPAND", "BACKTRACK", "ZOOM", "INVESTIGATE", "ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED")
 MAX_RANGE_S = 60.0
 
 
+def text(limit: int) -> Any:
+    """A string with ``maxLength`` in the schema; a longer reply is cut, not refused."""
+    return Annotated[str, AfterValidator(lambda v: v[:limit]), Field(json_schema_extra={"maxLength": limit})]
+
+
+def one_of(values: Sequence[int]) -> Any:
+    """An integer from ``values`` (an enum in the schema; any integer passes validation, the node checks)."""
+    enum: list[JsonValue] = list(sorted(set(values)))
+    return Annotated[int, Field(json_schema_extra={"enum": enum})]
+
+
+def some_of(values: Sequence[int], lo: int = 0, hi: int | None = None) -> Any:
+    """Distinct integers from ``values``, ``lo`` to ``hi`` of them (enforced by the schema, checked by the node)."""
+    extra: dict[str, Any] = {
+        "items": {"type": "integer", "enum": sorted(set(values))},
+        "uniqueItems": True,
+        "minItems": lo,
+    }
+    if hi is not None:
+        extra["maxItems"] = hi
+    return Annotated[list[int], Field(json_schema_extra=extra)]
+
+
+def labels_of(labels: Sequence[str], hi: int) -> Any:
+    """Distinct evidence labels from ``labels`` (an empty list when there are none)."""
+    items: dict[str, Any] = {"type": "string", "enum": list(labels)} if labels else {"type": "string"}
+    extra: dict[str, Any] = {"items": items, "uniqueItems": True, "maxItems": hi if labels else 0}
+    return Annotated[list[str], Field(json_schema_extra=extra)]
+
+
 class SearchTask(BaseModel):
     """What to look for, written from the question before any frame is seen."""
 
-    search_task: str = Field(max_length=800)
+    search_task: text(800)  # type: ignore[valid-type]
 
 
 class TraversalChoice(BaseModel):
     """BFS for sequence, order and counting questions; DFS for one localized detail."""
 
     traversal: Literal["bfs", "dfs"]
-    reason: str = Field(max_length=300)
+    reason: text(300)  # type: ignore[valid-type]
 
 
-class _DistinctCells(BaseModel):
-    cells: list[int]
-
-    @field_validator("cells")
-    @classmethod
-    def _distinct(cls, value: list[int]) -> list[int]:
-        if len(set(value)) != len(value):
-            raise ValueError("cell ids must be distinct")
-        return value
-
-
-def probe_schema(n: int, n_cells: int) -> type[BaseModel]:
-    """Exactly ``n`` distinct cell ids of a grid of ``n_cells`` cells, and why."""
-    cell = Annotated[int, Field(ge=0, le=n_cells - 1)]
+def probe_schema(n: int, open_cells: Sequence[int]) -> type[BaseModel]:
+    """Exactly ``n`` distinct ids among ``open_cells`` (the cells not explored yet), and why."""
     fields: dict[str, Any] = {
-        "cells": (list[cell], Field(min_length=n, max_length=n)),
-        "reason": (str, Field(max_length=400)),
+        "cells": (some_of(open_cells, n, n), ...),
+        "reason": (text(400), ...),
     }
-    model: type[BaseModel] = create_model("GlobalProbe", __base__=_DistinctCells, **fields)
+    model: type[BaseModel] = create_model("GlobalProbe", **fields)
     return model
 
 
-def worker_step_schema(allowed: list[str], n_cells: int) -> type[BaseModel]:
-    """One worker step: an action from ``allowed`` and what it applies to."""
+def worker_step_schema(
+    allowed: Sequence[str],
+    open_cells: Sequence[int],
+    expandable: Sequence[int] | None = None,
+    addable: Sequence[int] | None = None,
+) -> type[BaseModel]:
+    """One worker step: ``{"step": ...}`` holding one variant per action in ``allowed``.
+
+    ``open_cells`` are the cells of the view not explored yet (ZOOM, INVESTIGATE); ``expandable``
+    those that can be opened (EXPAND, MARK_PROMISING; default: the open cells); ``addable`` those
+    whose frame can be recorded and is not in the scratchpad yet (default: the open cells). An
+    action whose cell set is empty is left out.
+    """
     unknown = set(allowed) - set(ACTIONS)
     if unknown or not allowed:
-        raise ValueError(f"bad action set {allowed}")
-    cell = Annotated[int, Field(ge=0, le=n_cells - 1)]
-    item = create_model(
-        "EvidenceItem",
-        cell=(cell, ...),
-        description=(str, Field(max_length=300)),
-        confidence=(float, Field(ge=0.0, le=1.0)),
-    )
-    fields: dict[str, Any] = {
-        "action": (Literal.__getitem__(tuple(allowed)), ...),
-        "cells": (list[cell], Field(max_length=8)),
-        "direction": (Literal["before", "after", "none"], ...),
-        "items": (list[item], Field(max_length=8)),  # type: ignore[valid-type]
-        "summary": (str, Field(max_length=240)),
-    }
-    model: type[BaseModel] = create_model("WorkerStep", **fields)
+        raise ValueError(f"bad action set {list(allowed)}")
+    expandable = open_cells if expandable is None else expandable
+    addable = open_cells if addable is None else addable
+    summary = (text(240), ...)
+    variants: list[type[BaseModel]] = []
+    for action in allowed:
+        fields: dict[str, Any] = {"action": (Literal[action], ...)}
+        if action == "EXPAND":
+            if not expandable:
+                continue
+            fields["cell"] = (one_of(expandable), ...)
+        elif action in ("ZOOM", "INVESTIGATE"):
+            if not open_cells:
+                continue
+            fields["cell"] = (one_of(open_cells), ...)
+            if action == "INVESTIGATE":
+                fields["direction"] = (Literal["before", "after"], ...)
+        elif action == "ADD_TO_SCRATCHPAD":
+            if not addable:
+                continue
+            item = create_model(
+                "EvidenceItem",
+                cell=(one_of(addable), ...),
+                description=(text(300), ...),
+                confidence=(Annotated[float, Field(ge=0.0, le=1.0)], ...),
+            )
+            fields["items"] = (Annotated[list[item], Field(min_length=1, max_length=8)], ...)  # type: ignore[valid-type]
+        elif action == "MARK_PROMISING":
+            if not expandable:
+                continue
+            fields["cells"] = (some_of(expandable, 1, 8), ...)
+        fields["summary"] = summary
+        variants.append(create_model(_variant_name(action), **fields))
+    union = Union[tuple(variants)] if len(variants) > 1 else variants[0]  # noqa: UP007 - built at run time
+    step: Any = Annotated[union, Field(discriminator="action")] if len(variants) > 1 else union
+    model: type[BaseModel] = create_model("WorkerStep", step=(step, ...))
     return model
+
+
+def _variant_name(action: str) -> str:
+    return "".join(part.capitalize() for part in action.split("_")) + "Step"
+
+
+def flatten_step(value: BaseModel) -> dict[str, Any]:
+    """A validated :func:`worker_step_schema` reply as one flat dict (``action``, ``cells``, ``items``...)."""
+    step = getattr(value, "step").model_dump()  # noqa: B009 - the model is built at run time
+    cells = step.pop("cells", None)
+    cell = step.pop("cell", None)
+    return {
+        "action": step["action"],
+        "cells": list(cells) if cells is not None else ([cell] if cell is not None else []),
+        "items": step.get("items") or [],
+        "direction": step.get("direction", "none"),
+        "summary": step.get("summary", ""),
+    }
 
 
 class ChoiceStatus(BaseModel):
@@ -81,28 +156,39 @@ class ChoiceStatus(BaseModel):
 
 
 class TimeRange(BaseModel):
-    """An explicit stretch of video to look at next (shorter than a minute)."""
+    """An explicit stretch of video to look at next (bounds are checked by the node, which drops bad ones)."""
 
-    start: float = Field(ge=0.0)
-    end: float = Field(ge=0.0)
-
-    @model_validator(mode="after")
-    def _short(self) -> TimeRange:
-        if not 0 < self.end - self.start <= MAX_RANGE_S:
-            raise ValueError(f"a range must be longer than 0 and at most {MAX_RANGE_S:.0f} s")
-        return self
+    start: float
+    end: float
 
 
-def uncertainty_schema(n_choices: int, n_cells: int, max_suggestions: int) -> type[BaseModel]:
-    """Sufficiency per choice, where to look next (cells or short ranges), what to erase."""
-    cell = Annotated[int, Field(ge=0, le=n_cells - 1)]
+def uncertainty_schema(
+    n_choices: int,
+    open_cells: Sequence[int],
+    max_suggestions: int,
+    duration: float,
+    labels: Sequence[str] = (),
+) -> type[BaseModel]:
+    """Sufficiency per choice, where to look next (open cells or short ranges), what to erase."""
+    status = create_model(
+        "ChoiceStatus",
+        __base__=ChoiceStatus,
+        choice=(one_of(range(n_choices)) if n_choices else int, ...),
+    )
+    bound: dict[str, JsonValue] = {"minimum": 0.0, "maximum": round(duration, 3)}
+    time_range = create_model(
+        "TimeRange",
+        __base__=TimeRange,
+        start=(Annotated[float, Field(json_schema_extra=bound)], ...),
+        end=(Annotated[float, Field(json_schema_extra=bound)], ...),
+    )
     fields: dict[str, Any] = {
-        "statuses": (list[ChoiceStatus], Field(max_length=max(n_choices, 0))),
+        "statuses": (Annotated[list[status], Field(json_schema_extra={"maxItems": n_choices})], ...),  # type: ignore[valid-type]
         "sufficient": (bool, ...),
-        "explore_cells": (list[cell], Field(max_length=max_suggestions)),
-        "explore_ranges": (list[TimeRange], Field(max_length=max_suggestions)),
-        "erase": (list[str], Field(max_length=32)),
-        "reasoning": (str, Field(max_length=600)),
+        "explore_cells": (some_of(open_cells, 0, max_suggestions), ...),
+        "explore_ranges": (Annotated[list[time_range], Field(json_schema_extra={"maxItems": max_suggestions})], ...),  # type: ignore[valid-type]
+        "erase": (labels_of(labels, len(labels)), ...),
+        "reasoning": (text(600), ...),
     }
     model: type[BaseModel] = create_model("UncertaintyAnalysis", **fields)
     return model
@@ -113,24 +199,31 @@ class Judgement(BaseModel):
 
     choice: int = Field(ge=0)
     verdict: Literal["supported", "contradicted", "no_evidence"]
-    evidence: list[str] = Field(max_length=16)
+    evidence: list[str]
 
 
-def decision_schema(n_choices: int) -> type[BaseModel]:
+def decision_schema(n_choices: int, labels: Sequence[str] = ()) -> type[BaseModel]:
     """The final answer: a choice index (or free text when there are no choices), reasons, labels."""
     fields: dict[str, Any]
+    cited = (labels_of(labels, 32), ...)
     if n_choices:
+        judgement = create_model(
+            "Judgement",
+            __base__=Judgement,
+            choice=(one_of(range(n_choices)), ...),
+            evidence=(labels_of(labels, 16), ...),
+        )
         fields = {
-            "judgements": (list[Judgement], Field(max_length=n_choices)),
-            "answer": (int, Field(ge=0, le=n_choices - 1)),
-            "reasoning": (str, Field(max_length=1200)),
-            "evidence": (list[str], Field(max_length=32)),
+            "judgements": (Annotated[list[judgement], Field(json_schema_extra={"maxItems": n_choices})], ...),  # type: ignore[valid-type]
+            "answer": (Annotated[int, Field(ge=0, le=n_choices - 1)], ...),
+            "reasoning": (text(1200), ...),
+            "evidence": cited,
         }
     else:
         fields = {
-            "answer": (str, Field(max_length=600)),
-            "reasoning": (str, Field(max_length=1200)),
-            "evidence": (list[str], Field(max_length=32)),
+            "answer": (text(600), ...),
+            "reasoning": (text(1200), ...),
+            "evidence": cited,
         }
     model: type[BaseModel] = create_model("FinalDecision", **fields)
     return model

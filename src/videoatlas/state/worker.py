@@ -9,6 +9,7 @@ from videoatlas.state.models import (
     Cost,
     Evidence,
     Marked,
+    Repair,
     Step,
     Target,
     View,
@@ -16,6 +17,7 @@ from videoatlas.state.models import (
     Zone,
     add_cost,
     add_marked,
+    add_repairs,
     add_reports,
     merge_evidence,
     merge_zones,
@@ -34,8 +36,12 @@ class WorkerInput(TypedDict):
     target: Target
     budget: int
     """Steps this worker may take (DFS: several, BFS: one)."""
-    tokens_left: int | None
-    """What is left of the run's token budget when the round starts (None: unlimited)."""
+    spent: Cost
+    """What the run had spent when this worker was sent (the shared budget starts the round from it)."""
+    explored: list[Zone]
+    """The run's dead zones when the round began: shown blacked out in this worker's grids, not offered."""
+    scratchpad: list[Evidence]
+    """Evidence the run already holds inside this worker's target: not to be collected again."""
 
 
 class CellNote(TypedDict):
@@ -46,6 +52,10 @@ class CellNote(TypedDict):
     end: float
     time: float
     available: bool
+    explored: bool
+    """Inside the run's dead zones or a grid this worker went back from: blacked out, not offered."""
+    collected: bool
+    """Its frame shows a moment already in the scratchpad."""
 
 
 class WorkerState(WorkerInput):
@@ -63,7 +73,10 @@ class WorkerState(WorkerInput):
     invalid_actions: int
     stop: str
     viewed: list[Zone]
-    """Intervals of every view looked at (for dead zones)."""
+    """Intervals of every view looked at."""
+    examined: list[Zone]
+    """Views searched through: left by FINISHED or BACKTRACK, or looked at where nothing opens finer (a
+    leaf of the hierarchy, or a BFS scan of one level). Only these become dead zones and coverage."""
     left: list[Zone]
     """Intervals of grids this worker went back from: shown blacked out in its later views."""
     found: int
@@ -73,6 +86,7 @@ class WorkerState(WorkerInput):
     cost: Annotated[Cost, add_cost]
     frontier: Annotated[list[Marked], add_marked]
     reports: Annotated[list[WorkerReport], add_reports]
+    repairs: Annotated[list[Repair], add_repairs]
 
 
 class WorkerOutput(TypedDict):
@@ -84,3 +98,4 @@ class WorkerOutput(TypedDict):
     cost: Annotated[Cost, add_cost]
     frontier: Annotated[list[Marked], add_marked]
     reports: Annotated[list[WorkerReport], add_reports]
+    repairs: Annotated[list[Repair], add_repairs]

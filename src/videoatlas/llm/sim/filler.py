@@ -10,6 +10,7 @@ Fields it has no opinion on get the simplest valid value.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import statistics
 from typing import Any
@@ -30,7 +31,7 @@ _LEAVE_OUT = {"erase", "drop", "remove", "discard", "delete", "forget", "ignore"
 _SUGGEST = {"explore", "suggest", "suggestions", "next", "revisit", "later"}
 _CONFIDENCE = {"confidence", "score", "probability", "prob", "certainty", "likelihood"}
 _TIME = {"time", "timestamp", "start", "end", "second", "seconds", "at", "when", "moment"}
-_CITE = {"evidence", "labels", "label", "cite", "cites", "citations", "references", "sources"}
+_CITE = {"evidence", "labels", "label", "cite", "cites", "cited", "citations", "references", "sources"}
 
 
 def _named(name: str, vocabulary: set[str]) -> bool:
@@ -107,6 +108,7 @@ class Filler:
         tagged = [(o, self._tag(o)) for o in non_null]
         if any(tag is not None for _, tag in tagged):
             wanted = self.choose_action([tag for _, tag in tagged if tag is not None])
+            self.intent = intent_of(wanted, self._described(wanted))  # the variant's other fields follow it
             return next(o for o, tag in tagged if tag == wanted)
         return non_null[0]
 
@@ -114,8 +116,9 @@ class Filler:
         """The constant an object variant is tagged with (a discriminated union's action), if any."""
         for prop in (option.get("properties") or {}).values():
             prop = self.resolve(prop)
-            if "const" in prop and isinstance(prop["const"], str) and intent_of(prop["const"]) is not None:
-                return str(prop["const"])
+            const = prop.get("const")
+            if isinstance(const, str) and intent_of(const, self._described(const)) is not None:
+                return const
         return None
 
     # -- composite ---------------------------------------------------------------------------------
@@ -169,8 +172,9 @@ class Filler:
             return self.cell_ids(lo, hi, items, suggest=_named(name, _SUGGEST))
         if items.get("type") == "object" or "properties" in items:
             return self._objects(items, name, lo, hi)
-        if items.get("type") == "string" and "enum" not in items and _named(name, _CITE):
-            return self.cited_labels()[:hi]
+        if items.get("type") == "string" and _named(name, _CITE):
+            listed = items.get("enum")
+            return [label for label in self.cited_labels() if listed is None or label in listed][:hi]
         if items.get("type") == "string" and "enum" not in items and not _named(name, _SUGGEST):
             read = [t.text for t in self.req.tiles if t.text and not t.masked]
             out = read[:hi] if read else []
@@ -212,7 +216,9 @@ class Filler:
     # -- scalars ----------------------------------------------------------------------------------
 
     def enum(self, values: list[Any], name: str) -> Any:
-        """An enum value by its meaning: actions, directions, search modes, verdicts, answers."""
+        """An enum value by its meaning: ids, actions, directions, search modes, verdicts, answers."""
+        if _named(name, _IDS) and values and all(isinstance(v, int) for v in values):
+            return self.id_value(values)
         text = [str(v) for v in values]
         lower = [v.lower() for v in text]
         names_choices = bool(self.req.choices) and {norm(v) for v in text} == {norm(c) for c in self.req.choices}
@@ -265,6 +271,15 @@ class Filler:
             want = "no"
         fallback = next(v for v, p in polarity.items() if p == "unknown")
         return next((v for v, p in polarity.items() if p == want), fallback)
+
+    def id_value(self, values: list[int]) -> int:
+        """One id among ``values``: the tile in hand, else the chosen action's target, else the most relevant."""
+        filed = self.focus if self.focus is None or self.focus.cell is not None else self._cell_of(self.focus)
+        wanted: list[int] = [filed.cell] if filed is not None and filed.cell is not None else []
+        if not wanted and self.intent is not None:
+            wanted = [t.cell for t in self.targets() if t.cell is not None]
+        wanted += self.ranked_cells()
+        return next((c for c in wanted if c in values), values[0])
 
     def integer(self, node: dict[str, Any], name: str) -> int:
         """An integer: a choice index, a cell id, a count, clamped to the schema's bounds."""
@@ -416,12 +431,15 @@ class Filler:
         pool = [c for c in useful if c is not None] + [c for c in ranked if c not in useful]
         mx = items.get("maximum")
         mn = int(items.get("minimum", 0))
-        valid = [c for c in pool if (mx is None or c <= mx) and c >= mn][:count]
-        filler = mn
-        while len(valid) < lo and (mx is None or filler <= mx):  # nothing seen to justify more: the first free ids
-            if filler not in valid:
-                valid.append(filler)
-            filler += 1
+        listed = items.get("enum")
+        fits = (lambda c: c in listed) if listed else (lambda c: (mx is None or c <= mx) and c >= mn)
+        valid = [c for c in pool if fits(c)][:count]
+        free = iter(listed) if listed else itertools.count(mn)
+        for extra in free:  # nothing seen to justify more: the first free ids
+            if len(valid) >= lo or (mx is not None and extra > mx):
+                break
+            if extra not in valid:
+                valid.append(extra)
         return valid[:hi]
 
     def choose_action(self, allowed: list[str]) -> str:
