@@ -5,13 +5,17 @@ Cases (targets from the environment issue):
   cache-1h    the same grid again from the on-disk render cache                              (<= 0.05 s)
   span-56s    an 8x8 grid inside a 56 s span of that video (root cell 10)                     (<= 2.0 s)
   root-10h    root grid of a 10-hour 640x360 video                                           (<= 1.0 s cold)
+  root-20m          root grid of a 20-minute 1280x720 25 fps H.264 video, keyframe every 10 s, no B-frames
+  root-20m-bframes  the same content as H.264 with B-frames (x264 veryfast, closed GOPs: ffmpeg's defaults)
+  root-20m-hevc     the same content as HEVC (x265 ultrafast: B-frames, open GOPs)
+                    (issue 16: B-frame and HEVC root grids within 1.5x of root-20m, 0 demoted keyframes)
 Peak RSS is read for every run; the target is <= 500 MB while rendering from the 10-hour file.
 
 Every measurement runs in a fresh Python process (imports excluded from the timing), so "cold"
 means: no decoded frame, no open container, no render cache in memory. The OS page cache is warm
 (the files were just written or read), which is stated in BENCHMARKS.md.
 
-Usage: python benchmarks/bench_grid.py [--data DIR] [--repeat N] [--out results.json]
+Usage: python benchmarks/bench_grid.py [--data DIR] [--repeat N] [--cases A,B] [--out results.json]
 """
 
 from __future__ import annotations
@@ -27,32 +31,48 @@ import time
 from pathlib import Path
 from typing import Any
 
-CASES = {
-    "root-1h": ("video_1h", ()),
-    "span-56s": ("video_1h", (10,)),
-    "root-10h": ("video_10h", ()),
+_720P_25 = {"width": 1280, "height": 720, "fps": 25.0, "gop_s": 10.0, "scenecut": False, "subtitles": False}
+VIDEO_SPECS: dict[str, dict[str, Any]] = {
+    "video_1h": {"duration": 3600, "seed": 11, **_720P_25},
+    "video_10h": {
+        "duration": 36000,
+        "seed": 12,
+        "width": 640,
+        "height": 360,
+        "fps": 5,
+        "gop_s": 10,
+        "scenecut": False,
+        "subtitles": False,
+    },
+    "video_20m": {"duration": 1200, "seed": 13, **_720P_25},
+    "video_20m_bframes": {"duration": 1200, "seed": 13, **_720P_25, "bframes": 3},
+    "video_20m_hevc": {"duration": 1200, "seed": 13, **_720P_25, "codec": "hevc", "bframes": 4, "open_gop": True},
 }
 METHODS = ("videoatlas-pyav", "videoatlas-decord", "naive-decord")
+CASES: dict[str, tuple[str, tuple[int, ...], tuple[str, ...]]] = {
+    "root-1h": ("video_1h", (), METHODS),
+    "span-56s": ("video_1h", (10,), METHODS),
+    "root-10h": ("video_10h", (), METHODS),
+    "root-20m": ("video_20m", (), METHODS[:2]),
+    "root-20m-bframes": ("video_20m_bframes", (), METHODS[:2]),
+    # decord refuses open GOPs (its frames would not match their times), so PyAV only.
+    "root-20m-hevc": ("video_20m_hevc", (), METHODS[:1]),
+}
+STAT_KEYS = ("seeks", "frames_decoded", "packets_decoded", "keyframe_snaps", "exact_frames", "demoted_keyframes")
 
 
-def ensure_videos(data: Path) -> dict[str, Path]:
+def ensure_videos(data: Path, names: set[str]) -> dict[str, Path]:
     from videoatlas.environment.synth import SynthSpec, synthesize
 
-    specs = {
-        "video_1h": SynthSpec(
-            duration=3600, seed=11, width=1280, height=720, fps=25, gop_s=10, scenecut=False, subtitles=False
-        ),
-        "video_10h": SynthSpec(
-            duration=36000, seed=12, width=640, height=360, fps=5, gop_s=10, scenecut=False, subtitles=False
-        ),
-    }
     paths = {}
-    for name, spec in specs.items():
+    for name in sorted(names):
+        spec = SynthSpec(**VIDEO_SPECS[name])
         path = data / name / "video.mp4"
         if not path.is_file():
             began = time.perf_counter()
             sys.stderr.write(
-                f"encoding {name} ({spec.duration:.0f} s, {spec.width}x{spec.height}, {spec.fps} fps)...\n"
+                f"encoding {name} ({spec.duration:.0f} s, {spec.width}x{spec.height}, {spec.fps} fps, "
+                f"{spec.codec}, {spec.bframes} B-frames)...\n"
             )
             synthesize(spec, data / name)
             sys.stderr.write(f"  done in {time.perf_counter() - began:.0f} s\n")
@@ -85,10 +105,7 @@ def run_one(method: str, video: str, path: tuple[int, ...], cache_dir: str | Non
             "open_s": opened - began,
             "grid_s": done - opened,
             "cache_hit": view.image.cache_hit,
-            "seeks": stats.seeks,
-            "frames_decoded": stats.frames_decoded,
-            "keyframe_snaps": stats.keyframe_snaps,
-            "exact_frames": stats.exact_frames,
+            **{key: getattr(stats, key) for key in STAT_KEYS},
         }
     result["total_s"] = time.perf_counter() - began
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -135,6 +152,9 @@ def main() -> None:
     parser.add_argument("--data", default="bench-data", help="where the benchmark videos are kept")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default=None, help="write all raw results as JSON here")
+    parser.add_argument(
+        "--cases", default=",".join([*CASES, "cache-1h"]), help="comma-separated cases to run (default: all)"
+    )
     parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -143,20 +163,32 @@ def main() -> None:
         sys.stdout.write(json.dumps(run_one(method, video, path, cache[0] if cache else None)) + "\n")
         return
 
-    videos = ensure_videos(Path(args.data))
+    chosen = args.cases.split(",")
+    unknown = set(chosen) - {*CASES, "cache-1h"}
+    if unknown:
+        parser.error(f"unknown case(s): {', '.join(sorted(unknown))}")
+    needed = {CASES[c][0] for c in chosen if c in CASES} | ({"video_1h"} if "cache-1h" in chosen else set())
+    videos = ensure_videos(Path(args.data), needed)
     rows: list[dict[str, Any]] = []
-    for case, (video_key, path) in CASES.items():
-        for method in METHODS:
-            runs = [measure(method, videos[video_key], path, None) for _ in range(args.repeat)]
-            rows.append(summarise(case, method, runs))
-            print_row(rows[-1])
-    for method in ("videoatlas-pyav", "videoatlas-decord"):
-        with tempfile.TemporaryDirectory() as cache_dir:
-            measure(method, videos["video_1h"], (), cache_dir)  # fill the cache
-            runs = [measure(method, videos["video_1h"], (), cache_dir) for _ in range(args.repeat)]
-        assert all(r["cache_hit"] for r in runs)
-        rows.append(summarise("cache-1h", method, runs))
+    pairs = [(case, method) for case in chosen if case in CASES for method in CASES[case][2]]
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {pair: [] for pair in pairs}
+    # Repeats go round all cases in turn, so that a change in the machine's load (a shared machine)
+    # falls on every case alike instead of on whichever ran at that time.
+    for _ in range(args.repeat):
+        for case, method in pairs:
+            video_key, path, _methods = CASES[case]
+            runs[case, method].append(measure(method, videos[video_key], path, None))
+    for case, method in pairs:
+        rows.append(summarise(case, method, runs[case, method]))
         print_row(rows[-1])
+    if "cache-1h" in chosen:
+        for method in ("videoatlas-pyav", "videoatlas-decord"):
+            with tempfile.TemporaryDirectory() as cache_dir:
+                measure(method, videos["video_1h"], (), cache_dir)  # fill the cache
+                cached = [measure(method, videos["video_1h"], (), cache_dir) for _ in range(args.repeat)]
+            assert all(r["cache_hit"] for r in cached)
+            rows.append(summarise("cache-1h", method, cached))
+            print_row(rows[-1])
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1))
 
@@ -165,17 +197,22 @@ def summarise(case: str, method: str, runs: list[dict[str, Any]]) -> dict[str, A
     med: dict[str, Any] = {
         k: statistics.median(r[k] for r in runs) for k in ("open_s", "grid_s", "total_s", "peak_rss_mb")
     }
-    extra: dict[str, Any] = {
-        k: runs[0][k] for k in ("seeks", "frames_decoded", "keyframe_snaps", "exact_frames") if k in runs[0]
-    }
+    med["grid_min_s"] = min(r["grid_s"] for r in runs)
+    extra: dict[str, Any] = {k: runs[0][k] for k in STAT_KEYS if k in runs[0]}
     return {"case": case, "method": method, "runs": len(runs), **med, **extra}
 
 
 def print_row(row: dict[str, Any]) -> None:
     sys.stdout.write(
-        f"{row['case']:<9} {row['method']:<18} open {row['open_s']:7.3f} s  grid {row['grid_s']:7.3f} s  "
+        f"{row['case']:<16} {row['method']:<18} open {row['open_s']:7.3f} s  grid {row['grid_s']:7.3f} s "
+        f"(min {row['grid_min_s']:.3f})  "
         f"total {row['total_s']:7.3f} s  peak RSS {row['peak_rss_mb']:6.0f} MB"
-        + (f"  seeks {row['seeks']} decoded {row['frames_decoded']}" if "seeks" in row else "")
+        + (
+            f"  seeks {row['seeks']} frames {row['frames_decoded']} packets {row['packets_decoded']}"
+            f" snaps {row['keyframe_snaps']} demoted {row['demoted_keyframes']}"
+            if "seeks" in row
+            else ""
+        )
         + "\n"
     )
     sys.stdout.flush()

@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from agent_helpers import ScriptedChat, default_reply, step
-from videoatlas.environment.synth import write_counter_video
+from videoatlas.environment.synth_counter import write_counter_video
 from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import configure_logging

@@ -10,7 +10,8 @@ import av
 import numpy as np
 import pytest
 
-from videoatlas.environment.synth import SynthSpec, synthesize, write_counter_video
+from videoatlas.environment.synth import SynthSpec, synthesize
+from videoatlas.environment.synth_counter import write_counter_video
 
 COUNTER_FPS = 25.0
 COUNTER_FRAMES = 2000  # 80 s: long enough for deep grids and several GOPs
@@ -31,6 +32,74 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def counter_video(data_dir: Path) -> Path:
     """320x240, 25 fps, keyframe every 2 s; each frame shows its own number in binary blocks."""
     return write_counter_video(data_dir / "counter.mp4", COUNTER_FRAMES, fps=COUNTER_FPS, gop=50)
+
+
+@pytest.fixture(scope="session")
+def bframe_counter_video(data_dir: Path) -> Path:
+    """The counter video as H.264 the way ffmpeg makes it by default: B-frames (3, pyramid), closed GOPs."""
+    path = data_dir / "counter_bframes.mp4"
+    return write_counter_video(path, COUNTER_FRAMES, fps=COUNTER_FPS, gop=25, bframes=3)
+
+
+@pytest.fixture(scope="session")
+def open_gop_counter_video(data_dir: Path) -> Path:
+    """The counter video as H.264 with B-frames and open GOPs, a keyframe every 0.96 s.
+
+    24 frames per GOP, not 25: with 25 every keyframe would end a run of B-frames, and no B-frame
+    would lead the keyframe it references (the open-GOP case this video is for).
+    """
+    path = data_dir / "counter_open_gop.mp4"
+    return write_counter_video(path, COUNTER_FRAMES, fps=COUNTER_FPS, gop=24, bframes=3, open_gop=True)
+
+
+@pytest.fixture(scope="session")
+def hevc_counter_video(data_dir: Path) -> Path:
+    """The counter video as HEVC with x265's B-frames (4) and open GOPs, a keyframe every second."""
+    path = data_dir / "counter_hevc.mp4"
+    return write_counter_video(path, COUNTER_FRAMES, fps=COUNTER_FPS, gop=25, codec="hevc", bframes=4, open_gop=True)
+
+
+def _first_half(source: Path, path: Path) -> Path:
+    """A copy of ``source`` cut after half its bytes, as an interrupted download or copy leaves it."""
+    data = source.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+@pytest.fixture(scope="session")
+def cut_mkv(data_dir: Path) -> Path:
+    """The counter video as VP9 in Matroska (index at the end), cut in half."""
+    whole = write_counter_video(data_dir / "counter_vp9.mkv", COUNTER_FRAMES, fps=COUNTER_FPS, codec="vp9")
+    return _first_half(whole, data_dir / "cut_vp9.mkv")
+
+
+@pytest.fixture(scope="session")
+def cut_mp4(bframe_counter_video: Path, data_dir: Path) -> Path:
+    """The B-frame counter video (MP4, index at the start) cut in half."""
+    return _first_half(bframe_counter_video, data_dir / "cut_bframes.mp4")
+
+
+@pytest.fixture(scope="session")
+def phone_video(data_dir: Path) -> Path:
+    """A portrait counter video (240x320 as shown) stored sideways with a display matrix, as phones do."""
+    path = data_dir / "phone.mp4"
+    return write_counter_video(path, 250, fps=COUNTER_FPS, width=240, height=320, gop=25, rotation=-90)
+
+
+@pytest.fixture(scope="session")
+def phone_video_mkv(data_dir: Path) -> Path:
+    """The portrait video in Matroska with the display matrix (decord does not apply this one itself)."""
+    path = data_dir / "phone.mkv"
+    return write_counter_video(path, 250, fps=COUNTER_FPS, width=240, height=320, gop=25, rotation=-90)
+
+
+@pytest.fixture(scope="session")
+def rotate_tag_video(data_dir: Path) -> Path:
+    """The same portrait video in Matroska, turned by the older ``rotate`` tag instead of a matrix."""
+    path = data_dir / "phone_tag.mkv"
+    return write_counter_video(
+        path, 250, fps=COUNTER_FPS, width=240, height=320, gop=25, rotation=-90, rotation_tag=True
+    )
 
 
 @pytest.fixture(scope="session")

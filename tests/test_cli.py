@@ -52,6 +52,15 @@ def test_probe_json(counter_video: Path) -> None:
     assert info["frame_count"] == 2000 and info["fps"] == pytest.approx(25.0) and info["has_audio"] is False
 
 
+def test_probe_reports_the_decodable_duration_of_a_cut_file(cut_mkv: Path) -> None:
+    proc = run("probe", str(cut_mkv))
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split(":", 1)[0]: line for line in proc.stdout.splitlines()}
+    assert "(80.000 s)" in lines["duration"]
+    decodable = float(lines["decodable"].split("(")[1].split(" s)")[0])
+    assert 30 < decodable < 50
+
+
 def test_grid_renders_caches_and_reports(counter_video: Path, tmp_path: Path) -> None:
     out = tmp_path / "g.jpg"
     args = (

@@ -11,7 +11,8 @@ import pytest
 
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.environment.synth import SynthSpec, counter_frame, plan_timeline, read_counter
+from videoatlas.environment.synth import SynthSpec, plan_timeline
+from videoatlas.environment.synth_counter import counter_frame, read_counter
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
 

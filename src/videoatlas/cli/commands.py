@@ -77,9 +77,13 @@ def cmd_probe(args: argparse.Namespace) -> int:
         return 0
     _out(f"file:      {info.path}")
     _out(f"duration:  {format_ts(info.duration, 2)} ({info.duration:.3f} s)")
+    if info.decodable_end is not None:
+        end = info.decodable_end
+        _out(f"decodable: {format_ts(end, 2)} ({end:.3f} s); the file is cut short, later cells show no frame")
     _out(f"fps:       {info.fps:.3f}")
     _out(f"frames:    {info.frame_count}")
-    _out(f"size:      {info.width}x{info.height}")
+    turned = f" (display rotation of {info.rotation} degrees applied)" if info.rotation else ""
+    _out(f"size:      {info.width}x{info.height}{turned}")
     _out(f"codec:     {info.codec}")
     _out(f"audio:     {'yes' if info.has_audio else 'no'}")
     for seg in segments:

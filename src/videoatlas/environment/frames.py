@@ -164,7 +164,17 @@ class FrameSource:
             raise BadInputError("max_readers must be >= 1")
         self.cache = cache if cache is not None else FrameLRU()
         self._pool = _ReaderPool(backend, self.info, max_readers)
+        self._past_end = ReaderStats()
+        """Windows answered "unavailable" without a reader: they start where the file's frames have ended."""
+        self._past_end_lock = threading.Lock()
         self._use_executor(executor, max_readers)
+        if self.info.decodable_end is not None:
+            log.warning(
+                "video_cut_short",
+                video=str(path),
+                header_duration=round(self.info.duration, 3),
+                decodable_until=round(self.info.decodable_end, 3),
+            )
 
     def _use_executor(self, executor: Executor | None, max_readers: int) -> None:
         """Run blocking work on ``executor``, or on a pool of our own (shut down by :meth:`close`)."""
@@ -186,8 +196,10 @@ class FrameSource:
         return self.info.duration
 
     def stats(self) -> ReaderStats:
-        """Decoder work summed over every reader this source opened."""
-        return self._pool.stats()
+        """Decoder work summed over every reader this source opened (and the cells past the end)."""
+        with self._past_end_lock:
+            past_end = ReaderStats(unavailable=self._past_end.unavailable)
+        return sum_stats([self._pool.stats(), past_end])
 
     def close(self) -> None:
         """Close readers and the owned thread pool."""
@@ -237,6 +249,9 @@ class FrameSource:
         out: list[DecodedFrame | None] = []
         missing: list[int] = []
         for i, (w, t) in enumerate(zip(windows, targets, strict=True)):
+            if self._past_end_of_frames(w):
+                out.append(self._unavailable_past_end(t))
+                continue
             hit = self.cache.get(self._key(kind, w, t, box))
             out.append(hit)
             if hit is None:
@@ -254,6 +269,17 @@ class FrameSource:
                 if frame.available:
                     self.cache.put(self._key(kind, windows[i], targets[i], box), frame)
         return [f for f in out if f is not None]
+
+    def _past_end_of_frames(self, window: Interval) -> bool:
+        """Whether ``window`` starts where a cut file's decodable frames have already ended."""
+        end = self.info.decodable_end
+        return end is not None and window.start >= end
+
+    def _unavailable_past_end(self, target: float) -> DecodedFrame:
+        with self._past_end_lock:
+            self._past_end.unavailable += 1
+        end = self.info.decodable_duration
+        return DecodedFrame(target, None, "unavailable", f"the file's frames end at {end:.2f} s (cut short)")
 
     async def afetch_cells(self, windows: Sequence[Interval], box: int) -> list[DecodedFrame]:
         """:meth:`fetch_cells` on the decode thread pool."""

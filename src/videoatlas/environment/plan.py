@@ -9,8 +9,10 @@ lies inside it:
   it would land on a keyframe at or before the previous target, i.e. when a seek would save
   nothing over decoding forward.
 
-Backends execute the plan and check every decoded frame's real timestamp: a keyframe that turns
-out to lie outside its window (index timestamps are decode times) is demoted to an exact target.
+Keyframe times are the readers' estimates of when each keyframe is shown (see
+:mod:`videoatlas.environment.keyframes`). Backends execute the plan and check every frame's real
+presentation time: a keyframe that turns out to be shown outside its window is demoted to an
+exact target.
 """
 
 from __future__ import annotations

@@ -83,6 +83,10 @@ Style = Literal["chapters", "broadcast"]
 """Which generator draws the video: ``chapters`` (this module) or ``broadcast``."""
 STYLES: tuple[Style, ...] = get_args(Style)
 
+Codec = Literal["h264", "hevc", "vp9"]
+"""Which encoder writes the video: libx264, libx265 or libvpx-vp9 (all ship in PyAV's wheels)."""
+CODECS: tuple[Codec, ...] = get_args(Codec)
+
 
 @dataclass(frozen=True, slots=True)
 class SynthSpec:
@@ -101,6 +105,14 @@ class SynthSpec:
     subtitles: bool = True
     crf: int = 28
     style: Style = "chapters"
+    codec: Codec = "h264"
+    """VP9 goes into Matroska or WebM: give such a path (the counter video) rather than ``.mp4``."""
+    bframes: int = 0
+    """B-frames between reference frames. 0: x264 ``ultrafast`` without them (quickest to make). More:
+    the encoder's usual B-frame structure (x264 ``veryfast`` or x265 ``ultrafast``: B-pyramid, adaptive
+    placement), as in most video found in the wild."""
+    open_gop: bool = False
+    """Keyframes that B-frames of the previous GOP may reference (x265's default; x264's ``open-gop``)."""
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.duration) or self.duration < 30:
@@ -115,6 +127,12 @@ class SynthSpec:
             raise BadInputError("keyframe interval must be positive")
         if self.style not in STYLES:
             raise BadInputError(f"unknown synthetic style {self.style!r}; choose one of {', '.join(STYLES)}")
+        if self.codec not in CODECS:
+            raise BadInputError(f"unknown codec {self.codec!r}; choose one of {', '.join(CODECS)}")
+        if not 0 <= self.bframes <= 16:
+            raise BadInputError(f"B-frames must be between 0 and 16, got {self.bframes}")
+        if self.codec == "vp9" and (self.bframes or self.open_gop):
+            raise BadInputError("VP9 has no B-frames or open GOPs")
 
     @property
     def event_duration(self) -> float:
@@ -458,21 +476,60 @@ def stretches(tl: Timeline) -> Iterator[tuple[float, float, Scene, Event | None]
 # -- writing -------------------------------------------------------------------------------------
 
 
-def _open_encoder(path: Path, spec: SynthSpec) -> tuple[Any, Any]:
-    container = av.open(str(path), mode="w", options={"movflags": "+faststart"})
-    fps_fraction = _fps_fraction(spec.fps)
-    stream = container.add_stream("libx264", rate=fps_fraction)
-    stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
+def encoder_options(spec: SynthSpec, fixed_bframes: bool = False) -> tuple[str, dict[str, str]]:
+    """The encoder name and options for ``spec``.
+
+    ``fixed_bframes`` turns adaptive B-frame placement off, so that every run of ``spec.bframes``
+    frames between references is B-frames even when the encoder would judge them not worth it (the
+    counter video changes too much between frames for adaptive placement to choose any).
+    """
     gop = max(1, round(spec.gop_s * spec.fps))
-    options: dict[str, object] = {
-        "preset": "ultrafast",
+    if spec.codec == "vp9":
+        return "libvpx-vp9", {
+            "deadline": "realtime",
+            "cpu-used": "8",
+            "crf": str(spec.crf),
+            "b": "0",
+            "g": str(gop),
+            "keyint_min": str(gop),
+        }
+    if spec.codec == "hevc":
+        params = [f"keyint={gop}", f"min-keyint={gop}", f"bframes={spec.bframes}", "log-level=error"]
+        params.append(f"open-gop={int(spec.open_gop)}")
+        if fixed_bframes:
+            params.append("b-adapt=0")
+        if not spec.scenecut:
+            params.append("scenecut=0")
+        return "libx265", {"preset": "ultrafast", "crf": str(spec.crf), "x265-params": ":".join(params)}
+    options = {
+        "preset": "veryfast" if spec.bframes else "ultrafast",
         "crf": str(spec.crf),
         "g": str(gop),
         "keyint_min": str(gop),
     }
     if not spec.scenecut:
         options["sc_threshold"] = "0"
-    stream.options = options
+    params = [f"bframes={spec.bframes}"] if spec.bframes else []
+    if spec.bframes and fixed_bframes:
+        params.append("b-adapt=0")
+    if spec.open_gop:
+        params.append("open-gop=1")
+    if params:
+        options["x264-params"] = ":".join(params)
+    return "libx264", options
+
+
+def open_encoder(path: Path, spec: SynthSpec, fixed_bframes: bool = False) -> tuple[Any, Any]:
+    """An output container at ``path`` (format from its suffix) and a video stream encoding ``spec``."""
+    mp4 = path.suffix.lower() in (".mp4", ".mov", ".m4v")
+    container = av.open(str(path), mode="w", options={"movflags": "+faststart"} if mp4 else {})
+    fps_fraction = _fps_fraction(spec.fps)
+    codec, options = encoder_options(spec, fixed_bframes)
+    stream = container.add_stream(codec, rate=fps_fraction)
+    if not isinstance(stream, av.VideoStream):
+        raise TypeError(f"{codec} is not a video encoder")
+    stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
+    stream.options = dict[str, object](options)
     stream.codec_context.time_base = 1 / fps_fraction
     return container, stream
 
@@ -522,7 +579,7 @@ def encode_frames(
     progress: Progress | None = None,
 ) -> int:
     """Encode one yuv420p frame per frame index, in order (for videos whose every frame is different)."""
-    container, stream = _open_encoder(path, spec)
+    container, stream = open_encoder(path, spec)
     total = frame_count(spec)
     index = 0
     try:
@@ -629,60 +686,3 @@ def load_current(out_dir: str | Path, name: str = "video", style: Style = "chapt
     # Records written before styles existed carry no "style": they are all chapters videos.
     current = truth.get("style", "chapters") == style and truth.get("schema") == schema_version(style)
     return truth if current else None
-
-
-def counter_frame(index: int, width: int, height: int, bits: int = 20) -> np.ndarray:
-    """A frame whose pixels encode ``index`` in binary: ``bits`` large black/white blocks on grey."""
-    img = np.full((height, width, 3), 128, np.uint8)
-    cols = 5
-    rows = math.ceil(bits / cols)
-    bw, bh = width // cols, height // rows
-    for b in range(bits):
-        r, c = divmod(b, cols)
-        value = 255 if (index >> b) & 1 else 0
-        img[r * bh + bh // 6 : (r + 1) * bh - bh // 6, c * bw + bw // 6 : (c + 1) * bw - bw // 6] = value
-    return img
-
-
-def read_counter(image: np.ndarray, bits: int = 20) -> int:
-    """Recover the index :func:`counter_frame` drew, from pixels of any scale."""
-    height, width = image.shape[:2]
-    cols = 5
-    rows = math.ceil(bits / cols)
-    bw, bh = width / cols, height / rows
-    value = 0
-    for b in range(bits):
-        r, c = divmod(b, cols)
-        y, x = int((r + 0.5) * bh), int((c + 0.5) * bw)
-        if float(image[y, x].mean()) > 128:
-            value |= 1 << b
-    return value
-
-
-def write_counter_video(
-    path: str | Path, frames: int, fps: float = 25.0, width: int = 320, height: int = 240, gop: int = 50
-) -> Path:
-    """A video whose every frame shows its own frame number (for checking which frame was decoded)."""
-    spec = SynthSpec(
-        duration=max(30.0, frames / fps),
-        width=width,
-        height=height,
-        fps=fps,
-        gop_s=gop / fps,
-        scenecut=False,
-        subtitles=False,
-        crf=18,
-    )
-    p = Path(path)
-    container, stream = _open_encoder(p, spec)
-    try:
-        for i in range(frames):
-            frame = av.VideoFrame.from_ndarray(counter_frame(i, width, height), format="rgb24")
-            frame.pts = i
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    finally:
-        container.close()
-    return p

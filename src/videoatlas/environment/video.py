@@ -5,14 +5,20 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import av
 import numpy as np
 import numpy.typing as npt
+import structlog
 
+from videoatlas.environment.decodable import decodable_end
+from videoatlas.environment.orientation import display_rotation, displayed_size
 from videoatlas.errors import VideoError
+
+log = structlog.get_logger(__name__)
 
 FrameMethod = Literal["keyframe", "exact", "unavailable"]
 RGBImage = npt.NDArray[np.uint8]
@@ -33,16 +39,27 @@ class VideoInfo:
     codec: str
     start_time: float
     """Presentation time of the first frame in the file's own clock; video time 0 maps to it."""
+    rotation: int = 0
+    """Degrees (counter-clockwise) decoded pictures are turned for display; width and height are as displayed."""
+    decodable_end: float | None = None
+    """Where the frames that can be decoded end, when that is before ``duration`` (a cut file); else None."""
+
+    @property
+    def decodable_duration(self) -> float:
+        """Seconds of video that can actually be decoded (``duration`` unless the file is cut short)."""
+        return self.duration if self.decodable_end is None else self.decodable_end
 
     def as_dict(self) -> dict[str, object]:
         """Plain-data view for JSON output."""
         return {
             "path": self.path,
             "duration": self.duration,
+            "decodable_duration": self.decodable_duration,
             "fps": self.fps,
             "frame_count": self.frame_count,
             "width": self.width,
             "height": self.height,
+            "rotation": self.rotation,
             "has_audio": self.has_audio,
             "codec": self.codec,
         }
@@ -93,9 +110,11 @@ def check_file(path: str | os.PathLike[str]) -> Path:
 
 
 def probe(path: str | os.PathLike[str]) -> VideoInfo:
-    """Read a video's duration, frame rate, frame count, size and whether it has audio.
+    """Read a video's duration, frame rate, frame count, size, rotation and whether it has audio.
 
-    Probing uses PyAV (FFmpeg's demuxers) whatever decoding backend is chosen later.
+    Probing uses PyAV (FFmpeg's demuxers) whatever decoding backend is chosen later. It decodes the
+    first frame (where the display matrix is found) and reads the packets of the last keyframe
+    interval (to find where a cut file's frames really end).
     """
     p = check_file(path)
     try:
@@ -130,19 +149,55 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
             raise VideoError(f"{p} has zero duration (no video frames)")
         if fps <= 0:
             fps = frames / duration
+        rotation = display_rotation(stream, _first_frame(container, stream))
+        width, height = displayed_size(int(ctx.width), int(ctx.height), rotation)
         return VideoInfo(
             path=str(p),
             duration=duration,
             fps=fps,
             frame_count=frames,
-            width=int(ctx.width),
-            height=int(ctx.height),
+            width=width,
+            height=height,
             has_audio=has_audio,
             codec=str(ctx.name),
             start_time=start,
+            rotation=rotation,
+            decodable_end=_cut_short_at(container, stream, p, start, duration, fps),
         )
     finally:
         container.close()
+
+
+_DECODE_ERRORS = (av.error.InvalidDataError, av.error.EOFError, av.error.UndefinedError)
+_FIRST_FRAME_PACKETS = 64
+
+
+def _first_frame(container: Any, stream: Any) -> Any | None:
+    """The first frame that decodes within the stream's first packets, or None."""
+    for n, packet in enumerate(container.demux(stream)):
+        if n >= _FIRST_FRAME_PACKETS:
+            break
+        try:
+            frames = packet.decode()
+        except _DECODE_ERRORS:
+            continue
+        if frames:
+            return frames[0]
+    log.info("no_first_frame", video=container.name, packets=_FIRST_FRAME_PACKETS)
+    return None
+
+
+def _cut_short_at(container: Any, stream: Any, path: Path, start: float, duration: float, fps: float) -> float | None:
+    """Where decodable frames end when the file is cut short of its header's duration, else None."""
+    tb = Fraction(stream.time_base)
+    header_end = round((Fraction(start) + Fraction(duration)) / tb)
+    end = decodable_end(container, stream, path.stat().st_size, header_end)
+    if end is None:
+        log.warning("stream_end_unreadable", video=str(path))
+        return None
+    seconds = max(0.0, float(end * tb) - start)
+    # Within a frame and a half of the header's end is an intact file (rounding, a last short frame).
+    return seconds if seconds < duration - 1.5 / fps else None
 
 
 def _ffmpeg_reason(exc: BaseException) -> str:

@@ -20,7 +20,11 @@ class ReaderStats:
     """Work a reader has done since it was opened: what the plan cost, and what went wrong."""
 
     seeks: int = 0
+    """Seeks made executing plans (the one-time read of the keyframe index is not counted)."""
     frames_decoded: int = 0
+    """Frames that came out of the decoder."""
+    packets_decoded: int = 0
+    """Compressed packets fed to the decoder: the decoding work behind those frames (PyAV only)."""
     keyframe_snaps: int = 0
     exact_frames: int = 0
     demoted_keyframes: int = 0
