@@ -29,14 +29,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from videoatlas.agents.video_rlm.settings import VideoRLMSettings
 from videoatlas.environment.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
-from videoatlas.graph.context import RunConfig
 from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.logging import configure_logging
 from videoatlas.runs import run_question
+from videoatlas.runtime.context import RunConfig
 
 DATA = Path("bench-data/agent")
 VIDEOS = {
@@ -79,6 +80,7 @@ async def ask_all(
 ) -> list[dict[str, Any]]:
     """Every question as one run; against ``real`` if given, else a fresh in-process stand-in."""
     path, _ = video(name)
+    settings = VideoRLMSettings.model_validate(config.settings)
     rows = []
     with contextlib.ExitStack() as stack:
         if real is None:
@@ -106,9 +108,9 @@ async def ask_all(
                 "wall_s": round(result.wall_s, 2),
                 "evidence": len(result.evidence),
                 "stop": result.stop_reason,
-                "workers": config.workers,
-                "bfs_cells": config.bfs_cells,
-                "max_depth": config.max_depth,
+                "workers": settings.workers,
+                "bfs_cells": settings.bfs_cells,
+                "max_depth": settings.max_depth,
                 "by_call": by_call(result.records),
             }
             rows.append(row)
@@ -227,7 +229,7 @@ async def main() -> None:
             for name in names:
                 qs = pick_questions(video(name)[1], left)
                 left -= len(qs)
-                for row in await ask_all(name, qs, RunConfig(), reader, label=duration, real=real):
+                for row in await ask_all(name, qs, RunConfig.of(), reader, label=duration, real=real):
                     rows.append({**row, "duration": duration})
         table = summary(rows, "duration")
         by = {d: statistics.mean(r["tokens"] for r in rows if r["duration"] == d) for d in ("1h", "10h")}
@@ -238,7 +240,8 @@ async def main() -> None:
         for name in args.videos.split(","):
             qs = pick_questions(video(name)[1], args.per_duration, kinds)
             configs = {
-                workers: RunConfig(workers=workers, rounds=args.rounds, bfs_cells=args.bfs_cells) for workers in (1, 7)
+                workers: RunConfig.of(workers=workers, rounds=args.rounds, bfs_cells=args.bfs_cells)
+                for workers in (1, 7)
             }
             for workers in (7, 1):  # first pass fills the stand-in's OCR cache, so timing measures the protocol
                 await ask_all(name, qs, configs[workers], reader, label=f"warm-{workers}")

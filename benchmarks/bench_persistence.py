@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from agent_helpers import ScriptedChat, default_reply, step
 from videoatlas.environment.synth_counter import write_counter_video
-from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import configure_logging
 from videoatlas.persistence import checkpoint
 from videoatlas.runs import run_question
+from videoatlas.runtime.context import RunConfig
 
 WRITE_TIMES: list[float] = []
 
@@ -62,7 +62,7 @@ def timed_saver_methods() -> None:
 
 async def one(video: Path, db: str | None, run_id: str) -> tuple[float, int]:
     chat = ScriptedChat(script=script)
-    cfg = RunConfig(cell_px=64, workers=4, rounds=1)
+    cfg = RunConfig.of(cell_px=64, workers=4, rounds=1)
     began = time.perf_counter()
     result = await run_question(
         video,

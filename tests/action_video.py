@@ -61,6 +61,7 @@ QUESTIONS = {
 
 
 def _draw(active: list[Sign]) -> Image.Image:
+    """One frame showing the ``active`` signs."""
     img = Image.new("RGB", SIZE, (38, 40, 46))
     draw = ImageDraw.Draw(img)
     for sign in active:
@@ -75,15 +76,20 @@ def _draw(active: list[Sign]) -> Image.Image:
     return img
 
 
-def _states() -> Iterator[tuple[float, float, Image.Image]]:
-    cuts = sorted({0.0, DURATION, *(s.start for s in SIGNS), *(s.end for s in SIGNS)})
+def _states(signs: tuple[Sign, ...], duration: float) -> Iterator[tuple[float, float, Image.Image]]:
+    cuts = sorted({0.0, duration, *(s.start for s in signs), *(s.end for s in signs)})
     for a, b in itertools.pairwise(cuts):
         mid = (a + b) / 2
-        yield a, b, _draw([s for s in SIGNS if s.start <= mid < s.end])
+        yield a, b, _draw([s for s in signs if s.start <= mid < s.end])
+
+
+def write_signs_video(path: Path, signs: tuple[Sign, ...], duration: float) -> Path:
+    """A plain dark video showing ``signs``, each over its own time span."""
+    spec = SynthSpec(duration=duration, width=SIZE[0], height=SIZE[1], fps=20.0, gop_s=1.0, subtitles=False)
+    write_frames(path, spec, _states(signs, duration))
+    return path
 
 
 def write_action_video(path: Path) -> Path:
     """Encode the video to ``path`` (about ten seconds on two cores)."""
-    spec = SynthSpec(duration=DURATION, width=SIZE[0], height=SIZE[1], fps=20.0, gop_s=1.0, subtitles=False)
-    write_frames(path, spec, _states())
-    return path
+    return write_signs_video(path, SIGNS, DURATION)

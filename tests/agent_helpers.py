@@ -17,14 +17,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
+from videoatlas.agents.registry import get_agent
+from videoatlas.agents.video_rlm.graph import build_graph
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.frames import FrameSource
-from videoatlas.graph.context import AgentContext, RunConfig
-from videoatlas.graph.video_rlm import build_graph
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.prompts import load_prompt_set
+from videoatlas.runtime.context import AgentContext, RunConfig
 
 Script = Callable[[str, str, dict[str, Any]], Any]
 """(schema name, the prompt's text, the JSON schema) -> a reply (dict, or a raw string)."""
@@ -183,11 +183,11 @@ def make_context(
     subtitles: Any = None,
 ) -> tuple[AgentContext, ScriptedChat, FrameSource]:
     source = FrameSource(video)
-    cfg = config or RunConfig(cell_px=64)
+    cfg = config or RunConfig.of(cell_px=64)
     atlas = VideoAtlas(source, k=cfg.k, cell_px=cfg.cell_px, cache=RenderCache(tmp / "renders"))
     chat = ScriptedChat(script=script, delay=delay, seen=[], usage=usage)
     settings = EndpointSettings(model="scripted")
-    prompts = load_prompt_set(cfg.prompts)
+    prompts = get_agent(cfg.agent).load_prompts(cfg.prompts)
     vlm = VLMClient(chat, settings, reask=prompts["reask"])
     return AgentContext(atlas=atlas, vlm=vlm, prompts=prompts, config=cfg, subtitles=subtitles), chat, source
 
@@ -211,7 +211,7 @@ async def run_graph(
             {"question": question, "choices": ["one", "two"] if choices is None else choices},
             {
                 "configurable": {"thread_id": "t"},
-                "max_concurrency": ctx.config.task_concurrency,
+                "max_concurrency": ctx.task_concurrency,
                 "recursion_limit": 500,
             },
             context=ctx,

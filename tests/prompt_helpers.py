@@ -1,4 +1,4 @@
-"""Copies of the built-in prompt set, to edit in a test the way a user would."""
+"""Copies of an agent's built-in prompt set, to edit in a test the way a user would."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from importlib import resources
 from pathlib import Path
 
 
-def copy_default(target: Path) -> Path:
-    """Copy the built-in default set's templates into ``target`` (created); returns it."""
-    source = resources.files("videoatlas.prompts").joinpath("default")
+def copy_default(target: Path, package: str = "videoatlas.agents.video_rlm") -> Path:
+    """Copy an agent's built-in default set's templates into ``target`` (created); returns it."""
+    source = resources.files(package).joinpath("prompts", "default")
     target.mkdir(parents=True)
     for entry in source.iterdir():
         if entry.name.endswith(".txt"):

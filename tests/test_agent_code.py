@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from videoatlas.graph.agents import AGENTS, UNVERSIONED, source_files, source_sha
+from videoatlas.agents.base import UNVERSIONED, source_files, source_sha
+from videoatlas.agents.registry import all_agents
+
+AGENTS = all_agents()
 
 pytestmark = pytest.mark.unit
 
@@ -38,7 +41,7 @@ def test_the_version_follows_the_code_not_its_line_endings(tmp_path: Path, monke
 
 def test_an_unknown_source_is_an_error() -> None:
     with pytest.raises(LookupError):
-        source_files("videoatlas.nodes.no_such_node")
+        source_files("videoatlas.agents.video_rlm.nodes.no_such_node")
 
 
 def test_each_agent_has_its_own_version() -> None:

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runs import run_question
+from videoatlas.runtime.context import RunConfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -33,7 +33,7 @@ async def test_needle_question_is_answered_from_pixels(
     with RunningServer(SimServer(SimConfig(), reader=shared_reader)) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="")
         result = await run_question(
-            video, question["question"], question["choices"], RunConfig(), endpoint, on_progress=events.append
+            video, question["question"], question["choices"], RunConfig.of(), endpoint, on_progress=events.append
         )
         stats = server.sim.stats.as_dict()
     assert result.answer == question["answer"]

@@ -10,13 +10,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.datasets.lvbench import split_options
 from videoatlas.evals.items import EvalItem, interleave, write_items
 from videoatlas.evals.runner import EvalSpec, Shard, result_key, select_items
-from videoatlas.graph.context import RunConfig
+from videoatlas.runtime.context import RunConfig
 
 pytestmark = pytest.mark.unit
 
@@ -185,11 +186,11 @@ def test_no_subtitles_setting_changes_the_items_and_so_their_keys(tmp_path: Path
     item = EvalItem("mine", "1", "v", "v.mp4", "?", ["a", "b"], 1, subtitles="v.srt", subtitle_offset=3.0)
     write_items(folder / "items.jsonl", [item])
     (folder / "v.mp4").write_bytes(b"not decoded here")
-    spec = EvalSpec("jsonl", str(folder), str(tmp_path / "out"), RunConfig())
+    spec = EvalSpec("jsonl", str(folder), str(tmp_path / "out"), RunConfig.of())
     [with_subs] = select_items(spec)
     [without] = select_items(replace(spec, subtitles=False))
     assert with_subs.subtitles and without.subtitles is None and without.subtitle_offset == 0.0
-    knobs = RunConfig().agent_knobs()
+    knobs = agent_knobs(RunConfig.of())
     keys = [result_key(i, "video-rlm", "p", "m", knobs, agent_code="c") for i in (with_subs, without)]
     assert keys[0] != keys[1]
 

@@ -19,10 +19,12 @@ from videoatlas.cli.main import main
 from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.report import load_eval
 from videoatlas.evals.runner import EvalSpec, Shard, read_rows, run_eval
-from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
+from videoatlas.runtime.context import RunConfig
+
+UNIFORM = "videoatlas.agents.uniform"
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -88,7 +90,7 @@ async def test_prompt_sets_compare_and_only_changed_templates_rerun(
     endpoint = EndpointSettings(base_url=standin.base_url, model="", timeout_s=120)
 
     def spec(prompts: str, out: str) -> EvalSpec:
-        config = RunConfig(agent="uniform", prompts=prompts)
+        config = RunConfig.of(agent="uniform", prompts=prompts)
         # One style, so that four questions cover the four kinds.
         folder = str(tmp_path / out)
         return EvalSpec("synthetic", str(suite_root), folder, config, limit=4, durations=[60.0], styles=["chapters"])
@@ -96,16 +98,15 @@ async def test_prompt_sets_compare_and_only_changed_templates_rerun(
     base = await run_eval(spec("default", "base"), endpoint)
     assert base.progress.done == 4 and base.progress.ran == 4
 
-    edited = copy_default(tmp_path / "terse")
-    text = (edited / "uniform.user.txt").read_text()
-    (edited / "uniform.user.txt").write_text(text.replace("Check each choice", "Look hard. Check each choice"))
+    edited = copy_default(tmp_path / "terse", UNIFORM)
+    text = (edited / "answer.user.txt").read_text()
+    (edited / "answer.user.txt").write_text(text.replace("Check each choice", "Look hard. Check each choice"))
     other = await run_eval(spec(str(edited), "terse"), endpoint)
     assert other.progress.cached == 0 and other.progress.ran == 4  # a changed template re-runs
 
-    # A template the uniform agent never uses: its results are reused from the database.
-    unrelated = copy_default(tmp_path / "probe-only")
-    (unrelated / "probe.user.txt").write_text((unrelated / "probe.user.txt").read_text() + "\nBe brief.\n")
-    reused = await run_eval(spec(str(unrelated), "probe-only"), endpoint)
+    # The same templates under another name and folder: results are keyed by the text, so they are reused.
+    renamed = copy_default(tmp_path / "same-text", UNIFORM)
+    reused = await run_eval(spec(str(renamed), "same-text"), endpoint)
     assert reused.progress.cached == 4 and reused.progress.ran == 0
 
     meta_a = json.loads((tmp_path / "base" / "eval.json").read_text())
@@ -128,7 +129,7 @@ async def test_video_rlm_through_the_runner_scores_and_grounds(
 ) -> None:
     with RunningServer(SimServer(SimConfig(), reader=reader)) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="", timeout_s=120)
-        config = RunConfig(workers=2, rounds=2)
+        config = RunConfig.of(workers=2, rounds=2)
         spec = EvalSpec("synthetic", str(suite_root), str(tmp_path / "rlm"), config, limit=1, durations=[60.0])
         outcome = await run_eval(spec, endpoint)
     [row] = read_rows(outcome.results_file)
@@ -169,7 +170,7 @@ async def test_shards_share_a_folder_and_a_postgres_database(
             "synthetic",
             str(suite_root),
             str(out),
-            RunConfig(agent="uniform"),
+            RunConfig.of(agent="uniform"),
             limit=5,
             durations=[60.0],
             shard=Shard(index, 2),

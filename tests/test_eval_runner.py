@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
+from videoatlas.agents.base import Agent
 from videoatlas.errors import EndpointError
 from videoatlas.evals.items import EvalItem, write_items
 from videoatlas.evals.report import load_eval, report
 from videoatlas.evals.runner import EvalSpec, read_rows, run_eval
-from videoatlas.graph.agents import Agent
-from videoatlas.graph.context import AgentName, RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult
+from videoatlas.runtime.context import RunConfig
 from videoatlas.state.models import Cost
 
 pytestmark = pytest.mark.unit
@@ -81,8 +81,8 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> ScriptedRuns:
     return scripted
 
 
-def _spec(root: Path, out: Path, agent: AgentName = "uniform") -> EvalSpec:
-    return EvalSpec("jsonl", str(root), str(out), RunConfig(agent=agent), concurrency=1)
+def _spec(root: Path, out: Path, agent: str = "uniform") -> EvalSpec:
+    return EvalSpec("jsonl", str(root), str(out), RunConfig.of(agent=agent), concurrency=1)
 
 
 ENDPOINT = EndpointSettings(base_url="http://127.0.0.1:9/v1", model="")
@@ -140,7 +140,7 @@ async def test_changed_agent_code_reruns_and_the_same_code_reuses(
 
 @pytest.mark.parametrize("agent", ["video-rlm", "uniform"])
 async def test_a_failed_final_call_is_scored_wrong_for_every_agent(
-    items_root: Path, runs: ScriptedRuns, tmp_path: Path, agent: AgentName
+    items_root: Path, runs: ScriptedRuns, tmp_path: Path, agent: str
 ) -> None:
     # A finished run whose final call gave no valid answer (answer_index None): wrong, and a parse failure.
     runs.failing.clear()

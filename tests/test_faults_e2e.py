@@ -18,11 +18,11 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from videoatlas.errors import VideoAtlasError
-from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runs import resume_run, run_question
+from videoatlas.runtime.context import RunConfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,7 +40,7 @@ async def test_runs_against_bad_replies_finish_or_stop_resumably(
     video, truth = synth_video
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     endpoint = EndpointSettings(base_url=faulty.base_url, model="", max_retries=1, backoff_s=0.01)
-    config = RunConfig(cell_px=160, workers=2, rounds=2, dfs_steps=3)
+    config = RunConfig.of(cell_px=160, workers=2, rounds=2, dfs_steps=3)
     outcomes: dict[str, str] = {}
     for n, q in enumerate(truth["questions"][:4]):
         run_id = f"faulty-{n}"

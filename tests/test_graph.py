@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import copy
+import io
 import pickle
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from PIL import Image
 
 from agent_helpers import actions_of, decided, default_reply, make_context, run_graph, step, view_start
+from videoatlas.agents.video_rlm.nodes.worker_act import InvalidAction, apply_action
+from videoatlas.agents.video_rlm.nodes.worker_observe import initial_view
+from videoatlas.agents.video_rlm.state.models import Target, View
+from videoatlas.agents.video_rlm.state.worker import WorkerState
 from videoatlas.environment.geometry import cell_interval
-from videoatlas.graph.context import RunConfig
-from videoatlas.nodes.worker_act import InvalidAction, apply_action
-from videoatlas.nodes.worker_observe import initial_view
-from videoatlas.state.models import Cost, Target, View
-from videoatlas.state.worker import WorkerState
+from videoatlas.runtime.context import RunConfig
+from videoatlas.state.models import Cost
 
 pytestmark = pytest.mark.e2e
 DURATION = 80.0  # the counter video
@@ -33,7 +36,7 @@ async def test_fan_out_to_n_workers(counter_video: Path, tmp_path: Path) -> None
             return {"cells": [5, 9, 20], "reason": "r"}
         return default_reply(name, text, schema)
 
-    out, chat, _ = await run_graph(counter_video, tmp_path, script, RunConfig(cell_px=64, workers=3, rounds=1))
+    out, chat, _ = await run_graph(counter_video, tmp_path, script, RunConfig.of(cell_px=64, workers=3, rounds=1))
     reports = out["reports"]
     assert sorted(r.target.path for r in reports) == ["20", "5", "9"]
     assert [name for name, _ in chat.seen].count("WorkerStep") == 3
@@ -56,7 +59,7 @@ def adding_script(name: str, text: str, schema: dict[str, Any]) -> Any:
 
 
 async def test_merge_is_independent_of_finishing_order(counter_video: Path, tmp_path: Path) -> None:
-    cfg = RunConfig(cell_px=64, workers=3, rounds=1)
+    cfg = RunConfig.of(cell_px=64, workers=3, rounds=1)
 
     def slow_first(name: str, text: str) -> float:
         return 0.3 if name == "WorkerStep" and view_start(text).startswith("00:02") else 0.0
@@ -125,7 +128,7 @@ def with_(base: dict[str, Any], **changes: Any) -> WorkerState:
 
 
 def test_each_action_changes_the_worker_state_as_it_should(counter_video: Path, tmp_path: Path) -> None:
-    ctx, _, source = make_context(counter_video, tmp_path, default_reply, RunConfig(cell_px=64, max_depth=3))
+    ctx, _, source = make_context(counter_video, tmp_path, default_reply, RunConfig.of(cell_px=64, max_depth=3))
     try:
         root_view = initial_view(Target(path="5", start=6.25, end=7.5, source="probe"), ctx)
         assert root_view == View(kind="grid", path="5", start=6.25, end=7.5, depth=1)
@@ -181,7 +184,7 @@ async def test_worker_step_budget_stops_the_worker(counter_video: Path, tmp_path
         return default_reply(name, text, schema)
 
     out, _, _ = await run_graph(
-        counter_video, tmp_path, script, RunConfig(cell_px=64, workers=1, rounds=1, dfs_steps=3)
+        counter_video, tmp_path, script, RunConfig.of(cell_px=64, workers=1, rounds=1, dfs_steps=3)
     )
     (report,) = out["reports"]
     assert report.stop == "budget" and len(report.steps) == 3 and len(out["evidence"]) == 3
@@ -193,7 +196,7 @@ async def test_round_budget_and_sufficiency(counter_video: Path, tmp_path: Path)
             return {**default_reply(name, text, schema), "sufficient": False}
         return adding_script(name, text, schema)
 
-    out, chat, _ = await run_graph(counter_video, tmp_path, never_enough, RunConfig(cell_px=64, workers=2, rounds=2))
+    out, chat, _ = await run_graph(counter_video, tmp_path, never_enough, RunConfig.of(cell_px=64, workers=2, rounds=2))
     assert out["round"] == 2 and out["stop_reason"] == "2 rounds done"
     assert [n for n, _ in chat.seen].count("UncertaintyAnalysis") == 2
     # Round 2 avoided the cells round 1 already took (virtual loss / dead zones).
@@ -201,7 +204,7 @@ async def test_round_budget_and_sufficiency(counter_video: Path, tmp_path: Path)
     r2 = {r.target.path for r in out["reports"] if r.round == 2}
     assert r1 and r2 and not r1 & r2
 
-    enough, chat, _ = await run_graph(counter_video, tmp_path / "e", adding_script, RunConfig(cell_px=64, rounds=5))
+    enough, chat, _ = await run_graph(counter_video, tmp_path / "e", adding_script, RunConfig.of(cell_px=64, rounds=5))
     assert enough["round"] == 1 and enough["stop_reason"] == "evidence sufficient"
 
 
@@ -230,7 +233,7 @@ async def test_invalid_action_is_counted_and_the_worker_goes_on(counter_video: P
             return step("ZOOM", [99])  # a cell this grid does not have: allowed action, impossible to carry out
         return default_reply(name, text, schema)
 
-    out, _, _ = await run_graph(counter_video, tmp_path, script, RunConfig(cell_px=64, workers=1, rounds=1))
+    out, _, _ = await run_graph(counter_video, tmp_path, script, RunConfig.of(cell_px=64, workers=1, rounds=1))
     (report,) = out["reports"]
     assert report.invalid_actions == 1
     assert [s.valid for s in report.steps] == [False, True] and report.stop == "finished"
@@ -245,7 +248,7 @@ async def test_unavailable_action_is_refused_by_the_schema_and_reasked(counter_v
             return next(answers)
         return default_reply(name, text, schema)
 
-    out, _, ctx = await run_graph(counter_video, tmp_path, script, RunConfig(cell_px=64, workers=1, rounds=1))
+    out, _, ctx = await run_graph(counter_video, tmp_path, script, RunConfig.of(cell_px=64, workers=1, rounds=1))
     (report,) = out["reports"]
     assert [s.action for s in report.steps] == ["FINISHED"]
     assert ctx.vlm.totals.outcomes["reasked"] == 1
@@ -266,7 +269,7 @@ async def test_bfs_marks_feed_the_next_round(counter_video: Path, tmp_path: Path
             return {**default_reply(name, text, schema), "sufficient": "[B]" in text}
         return default_reply(name, text, schema)
 
-    cfg = RunConfig(cell_px=64, workers=2, bfs_cells=1, rounds=3, max_depth=2, min_expand_span_s=0.001)
+    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=1, rounds=3, max_depth=2, min_expand_span_s=0.001)
     out, _, _ = await run_graph(counter_video, tmp_path, script, cfg)
     r2 = [r.target for r in out["reports"] if r.round == 2]
     assert [t.path for t in r2] == ["0/6", "1/6"] and all(t.source == "frontier" for t in r2)
@@ -289,7 +292,7 @@ async def test_a_bfs_round_gives_each_worker_slot_several_one_step_cells(counter
             calls["ended"] += 1
         return default_reply(name, text, schema)
 
-    cfg = RunConfig(cell_px=64, workers=2, bfs_cells=3, rounds=1, traversal="bfs", max_concurrency=8)
+    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=3, rounds=1, traversal="bfs", max_concurrency=8)
     out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg, delay=delay)
     probe = next(text for name, text in chat.seen if name == "GlobalProbe")
     assert "Choose exactly 6 different cells" in probe
@@ -298,15 +301,29 @@ async def test_a_bfs_round_gives_each_worker_slot_several_one_step_cells(counter
     assert calls["started"] == 6 and calls["most"] == 2  # two slots, both used
     assert out["dead_zones"] == [cell_range(0)[:1] + cell_range(5)[1:]]
     # DFS keeps one cell per worker.
-    as_dfs = cfg.model_copy(update={"traversal": "dfs"})
+    as_dfs = cfg.with_settings(traversal="dfs")
     dfs, _, _ = await run_graph(counter_video, tmp_path / "dfs", default_reply, as_dfs)
     assert len(dfs["reports"]) == 2
 
 
+async def test_the_frame_ledger_counts_frames_sent_and_distinct_moments(counter_video: Path, tmp_path: Path) -> None:
+    out, chat, _ = await run_graph(
+        counter_video, tmp_path, adding_script, RunConfig.of(cell_px=64, workers=1, rounds=1)
+    )
+    # Every grid image (512 px: 8 x 8 cells of 64 px) shows 64 frames, a one-tile scratchpad page one:
+    # sent counts every showing, viewed each moment once.
+    sizes = [Image.open(io.BytesIO(jpeg)).width for images in chat.images for jpeg in images]
+    assert sorted(set(sizes)) == [64, 512]
+    assert out["cost"].frames_sent == sum(64 if w == 512 else 1 for w in sizes)
+    # Distinct moments: the root grid's 64, and the worker's cell of 1.25 s at 25 fps holds at most 32
+    # frames however many cells show it (the scratchpad's frame is one of them).
+    assert 64 < out["cost"].frames_viewed <= 64 + 32 < out["cost"].frames_sent
+
+
 async def test_paced_bfs_searches_every_root_cell_by_the_last_round(counter_video: Path, tmp_path: Path) -> None:
     """``bfs_cells="auto"``: the root cells not yet searched are spread over the rounds left."""
-    cfg = RunConfig(cell_px=64, workers=2, rounds=3, traversal="bfs")
-    assert cfg.bfs_cells == "auto"
+    cfg = RunConfig.of(cell_px=64, workers=2, rounds=3, traversal="bfs")
+    assert "bfs_cells" not in cfg.settings  # the default
     out, chat, _ = await run_graph(counter_video, tmp_path, default_reply, cfg)
     per_round = [sorted(int(r.target.path) for r in out["reports"] if r.round == n) for n in (1, 2, 3)]
     # 64 cells over 3 rounds of 2 workers: ceil(64 / 6) = 11 each (22), then ceil(42 / 4) = 11 (22), then 20.
@@ -316,21 +333,21 @@ async def test_paced_bfs_searches_every_root_cell_by_the_last_round(counter_vide
     assert "Choose exactly 22 different cells" in probes[0] and "Choose exactly 20 different cells" in probes[2]
     assert out["searched"] == [(0.0, pytest.approx(80.0))]
     # A fixed width keeps the paper's one cell per BFS worker: 2 cells a round.
-    fixed, _, _ = await run_graph(
-        counter_video, tmp_path / "fixed", default_reply, cfg.model_copy(update={"bfs_cells": 1})
-    )
+    fixed, _, _ = await run_graph(counter_video, tmp_path / "fixed", default_reply, cfg.with_settings(bfs_cells=1))
     assert len(fixed["reports"]) == 6
 
 
 async def test_traversal_override_skips_the_call(counter_video: Path, tmp_path: Path) -> None:
     out, chat, _ = await run_graph(
-        counter_video, tmp_path, default_reply, RunConfig(cell_px=64, traversal="bfs", rounds=1)
+        counter_video, tmp_path, default_reply, RunConfig.of(cell_px=64, traversal="bfs", rounds=1)
     )
     assert out["traversal"] == "bfs" and "TraversalChoice" not in [n for n, _ in chat.seen]
 
 
 async def test_open_ended_question_gets_free_text(counter_video: Path, tmp_path: Path) -> None:
-    out, chat, _ = await run_graph(counter_video, tmp_path, adding_script, RunConfig(cell_px=64, rounds=1), choices=[])
+    out, chat, _ = await run_graph(
+        counter_video, tmp_path, adding_script, RunConfig.of(cell_px=64, rounds=1), choices=[]
+    )
     assert out["answer"] == "it is a counter" and out["answer_index"] is None
     decide_text = next(t for n, t in chat.seen if n == "FinalDecision")
     assert "[A] @" in decide_text  # evidence descriptions are in the prompt, labelled
@@ -363,7 +380,7 @@ async def test_nodes_never_mutate_state_in_place(counter_video: Path, tmp_path: 
         return adding_script(name, text, schema)
 
     saver = AssertImmutableSaver()
-    cfg = RunConfig(cell_px=64, workers=2, rounds=2, max_depth=2, min_expand_span_s=0.001)
+    cfg = RunConfig.of(cell_px=64, workers=2, rounds=2, max_depth=2, min_expand_span_s=0.001)
     out, _, _ = await run_graph(counter_video, tmp_path, script, cfg, checkpointer=saver)
     assert len(saver.snapshots) > 10 and out["round"] == 2
 
@@ -385,7 +402,7 @@ async def test_bfs_is_analysed_every_round_as_coverage_grows(counter_video: Path
             return {**default_reply(name, text, schema), "sufficient": False}
         return default_reply(name, text, schema)
 
-    cfg = RunConfig(cell_px=64, workers=2, bfs_cells=1, rounds=3)
+    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=1, rounds=3)
     out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg)
     assert [n for n, _ in chat.seen].count("UncertaintyAnalysis") == 3
     covered = [int(p.split("%", 1)[0]) for p in progress]
@@ -407,7 +424,7 @@ async def test_cells_that_open_as_the_same_view_get_one_worker(counter_video: Pa
             return {"cells": [5, 9, 20], "reason": "r"}
         return default_reply(name, text, schema)
 
-    cfg = RunConfig(cell_px=64, workers=3, rounds=2, max_depth=0)
+    cfg = RunConfig.of(cell_px=64, workers=3, rounds=2, max_depth=0)
     out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg)
     assert [r.target.path for r in out["reports"]] == ["5"]
     assert [name for name, _ in chat.seen].count("WorkerStep") == 1
@@ -415,5 +432,5 @@ async def test_cells_that_open_as_the_same_view_get_one_worker(counter_video: Pa
     assert out["dead_zones"] == [(0.0, DURATION)]
     assert out["stop_reason"] == "every region is explored"
     # At depth 1 the same three cells are three different views.
-    deeper, chat, _ = await run_graph(counter_video, tmp_path / "d1", script, cfg.model_copy(update={"max_depth": 1}))
+    deeper, chat, _ = await run_graph(counter_video, tmp_path / "d1", script, cfg.with_settings(max_depth=1))
     assert sorted(r.target.path for r in deeper["reports"] if r.round == 1) == ["20", "5", "9"]

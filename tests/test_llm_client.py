@@ -150,16 +150,17 @@ def test_every_reply_schema_is_closed_and_valid_json_schema() -> None:
     """What a strict decoder needs: objects closed and fully required, unions as anyOf, valid JSON Schema."""
     import jsonschema
 
+    from videoatlas.agents.video_rlm import schemas as rlm_schemas
     from videoatlas.state import schemas
 
     built: list[type[BaseModel]] = [
-        schemas.SearchTask,
-        schemas.TraversalChoice,
-        schemas.probe_schema(4, [0, 3, 9, 40, 41]),
-        schemas.worker_step_schema(list(schemas.ACTIONS), [1, 2, 5], [2, 5], [5]),
-        schemas.worker_step_schema(["FINISHED"], []),
-        schemas.uncertainty_schema(3, [1, 2], 4, 600.0, ["A", "B"]),
-        schemas.uncertainty_schema(0, [1], 4, 600.0),
+        rlm_schemas.SearchTask,
+        rlm_schemas.TraversalChoice,
+        rlm_schemas.probe_schema(4, [0, 3, 9, 40, 41]),
+        rlm_schemas.worker_step_schema(list(rlm_schemas.ACTIONS), [1, 2, 5], [2, 5], [5]),
+        rlm_schemas.worker_step_schema(["FINISHED"], []),
+        rlm_schemas.uncertainty_schema(3, [1, 2], 4, 600.0, ["A", "B"]),
+        rlm_schemas.uncertainty_schema(0, [1], 4, 600.0),
         schemas.decision_schema(4, ["A", "B"]),
         schemas.decision_schema(0),
     ]

@@ -21,10 +21,10 @@ from sqlalchemy.exc import DBAPIError
 
 from agent_helpers import ScriptedChat, default_reply, step
 from db_helpers import PG_URL, pg_available
-from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import redact_url, sqlalchemy_url
 from videoatlas.runs import run_question
+from videoatlas.runtime.context import RunConfig
 
 EXE = str(Path(sys.executable).parent / "videoatlas")
 
@@ -220,7 +220,7 @@ async def one_run(video: Path, db: str, run_id: str) -> Any:
         video,
         "What number is shown?",
         ["one", "two"],
-        RunConfig(cell_px=64, workers=2, rounds=1),
+        RunConfig.of(cell_px=64, workers=2, rounds=1),
         EndpointSettings(model="scripted"),
         chat_model=chat,
         db_url=db,

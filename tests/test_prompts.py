@@ -3,30 +3,33 @@
 from __future__ import annotations
 
 import shutil
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from prompt_helpers import copy_default
+from videoatlas.agents.uniform.agent import AGENT as UNIFORM
+from videoatlas.agents.video_rlm.agent import AGENT
 from videoatlas.errors import BadInputError
-from videoatlas.prompts import builtin_sets, load_prompt_set
+from videoatlas.prompts import builtin_sets
 
 pytestmark = pytest.mark.unit
 
 
 def test_default_set_loads_and_is_listed() -> None:
-    ps = load_prompt_set("default")
-    assert "default" in builtin_sets()
+    ps = AGENT.load_prompts("default")
+    assert "default" in builtin_sets(resources.files("videoatlas.agents.video_rlm").joinpath("prompts"))
     assert ps["probe.user"].variables >= {"question", "n"}
     assert len(ps.sha256) == 16
 
 
 def test_an_edited_copy_loads_by_path_with_a_new_hash(tmp_path: Path) -> None:
     folder = copy_default(tmp_path / "my-prompts")
-    same = load_prompt_set(str(folder))
-    assert same.sha256 == load_prompt_set("default").sha256
+    same = AGENT.load_prompts(str(folder))
+    assert same.sha256 == AGENT.load_prompts("default").sha256
     (folder / "decide.user.txt").write_text("Q: ${question}\nEvidence: ${evidence}\nAnswer well. ${format}\n")
-    edited = load_prompt_set(str(folder))
+    edited = AGENT.load_prompts(str(folder))
     assert edited.sha256 != same.sha256 and edited.name == "my-prompts"
 
 
@@ -34,26 +37,39 @@ def test_unknown_variable_is_a_load_time_error(tmp_path: Path) -> None:
     folder = copy_default(tmp_path / "my-prompts")
     (folder / "probe.user.txt").write_text("Pick ${n} cells for ${question} in ${colour}.")
     with pytest.raises(BadInputError, match=r"probe.user.txt uses unknown variable\(s\) colour"):
-        load_prompt_set(str(folder))
+        AGENT.load_prompts(str(folder))
 
 
 def test_missing_required_variable_and_missing_file(tmp_path: Path) -> None:
     folder = copy_default(tmp_path / "my-prompts")
     (folder / "worker.user.txt").write_text("Do something with ${question}.")
-    (folder / "reask.txt").unlink()
+    (folder / "decide.user.txt").unlink()
     with pytest.raises(BadInputError) as err:
-        load_prompt_set(str(folder))
+        AGENT.load_prompts(str(folder))
     assert "worker.user.txt lacks required variable(s) actions" in str(err.value)
-    assert "reask.txt is missing" in str(err.value)
+    assert "decide.user.txt is missing" in str(err.value)
+
+
+def test_each_agent_has_its_own_set_and_the_reask_is_shared_unless_a_set_has_its_own(tmp_path: Path) -> None:
+    rlm, uniform = AGENT.load_prompts(), UNIFORM.load_prompts()
+    assert "probe.user" in rlm.templates and "probe.user" not in uniform.templates
+    assert set(uniform.templates) == {"system", "answer.user", "reask"}
+    assert rlm["reask"].text == uniform["reask"].text
+    folder = copy_default(tmp_path / "own-reask")
+    (folder / "reask.txt").write_text("That did not parse (${error}). Try again, JSON only.")
+    own = AGENT.load_prompts(str(folder))
+    assert own["reask"].text.startswith("That did not parse") and own.sha256 != rlm.sha256
+    with pytest.raises(BadInputError, match="unexpected template"):
+        UNIFORM.load_prompts(str(folder))  # one agent's set is not another's
 
 
 def test_unknown_set_name() -> None:
     with pytest.raises(BadInputError, match="neither a built-in set nor a directory"):
-        load_prompt_set("no-such-set")
+        AGENT.load_prompts("no-such-set")
 
 
 def test_render_is_strict_about_values() -> None:
-    template = load_prompt_set("default")["reask"]
+    template = AGENT.load_prompts("default")["reask"]
     with pytest.raises(BadInputError, match="missing"):
         template.render()
     assert "bad json" in template.render(error="bad json")
@@ -62,6 +78,6 @@ def test_render_is_strict_about_values() -> None:
 def test_rendering_ignores_values_a_template_does_not_use(tmp_path: Path) -> None:
     folder = copy_default(tmp_path / "my-prompts")
     (folder / "search_task.user.txt").write_text("Only the question: ${question}")
-    ps = load_prompt_set(str(folder))
+    ps = AGENT.load_prompts(str(folder))
     assert ps.render("search_task.user", question="Q?", choices="A. x") == "Only the question: Q?"
     shutil.rmtree(folder)

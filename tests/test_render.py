@@ -160,3 +160,25 @@ def test_labels_and_layout_and_tokens() -> None:
     assert layout(1) == (1, 1) and layout(5) == (3, 2) and layout(16) == (4, 4) and layout(17) == (5, 4)
     assert visual_tokens(2560, 2560, 28) == 92 * 92
     assert visual_tokens(2560, 2560, 32) == 80 * 80
+
+
+def test_a_mosaic_shows_frames_at_any_times_labelled_like_a_grid(atlas: VideoAtlas) -> None:
+    times = [1.0, 3.3, 7.9, 12.0, 40.04, 41.0, 60.5, 70.2, 79.0, 5.0]
+    pages = atlas.mosaic(times, cols=4, rows=2, short_px=120, first_id=3)
+    strip = 12 + 2 * 2 + 2  # a caption strip above each frame: label size 12 and its padding
+    assert [(p.width, p.height) for p in pages] == [(4 * 160, 2 * (120 + strip)), (2 * 160, 120 + strip)]
+    notes = [f for p in pages for f in p.frames]
+    assert [f["id"] for f in notes] == list(range(3, 13))
+    assert [f["time"] for f in notes] == pytest.approx(times, abs=0.04)  # the exact frame on screen at each time
+    first = pixels(pages[0].jpeg)
+    direct = atlas.source.frames_at([times[5]], 160)[0]
+    assert direct.image is not None
+    top = 120 + strip + strip  # second row, second tile: times[5]
+    tile = first[top : top + 120, 160:320].astype(int)
+    assert np.abs(tile - direct.image.astype(int)).mean() < 12  # the frame itself, untouched by its label
+    caption = first[120 + strip + 1 : 120 + strip + strip - 2, 162:200]
+    assert (caption.mean(axis=2) < 60).mean() > 0.3  # the caption's plate
+    again = atlas.mosaic(times, cols=4, rows=2, short_px=120, first_id=3)
+    assert [p.sha256 for p in again] == [p.sha256 for p in pages] and all(p.cache_hit for p in again)
+    with pytest.raises(BadInputError):
+        atlas.mosaic([], cols=4, rows=2)

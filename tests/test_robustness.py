@@ -20,10 +20,10 @@ from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import Interval, cell_interval
 from videoatlas.environment.subtitles import SubtitleLine, Subtitles
-from videoatlas.graph.context import RunConfig
 from videoatlas.inspect import load_trace, trace_lines
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
+from videoatlas.runtime.context import RunConfig
 
 pytestmark = pytest.mark.unit
 DURATION = 80.0
@@ -147,7 +147,7 @@ async def test_a_probe_reply_with_bad_ids_keeps_the_good_ones(counter_video: Pat
             return {"cells": [5, 5, 99, 7], "reason": "r"}  # a repeat and a cell the grid does not have
         return default_reply(name, text, schema)
 
-    out, _, _ = await run_graph(counter_video, tmp_path, script, RunConfig(cell_px=64, workers=4, rounds=1))
+    out, _, _ = await run_graph(counter_video, tmp_path, script, RunConfig.of(cell_px=64, workers=4, rounds=1))
     assert [r.target.path for r in out["reports"]] == ["5", "7", "0", "1"]  # the rest by virtual loss
     (repair,) = out["repairs"]
     assert repair.kind == "dropped" and "5 (repeated)" in repair.detail and "99" in repair.detail
@@ -168,7 +168,7 @@ async def test_unusable_master_replies_fall_back_and_the_run_finishes(counter_vi
         counter_video,
         "What number is shown?",
         ["one", "two"],
-        RunConfig(cell_px=64, workers=2, rounds=1),
+        RunConfig.of(cell_px=64, workers=2, rounds=1),
         EndpointSettings(model="scripted"),
         chat_model=chat,
         db_url=db,
@@ -201,7 +201,7 @@ async def test_seven_parallel_workers_overshoot_a_token_budget_by_at_most_one_ca
         return default_reply(name, text, schema)
 
     budget = 30_000
-    cfg = RunConfig(cell_px=64, workers=7, rounds=1, dfs_steps=50, token_budget=budget, traversal="dfs")
+    cfg = RunConfig.of(cell_px=64, workers=7, rounds=1, dfs_steps=50, token_budget=budget, traversal="dfs")
     out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg, usage=usage)
     ctx_calls = [name for name, _ in chat.seen]
     assert ctx_calls.count("WorkerStep") > 7  # several steps each, in parallel
@@ -222,7 +222,7 @@ def usage_of(chat: ScriptedChat, call: int) -> int:
 
 async def test_probe_and_workers_get_subtitles_cell_by_cell(counter_video: Path, tmp_path: Path) -> None:
     said = Subtitles([SubtitleLine(2.6, 3.4, "the ferry leaves"), SubtitleLine(70.1, 71.0, "last call")])
-    cfg = RunConfig(cell_px=64, workers=1, rounds=1)
+    cfg = RunConfig.of(cell_px=64, workers=1, rounds=1)
     _, chat, _ = await run_graph(counter_video, tmp_path, default_reply, cfg, subtitles=said)
     probe = next(text for name, text in chat.seen if name == "GlobalProbe")
     assert "cell 2: the ferry leaves" in probe and "cell 56: last call" in probe  # root cells last 1.25 s

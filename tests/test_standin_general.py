@@ -59,15 +59,16 @@ def _sim_words() -> dict[str, set[str]]:
 
 def test_no_field_of_our_schemas() -> None:
     """The agents' reply schemas' field names (``explore_cells``...) appear nowhere in the stand-in's rules."""
+    from videoatlas.agents.video_rlm import schemas as rlm_schemas
     from videoatlas.state import schemas
 
     fields: set[str] = set()
     for build in (
-        schemas.SearchTask,
-        schemas.TraversalChoice,
-        schemas.probe_schema(4, range(64)),
-        schemas.worker_step_schema(list(schemas.ACTIONS), range(64)),
-        schemas.uncertainty_schema(4, range(64), 4, 600.0, ["A", "B"]),
+        rlm_schemas.SearchTask,
+        rlm_schemas.TraversalChoice,
+        rlm_schemas.probe_schema(4, range(64)),
+        rlm_schemas.worker_step_schema(list(rlm_schemas.ACTIONS), range(64)),
+        rlm_schemas.uncertainty_schema(4, range(64), 4, 600.0, ["A", "B"]),
         schemas.decision_schema(4, ["A", "B"]),
         schemas.decision_schema(0),
     ):
@@ -117,9 +118,10 @@ def test_no_word_of_the_synthetic_videos_or_their_questions() -> None:
 
 
 def _prompt_texts() -> list[str]:
-    """The prompt templates, and every string the agents' nodes put into prompts."""
-    texts = [p.read_text(encoding="utf-8") for p in sorted((PACKAGE / "prompts").glob("*/*.txt"))]
-    for path in sorted((PACKAGE / "nodes").glob("*.py")):
+    """Every agent's prompt templates (and the shared ones), and every string agents' code puts into prompts."""
+    texts = [p.read_text(encoding="utf-8") for p in sorted(PACKAGE.glob("**/prompts/*/*.txt"))]
+    code = [*sorted((PACKAGE / "agents").glob("**/*.py")), PACKAGE / "runtime" / "calls.py"]
+    for path in code:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value.split()) >= 4:
                 texts.append(node.value)
@@ -147,7 +149,7 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
 # The stand-in's sources as of each behaviour version. Any change to them must bump
 # BEHAVIOUR_VERSION (its model id) and record the new hash here, so eval results measured with
 # other rules are never re-used as if they were measured with these.
-SOURCES_BY_VERSION = {5: "80af93544508b6b398025a66d31ff0ac09ceeafb506b44aadc8d236bc053781e"}
+SOURCES_BY_VERSION = {6: "dce753a7be6325811685fb6056a54d8a7c2a7274a48722e95178d47de20cbf8d"}
 
 
 def _sources_sha() -> str:

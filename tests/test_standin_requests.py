@@ -253,3 +253,35 @@ def test_cited_labels_come_from_the_enum_offered(url: str) -> None:
     )
     reply = ask(url, "Which bird tag is shown most? Options: HERON 22, FALCON 57", [image], schema)
     assert reply == {"answer": "FALCON 57", "cited": ["B"]}  # C shows it too, but only A and B may be cited
+
+
+def _planning_schema() -> dict[str, Any]:
+    seconds = {"type": "number", "minimum": 0, "maximum": 3600}
+    sweep = obj(op={"const": "sweep", "type": "string"})
+    magnify = obj(op={"const": "magnify", "type": "string"}, start=seconds, end=seconds)
+    done = obj(op={"const": "done", "type": "string"})
+    return obj(next={"anyOf": [sweep, magnify, done]})
+
+
+PLANNING = (
+    "A camera log of a parking garage, one hour long.\n"
+    "Question: Which plate belongs to the car parked under the EXIT sign?\n"
+    "Options: KL-204, MR-771\n"
+    "Moves:\n"
+    "sweep: scan the whole hour at a glance\n"
+    "magnify: enlarge a stretch of at most 6 seconds to full resolution\n"
+    "done: nothing more to do, give the answer\n"
+    "Notes so far:\n"
+)
+
+
+def test_a_text_only_planner_looks_broadly_then_closely_then_stops(url: str) -> None:
+    """No picture: the next move comes from the notes: a broad look, a close look where the subject was noted, stop."""
+    schema = _planning_schema()
+    assert ask(url, PLANNING + "(none)", [], schema) == {"next": {"op": "sweep"}}
+    notes = "10:00 a ramp, no sign\n20:00 the EXIT sign over a grey car, plate too small to read\n30:00 stairs\n"
+    closer = ask(url, PLANNING + notes, [], schema)["next"]
+    assert closer["op"] == "magnify" and closer["start"] <= 1200.0 <= closer["end"]
+    assert closer["end"] - closer["start"] <= 6  # the bound the move's description states
+    settled = notes + "20:01 close up: the EXIT sign over a grey car with plate MR-771\n"
+    assert ask(url, PLANNING + settled, [], schema) == {"next": {"op": "done"}}

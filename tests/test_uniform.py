@@ -9,10 +9,10 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent_helpers import ScriptedChat, default_reply, make_context, run_graph
-from videoatlas.graph.context import RunConfig
-from videoatlas.graph.uniform import build_uniform_graph
-from videoatlas.nodes.answer_uniform import sheet_intervals
-from videoatlas.nodes.common import FORMAT_CHOICES, FORMAT_OPEN
+from videoatlas.agents.uniform.answer import sheet_intervals
+from videoatlas.agents.uniform.graph import build_uniform_graph
+from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN
+from videoatlas.runtime.context import RunConfig
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ def test_frames_round_up_to_whole_sheets() -> None:
 async def _run_uniform(
     video: Path, tmp: Path, script: Any, frames: int = 128, choices: list[str] | None = None
 ) -> tuple[dict[str, Any], ScriptedChat]:
-    config = RunConfig(agent="uniform", frames=frames, k=4, cell_px=64)
+    config = RunConfig.of(agent="uniform", frames=frames, k=4, cell_px=64)
     ctx, chat, source = make_context(video, tmp, script, config)
     try:
         graph = build_uniform_graph(InMemorySaver())
@@ -58,6 +58,8 @@ async def test_one_call_over_sheets_and_cited_frames_become_evidence(counter_vid
     assert cells["1/3"].start == pytest.approx(3 * 10 / 16) and cells["8/15"].end == pytest.approx(80.0)
     assert sorted(out["cited"]) == sorted(e.id for e in out["evidence"])
     assert out["cost"].calls == 1
+    # The frame ledger: 128 frames shown once each, all distinct moments.
+    assert out["cost"].frames_sent == 128 and out["cost"].frames_viewed == 128
 
 
 async def test_an_unusable_reply_is_never_guessed(counter_video: Path, tmp_path: Path) -> None:
@@ -93,7 +95,7 @@ async def test_both_agents_final_call_asks_for_the_same_answer(
     # send the same response_format and the same reply-format lines, so they are held to (and
     # scored by) the same answer format.
     _, rlm_chat, _ = await run_graph(
-        counter_video, tmp_path / "rlm", default_reply, RunConfig(cell_px=64, workers=1, rounds=1), choices=choices
+        counter_video, tmp_path / "rlm", default_reply, RunConfig.of(cell_px=64, workers=1, rounds=1), choices=choices
     )
     _, uniform_chat = await _run_uniform(counter_video, tmp_path / "uniform", default_reply, 16, choices)
     rlm_format, rlm_text = _final_call(rlm_chat)
@@ -114,7 +116,7 @@ async def test_both_agents_record_a_failed_final_call_as_no_answer(counter_video
         return "I think it is two" if name == "FinalDecision" else default_reply(name, text, schema)
 
     rlm, _, _ = await run_graph(
-        counter_video, tmp_path / "rlm", no_decision, RunConfig(cell_px=64, workers=1, rounds=1), choices=["a", "b"]
+        counter_video, tmp_path / "rlm", no_decision, RunConfig.of(cell_px=64, workers=1, rounds=1), choices=["a", "b"]
     )
     uniform, _ = await _run_uniform(counter_video, tmp_path / "uniform", no_decision, 16, ["a", "b"])
     for out in (rlm, uniform):

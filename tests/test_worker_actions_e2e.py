@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from action_video import QUESTIONS, write_action_video
-from videoatlas.graph.context import RunConfig
 from videoatlas.inspect import load_trace
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runs import RunResult, run_question
+from videoatlas.runtime.context import RunConfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,7 +40,7 @@ async def _run(
     video: Path, server: RunningServer, key: str, db: str, traversal: str = "dfs"
 ) -> tuple[RunResult, dict[str, Any]]:
     question, choices, answer = QUESTIONS[key]
-    config = RunConfig(k=4, workers=8, traversal=traversal, rounds=3)  # type: ignore[arg-type]
+    config = RunConfig.of(k=4, workers=8, traversal=traversal, rounds=3)
     endpoint = EndpointSettings(base_url=server.base_url, model="")
     result = await run_question(video, question, choices, config, endpoint, db_url=db, run_id=f"act-{key}-{traversal}")
     assert result.answer == choices[answer], (key, result.reasoning)

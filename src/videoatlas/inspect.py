@@ -9,10 +9,10 @@ from typing import Any
 
 from PIL import Image
 
+from videoatlas.agents.registry import saved_snapshot
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
-from videoatlas.graph.agents import saved_snapshot
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import TraceStore
 
@@ -135,7 +135,7 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
         ],
         "repairs": [r.model_dump() for r in values.get("repairs", [])],
         "grounded": bool(values.get("cited")),
-        "cost_state": cost.model_dump() if cost is not None else {},
+        "cost_state": cost.summary() if cost is not None else {},
         "calls": calls,
         "events": events,
         "images": images,
@@ -167,7 +167,8 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
         fell_back = f", {cost['fallbacks']} fallback(s)" if cost.get("fallbacks") else ""
         lines.append(
             f"  cost: {cost['calls']} calls, {cost['prompt_tokens'] + cost['completion_tokens']:,} tokens, "
-            f"{cost['cached_tokens']:,} cached{fell_back}"
+            f"{cost['cached_tokens']:,} cached, {cost.get('frames_viewed', 0):,} distinct frames viewed "
+            f"({cost.get('frames_sent', 0):,} sent){fell_back}"
         )
     lines.append(f"  search task: {trace['search_task']}")
     lines.append(f"  traversal: {trace['traversal']}")

@@ -17,6 +17,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
+from videoatlas.agents.registry import all_agents, get_agent, saved_snapshot
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.concat import open_source
@@ -24,9 +25,6 @@ from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError, NothingToResumeError
-from videoatlas.graph.agents import get_agent, saved_snapshot
-from videoatlas.graph.context import AgentContext, RunConfig
-from videoatlas.graph.tracing import RunTracer
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.records import CallRecord
@@ -36,7 +34,8 @@ from videoatlas.paths import render_cache_dir
 from videoatlas.persistence.checkpoint import open_checkpointer
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import RunRow, TraceStore
-from videoatlas.prompts import load_prompt_set
+from videoatlas.runtime.context import AgentContext, RunConfig
+from videoatlas.runtime.tracing import RunTracer
 from videoatlas.state.models import Cost, Evidence
 
 Progress = Callable[[dict[str, Any]], None]
@@ -97,8 +96,7 @@ class RunResult:
                 for i, e in enumerate(self.evidence)
             ],
             "cost": {
-                **self.cost.model_dump(),
-                "tokens": self.cost.tokens,
+                **self.cost.summary(),
                 "cache_hit_rate": round(self.cache_hit_rate, 4),
             },
             "grounded": self.grounded,
@@ -129,7 +127,7 @@ async def _prepare(
     chat_model: BaseChatModel | None,
     tracer: RunTracer | None,
 ) -> _Prepared:
-    prompts = load_prompt_set(config.prompts)
+    prompts = get_agent(config.agent).load_prompts(config.prompts)
     subs = load_subtitles(subtitles, subtitle_offset) if subtitles else None
     source = open_source(video)
     records: list[CallRecord] = []
@@ -163,7 +161,7 @@ async def _execute(
     graph = get_agent(prepared.context.config.agent).build(checkpointer)
     run_config: dict[str, Any] = {
         "configurable": {"thread_id": thread},
-        "max_concurrency": prepared.context.config.task_concurrency,
+        "max_concurrency": prepared.context.task_concurrency,
         "recursion_limit": 500,
     }
     if inputs is None:
@@ -225,7 +223,7 @@ def _finished_values(result: RunResult) -> dict[str, Any]:
         "answer": result.answer,
         "answer_index": result.answer_index,
         "reasoning": result.reasoning,
-        "cost": {**result.cost.model_dump(), "tokens": result.cost.tokens, "wall_s": round(result.wall_s, 3)},
+        "cost": {**result.cost.summary(), "wall_s": round(result.wall_s, 3)},
         "stop_reason": result.stop_reason,
     }
 
@@ -393,5 +391,8 @@ async def _checkpointer(url: str | None) -> AsyncIterator[BaseCheckpointSaver[An
     if url is None:
         yield InMemorySaver()
         return
+    # One saver per database serves every run in the process, whatever the agent: its serializer must
+    # know every agent's state records, so every agent is loaded before it is made.
+    all_agents()
     async with open_checkpointer(url) as saver:
         yield saver

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from videoatlas.agents.registry import settings_model
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.concat import ConcatSource, is_manifest, open_source
@@ -25,10 +26,10 @@ from videoatlas.environment.synth import SynthSpec, default_fps, load_current, s
 from videoatlas.environment.timefmt import format_ts, parse_range, parse_time
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
-from videoatlas.graph.context import RunConfig
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.paths import home_dir, render_cache_dir
 from videoatlas.runs import RunResult, run_question
+from videoatlas.runtime.config import RunConfig
 
 
 def _out(text: str) -> None:
@@ -217,28 +218,37 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def run_config_from(args: argparse.Namespace) -> RunConfig:
-    """The agent's configuration from command-line flags."""
+    """The run's configuration from command-line flags: shared knobs, and the chosen agent's settings.
+
+    A flag of another agent's settings is refused (it would be silently ignored otherwise).
+    """
+    model = settings_model(args.agent)
+    given = {
+        key.removeprefix("setting__"): value
+        for key, value in vars(args).items()
+        if key.startswith("setting__") and value is not None
+    }
+    foreign = sorted(set(given) - set(model.model_fields))
+    if foreign:
+        flags = ", ".join("--" + f.replace("_", "-") for f in foreign)
+        raise BadInputError(f"{flags}: not a setting of the {args.agent} agent (see --help)")
     try:
-        return RunConfig(
+        config = RunConfig(
             agent=args.agent,
-            frames=args.frames,
             k=args.k,
             cell_px=args.cell_px,
-            workers=args.workers,
-            traversal=args.traversal,
-            max_depth=args.max_depth,
-            rounds=args.rounds,
             token_budget=args.token_budget,
             call_budget=args.call_budget,
-            dfs_steps=args.dfs_steps,
-            bfs_cells=args.bfs_cells,
             prompts=args.prompts,
             max_concurrency=args.max_concurrency,
+            settings=given,
         )
+        model.model_validate(given)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        where = str(first["loc"][0]) if first["loc"] else "settings"
         raise BadInputError(f"--{where.replace('_', '-')}: {first['msg']}") from None
+    return config
 
 
 @contextlib.contextmanager
@@ -322,6 +332,7 @@ def print_result(result: RunResult) -> None:
     _out(
         f"cost: {c.calls} calls, {c.tokens:,} tokens ({c.prompt_tokens:,} prompt, {c.cached_tokens:,} cached = "
         f"{result.cache_hit_rate:.0%}; master {c.master_tokens:,}, workers {c.worker_tokens:,}), "
+        f"{c.frames_viewed:,} distinct frames viewed ({c.frames_sent:,} sent), "
         f"{result.rounds} round(s), {result.wall_s:.1f} s"
     )
     repairs = result.state.get("repairs", [])

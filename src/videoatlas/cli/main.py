@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import structlog
 
 from videoatlas import __version__
+from videoatlas.agents.registry import agent_names, settings_model
 from videoatlas.cli import commands, eval_commands
 from videoatlas.environment.synth import STYLES
 from videoatlas.errors import VideoAtlasError
@@ -27,47 +28,37 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _bfs_cells(text: str) -> int | str:
-    """``--bfs-cells``: ``auto`` or a whole number from 1 to 64."""
-    if text == "auto":
-        return text
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise argparse.ArgumentTypeError(f"'auto' or a whole number from 1 to 64, not {text!r}")
-    return int(text)
-
-
 def add_agent_options(p: argparse.ArgumentParser) -> None:
-    """Knobs of the agents (Video-RLM, and the uniform-sampling baseline)."""
+    """The agent to run, the knobs every agent shares, and each agent's own settings (one group per agent).
+
+    An agent's options are generated from its settings model: ``--bfs-cells`` sets Video-RLM's
+    ``bfs_cells``, ``--frames`` the uniform baseline's ``frames``; the help is the field's description.
+    """
+    names = agent_names()
     p.add_argument(
         "--agent",
-        choices=["video-rlm", "uniform"],
+        choices=names,
         default="video-rlm",
-        help="video-rlm (default), or uniform: one call over evenly spaced frames (the baseline)",
+        help="which agent answers (default video-rlm); uniform: one call over evenly spaced frames (the baseline)",
     )
-    p.add_argument("--frames", type=int, default=64, help="uniform only: frames sampled (whole K x K sheets)")
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=4,
-        help="workers exploring in parallel; a DFS round gives each one cell (default 4)",
-    )
-    p.add_argument("--traversal", choices=["auto", "bfs", "dfs"], default="auto")
-    p.add_argument("--max-depth", default="auto", help="'auto' (first sub-second depth) or a number")
-    p.add_argument("--rounds", type=int, default=4, help="exploration rounds at most (default 4)")
-    p.add_argument("--token-budget", type=int, default=None, help="stop exploring after this many tokens")
-    p.add_argument("--call-budget", type=int, default=None, help="stop exploring after this many model calls")
-    p.add_argument("--dfs-steps", type=int, default=6, help="steps per DFS worker (default 6)")
-    p.add_argument(
-        "--bfs-cells",
-        type=_bfs_cells,
-        default="auto",
-        help="cells per worker in a BFS round, one step each: 'auto' (default) spreads the root cells not yet "
-        "searched over the rounds left; a number fixes it (1 is the paper's setting)",
-    )
-    p.add_argument("--prompts", default="default", help="prompt set: a built-in name or a directory")
+    p.add_argument("--prompts", default="default", help="prompt set: the agent's built-in set name or a directory")
     p.add_argument("--k", type=int, default=8, help="grid size K (default 8)")
     p.add_argument("--cell-px", type=int, default=320, help="pixels per cell (default 320)")
-    p.add_argument("--max-concurrency", type=int, default=8, help="worker tasks running at once (default 8)")
+    p.add_argument("--token-budget", type=int, default=None, help="stop exploring after this many tokens")
+    p.add_argument("--call-budget", type=int, default=None, help="stop exploring after this many model calls")
+    p.add_argument("--max-concurrency", type=int, default=8, help="model tasks running at once at most (default 8)")
+    seen: dict[str, str] = {}
+    for name in names:
+        group = p.add_argument_group(f"{name} settings (with --agent {name})")
+        for field, info in settings_model(name).model_fields.items():
+            flag = "--" + field.replace("_", "-")
+            if flag in seen:  # two agents with a setting of one name share its flag
+                continue
+            seen[flag] = name
+            summary = (info.description or field).split(". ")[0].rstrip(".")
+            group.add_argument(
+                flag, dest=f"setting__{field}", default=None, metavar="V", help=f"{summary} (default {info.default})"
+            )
 
 
 def add_endpoint_options(p: argparse.ArgumentParser) -> None:

@@ -37,8 +37,10 @@ from videoatlas.environment.render import (
     ScratchTile,
     encode_jpeg,
     render_grid,
+    render_mosaic,
     render_scratchpad_page,
     render_zoom,
+    time_decimals,
 )
 from videoatlas.environment.subtitles import Subtitles
 from videoatlas.environment.timefmt import format_ts
@@ -214,24 +216,70 @@ class VideoAtlas:
         """The long side of a ZOOM close-up: ``zoom_px``, never more than the source has (no upscaling)."""
         return min(self.zoom_px, max(self.source.info.width, self.source.info.height))
 
-    def zoom(self, t: float, tag: str | None = None) -> RenderedImage:
+    def zoom(self, t: float, tag: str | None = None, cell: int | None = None) -> RenderedImage:
         """The exact frame on screen at ``t``, at native size up to ``zoom_px`` on its long side (ZOOM).
 
-        ``tag`` (an evidence label) is burned in before the time, so a close-up of a collected item
-        can be shown beside the scratchpad and cross-referenced with it.
+        ``tag`` (an evidence label) is burned in before the time as ``[C]``, so a close-up of a
+        collected item can be shown beside the scratchpad and cross-referenced with it; ``cell``
+        burns in an id the way grid cells carry theirs (``3  01:52.70``), for frames shown as a set.
         """
         if not 0 <= t <= self.duration:
             raise BadInputError(f"time {t:.3f}s is outside the video (0..{self.duration:.3f}s)")
         box = self.zoom_box
-        params = self._params("zoom", t=_exact(t), px=box, **({"tag": tag} if tag else {}))
+        extra: dict[str, Any] = {"tag": tag} if tag else {}
+        if cell is not None:
+            extra["cell"] = cell
+        params = self._params("zoom", t=_exact(t), px=box, **extra)
 
         def draw() -> tuple[Image.Image, list[dict[str, Any]]]:
             frame = self.source.frames_at([t], box)[0]
             stamp = format_ts(frame.time, 2)
-            image = render_zoom(frame, f"[{tag}] {stamp}" if tag else stamp)
+            label = f"[{tag}] {stamp}" if tag else stamp
+            image = render_zoom(frame, f"{cell}  {label}" if cell is not None else label)
             return image, [{"time": frame.time, "method": frame.method, "reason": frame.reason}]
 
         return self._cached("zoom", params, draw)
+
+    def tile_size(self, short_px: int) -> tuple[int, int]:
+        """A tile with the video's displayed aspect whose short side is ``short_px`` (never above the source's)."""
+        w, h = self.source.info.width, self.source.info.height
+        short = min(short_px, min(w, h))
+        return (round(short * w / h), short) if w >= h else (short, round(short * h / w))
+
+    def mosaic(
+        self, times: Sequence[float], cols: int, rows: int, short_px: int = 256, first_id: int = 0
+    ) -> list[RenderedImage]:
+        """The exact frames at ``times`` tiled ``cols`` x ``rows`` to a page, labelled with an id and a time.
+
+        The labels read like a grid's (``id  time``), so a model cites a frame the same way whatever
+        drew it; ids run from ``first_id`` across pages. Any agent can show any set of moments this way.
+        """
+        if cols < 1 or rows < 1:
+            raise BadInputError("a mosaic needs at least one column and one row")
+        if not times:
+            raise BadInputError("a mosaic needs at least one time")
+        tile_w, tile_h = self.tile_size(short_px)
+        per_page = cols * rows
+        span = (max(times) - min(times)) / max(1, len(times) - 1) if len(times) > 1 else self.duration
+        decimals = time_decimals(span)
+        pages = []
+        for first in range(0, len(times), per_page):
+            chunk = list(times[first : first + per_page])
+            ids = list(range(first_id + first, first_id + first + len(chunk)))
+            params = self._params("mosaic", times=[_exact(t) for t in chunk], ids=ids, cols=cols, tile=[tile_w, tile_h])
+
+            def draw(chunk: list[float] = chunk, ids: list[int] = ids) -> tuple[Image.Image, list[dict[str, Any]]]:
+                frames = self.source.frames_at(chunk, max(tile_w, tile_h))
+                labels = [f"{i}  {format_ts(f.time, decimals)}" for i, f in zip(ids, frames, strict=True)]
+                image = render_mosaic(frames, labels, min(cols, len(chunk)), tile_w, tile_h)
+                notes = [
+                    {"id": i, "time": f.time, "method": f.method, "reason": f.reason}
+                    for i, f in zip(ids, frames, strict=True)
+                ]
+                return image, notes
+
+            pages.append(self._cached("mosaic", params, draw))
+        return pages
 
     def scratchpad(self, tiles: Sequence[ScratchTile], per_page: int = 16) -> list[RenderedImage]:
         """Evidence tiles as labelled pages of at most ``per_page`` tiles each, in label order."""
@@ -286,9 +334,16 @@ class VideoAtlas:
         result: GridView = await self._off_loop(self.investigate, anchor, direction, window_s, list(dead_zones))
         return result
 
-    async def azoom(self, t: float, tag: str | None = None) -> RenderedImage:
+    async def azoom(self, t: float, tag: str | None = None, cell: int | None = None) -> RenderedImage:
         """:meth:`zoom` off the event loop."""
-        result: RenderedImage = await self._off_loop(self.zoom, t, tag)
+        result: RenderedImage = await self._off_loop(self.zoom, t, tag, cell)
+        return result
+
+    async def amosaic(
+        self, times: Sequence[float], cols: int, rows: int, short_px: int = 256, first_id: int = 0
+    ) -> list[RenderedImage]:
+        """:meth:`mosaic` off the event loop."""
+        result: list[RenderedImage] = await self._off_loop(self.mosaic, list(times), cols, rows, short_px, first_id)
         return result
 
     async def ascratchpad(self, tiles: Sequence[ScratchTile], per_page: int = 16) -> list[RenderedImage]:

@@ -142,6 +142,43 @@ def render_grid(
     return canvas
 
 
+def render_mosaic(
+    frames: Sequence[DecodedFrame], labels: Sequence[str], cols: int, tile_w: int, tile_h: int
+) -> Image.Image:
+    """Frames at any times, ``cols`` to a row in time order, each captioned like a grid cell (id and time).
+
+    Each frame keeps the video's aspect (``tile_w`` x ``tile_h``) under a caption strip of its own,
+    so the label never sits on the picture's own text; a frame that could not be decoded is grey
+    and says so.
+    """
+    if len(frames) != len(labels) or not frames:
+        raise ValueError("one label per frame, and at least one frame")
+    rows = math.ceil(len(frames) / cols)
+    label_size = max(10, min(tile_w, tile_h) // 10)
+    strip = label_size + 2 * max(2, label_size // 6) + 2
+    cell_h = tile_h + strip
+    canvas = Image.new("RGB", (cols * tile_w, rows * cell_h), _BG)
+    draw = ImageDraw.Draw(canvas)
+    for slot, (frame, label) in enumerate(zip(frames, labels, strict=True)):
+        row, col = divmod(slot, cols)
+        x, y = col * tile_w, row * cell_h
+        top = y + strip
+        if frame.image is None:
+            draw.rectangle((x, top, x + tile_w - 1, top + tile_h - 1), fill=_UNAVAILABLE_BG)
+            _centered_text(draw, (x, top, x + tile_w, top + tile_h), "frame unavailable", label_size, (230, 230, 230))
+        else:
+            img = Image.fromarray(frame.image, "RGB")
+            if img.width > tile_w or img.height > tile_h:
+                img.thumbnail((tile_w, tile_h), Image.Resampling.BILINEAR)
+            canvas.paste(img, (x + (tile_w - img.width) // 2, top + (tile_h - img.height) // 2))
+        _label(draw, x + 2, y + 1, label, label_size)
+    for i in range(1, cols):
+        draw.line((i * tile_w, 0, i * tile_w, canvas.height), fill=_GRID_LINE, width=2)
+    for i in range(1, rows):
+        draw.line((0, i * cell_h, canvas.width, i * cell_h), fill=_GRID_LINE, width=2)
+    return canvas
+
+
 def render_zoom(frame: DecodedFrame, label: str) -> Image.Image:
     """One frame at high resolution with its timestamp burned into the top-left corner."""
     if frame.image is None:

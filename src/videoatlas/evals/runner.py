@@ -33,20 +33,20 @@ from typing import Any
 import structlog
 
 from videoatlas import __version__
+from videoatlas.agents.registry import get_agent
+from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.concat import media_duration
 from videoatlas.environment.synth import Style
 from videoatlas.errors import BadInputError, NothingToResumeError, VideoAtlasError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.items import EvalItem, interleave
-from videoatlas.graph.agents import get_agent
-from videoatlas.graph.context import RunConfig
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import resolve_db_url
 from videoatlas.persistence.store import TraceStore
-from videoatlas.prompts import load_prompt_set
 from videoatlas.runs import RunResult, load_finished, resume_run, run_question
+from videoatlas.runtime.context import RunConfig
 
 log = structlog.get_logger(__name__)
 
@@ -149,7 +149,7 @@ def result_key(
 ) -> str:
     """The cache key of one question's result: change any input and the question runs again.
 
-    ``agent_code`` is :meth:`~videoatlas.graph.agents.Agent.code_version` and ``model`` the id the
+    ``agent_code`` is :meth:`~videoatlas.agents.registry.Agent.code_version` and ``model`` the id the
     endpoint reports, so changed agent code or a changed model (a new stand-in version) re-runs.
     """
     material = {
@@ -242,6 +242,8 @@ def _row(
         "parse_failed": bool(item.choices) and result.answer_index is None,
         "grounded": result.grounded,
         "fallbacks": cost.fallbacks,
+        "frames_sent": cost.frames_sent,
+        "frames_viewed": cost.frames_viewed,
         "calls": cost.calls,
         "failed_calls": cost.failed_calls,
         "tokens": cost.tokens,
@@ -304,15 +306,15 @@ async def run_eval(
     if spec.concurrency < 1:
         raise BadInputError("--concurrency must be at least 1")
     agent = get_agent(spec.config.agent)
-    prompts = load_prompt_set(spec.config.prompts)
-    prompt_sha = prompts.sha256_of(agent.templates)
+    prompts = agent.load_prompts(spec.config.prompts)
+    prompt_sha = prompts.sha256
     agent_code = agent.code_version()
     items = select_items(spec)
     model = await resolve_model(endpoint)
     endpoint = EndpointSettings(
         base_url=endpoint.base_url, model=model, api_key=endpoint.api_key, timeout_s=endpoint.timeout_s
     )
-    knobs = spec.config.agent_knobs()
+    knobs = agent_knobs(spec.config)
     keys = {item.id: result_key(item, agent.name, prompt_sha, model, knobs, agent_code=agent_code) for item in items}
     out = Path(spec.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
@@ -327,7 +329,7 @@ async def run_eval(
         "prompt_set": prompts.name,
         "prompt_source": prompts.source,
         "prompt_sha": prompt_sha,
-        "templates": {name: prompts[name].sha256 for name in agent.templates},
+        "templates": {name: template.sha256 for name, template in prompts.templates.items()},
         "model": model,
         "base_url": endpoint.base_url,
         "limit": spec.limit,

@@ -23,6 +23,8 @@ class ImagePart:
     height: int
     label: str = ""
     """What the image is (for traces): 'root grid', 'cell 12/5', 'scratchpad p1'..."""
+    frames: tuple[float, ...] = ()
+    """The video times (seconds) of the frames the image shows: the run's frame ledger counts them."""
 
     @classmethod
     def from_jpeg(cls, jpeg: bytes, label: str = "") -> ImagePart:

@@ -13,14 +13,29 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from videoatlas.errors import BadInputError
 from videoatlas.persistence.db import is_sqlite, libpq_url, redact_url, sqlite_path
+from videoatlas.state.models import Frozen
 
 _SETUP_LOCK_KEY = 0x7669646561746C  # pg_advisory_lock key: "videatl"
-_STATE_TYPES = ("FrameRef", "Evidence", "View", "Target", "Cost", "Step", "WorkerReport", "Marked", "Hint", "Repair")
+
+
+def state_types() -> list[tuple[str, str]]:
+    """Every state record class there is: :class:`Frozen` and its subclasses, wherever an agent defines them."""
+    found: list[type[Frozen]] = []
+    todo: list[type[Frozen]] = [Frozen]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo += cls.__subclasses__()
+    return sorted({(cls.__module__, cls.__name__) for cls in found})
 
 
 def serializer() -> JsonPlusSerializer:
-    """The checkpoint serializer, allowed to rebuild exactly our state types (and LangGraph's own)."""
-    return JsonPlusSerializer(allowed_msgpack_modules=[("videoatlas.state.models", name) for name in _STATE_TYPES])
+    """The checkpoint serializer, allowed to rebuild exactly our state records (and LangGraph's own).
+
+    Agents define their records as :class:`Frozen` subclasses; an agent's modules are imported
+    before its runs are read back (the registry imports every agent), so all of them are known.
+    """
+    return JsonPlusSerializer(allowed_msgpack_modules=state_types())
 
 
 class _Shared:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from videoatlas.errors import BadInputError
@@ -43,62 +43,23 @@ class Template:
         return string.Template(self.text).substitute({k: str(v) for k, v in values.items()})
 
 
-def builtin_template(name: str, prompt_set: str = "default") -> Template:
+TemplateSpec = dict[str, tuple[frozenset[str], frozenset[str]]]
+"""Template name -> (variables that must appear, variables that may appear)."""
+
+SHARED_PACKAGE = "videoatlas.prompts"
+SHARED_SPEC: TemplateSpec = {"reask": (frozenset({"error"}), frozenset())}
+"""Templates every prompt set has: a set that lacks one takes the shared copy (``prompts/shared/``)."""
+
+
+def builtin_template(name: str, package: str = SHARED_PACKAGE, prompt_set: str = "shared") -> Template:
     """A template shipped with the package, e.g. ``builtin_template("reask")``."""
-    path = resources.files("videoatlas.prompts").joinpath(prompt_set, f"{name}.txt")
+    path = resources.files(package).joinpath(prompt_set, f"{name}.txt")
     if not path.is_file():
         raise BadInputError(f"no template {name!r} in the built-in prompt set {prompt_set!r}")
     return Template(f"{prompt_set}/{name}", path.read_text(encoding="utf-8"))
 
 
 # -- prompt sets -------------------------------------------------------------------------------------
-
-TEMPLATE_SPEC: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    # name: (variables that must appear, variables that may appear)
-    # One system prompt for every Master call and one for every Worker call: calls that show the
-    # same images then share their whole prefix, which a server's prefix cache reuses.
-    "master.system": (frozenset(), frozenset({"k"})),
-    "worker.system": (frozenset(), frozenset({"k"})),
-    "search_task.user": (frozenset({"question"}), frozenset({"choices"})),
-    "traversal.user": (frozenset({"question"}), frozenset({"choices"})),
-    "probe.user": (
-        frozenset({"question", "n"}),
-        frozenset({"choices", "search_task", "cells", "hints", "evidence", "progress", "k", "duration", "subtitles"}),
-    ),
-    "worker.user": (
-        frozenset({"question", "actions"}),
-        frozenset(
-            {
-                "choices",
-                "search_task",
-                "start",
-                "end",
-                "pct",
-                "duration",
-                "depth",
-                "k",
-                "cells",
-                "previous",
-                "collected",
-                "subtitles",
-                "zoom",
-            }
-        ),
-    ),
-    "uncertainty.user": (
-        frozenset({"question"}),
-        frozenset({"choices", "search_task", "evidence", "progress", "cells", "gaps", "n", "max_range"}),
-    ),
-    "decide.user": (
-        frozenset({"question", "evidence"}),
-        frozenset({"choices", "format", "search_task", "coverage"}),
-    ),
-    "uniform.user": (
-        frozenset({"question"}),
-        frozenset({"choices", "format", "frames", "sheets", "k", "duration"}),
-    ),
-    "reask": (frozenset({"error"}), frozenset()),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +78,6 @@ class PromptSet:
             digest.update(key.encode() + b"\0" + self.templates[key].text.encode() + b"\0")
         return digest.hexdigest()[:16]
 
-    def sha256_of(self, names: Iterable[str]) -> str:
-        """Hash over the named templates only: what one agent's results depend on."""
-        digest = hashlib.sha256()
-        for key in sorted(set(names)):
-            digest.update(key.encode() + b"\0" + self.templates[key].text.encode() + b"\0")
-        return digest.hexdigest()[:16]
-
     def __getitem__(self, name: str) -> Template:
         return self.templates[name]
 
@@ -137,18 +91,23 @@ class PromptSet:
         return template.render(**{k: v for k, v in values.items() if k in template.variables})
 
 
-def load_prompt_set(name_or_path: str = "default") -> PromptSet:
-    """Load a built-in set by name or a directory by path, checking every template's variables."""
+def load_prompt_set(name_or_path: str, spec: TemplateSpec, builtin: Traversable) -> PromptSet:
+    """Load an agent's built-in set by name, or a directory by path, checking every template's variables.
+
+    ``spec`` is the agent's template spec and ``builtin`` the folder whose sub-folders are its built-in
+    sets (``default`` and any other). Templates of :data:`SHARED_SPEC` a set does not hold are the
+    shared ones.
+    """
     candidate = Path(name_or_path).expanduser()
     if candidate.is_dir():
         files = {p.stem: p.read_text(encoding="utf-8") for p in candidate.glob("*.txt")}
         source, name = str(candidate.resolve()), candidate.name
     else:
-        root = resources.files("videoatlas.prompts").joinpath(name_or_path)
+        root = builtin.joinpath(name_or_path)
         if not root.is_dir():
             raise BadInputError(
                 f"prompt set {name_or_path!r} is neither a built-in set nor a directory "
-                f"(built-in: {', '.join(builtin_sets())})"
+                f"(built-in: {', '.join(builtin_sets(builtin))})"
             )
         files = {
             entry.name[: -len(".txt")]: entry.read_text(encoding="utf-8")
@@ -156,9 +115,12 @@ def load_prompt_set(name_or_path: str = "default") -> PromptSet:
             if entry.name.endswith(".txt")
         }
         source, name = f"builtin:{name_or_path}", name_or_path
+    for shared in SHARED_SPEC:
+        files.setdefault(shared, builtin_template(shared).text)
     problems = []
     templates: dict[str, Template] = {}
-    for key, (required, optional) in TEMPLATE_SPEC.items():
+    full_spec = {**spec, **SHARED_SPEC}
+    for key, (required, optional) in full_spec.items():
         if key not in files:
             problems.append(f"{key}.txt is missing")
             continue
@@ -170,7 +132,7 @@ def load_prompt_set(name_or_path: str = "default") -> PromptSet:
         if absent:
             problems.append(f"{key}.txt lacks required variable(s) {', '.join(sorted(absent))}")
         templates[key] = template
-    extra = set(files) - set(TEMPLATE_SPEC)
+    extra = set(files) - set(full_spec)
     if extra:
         problems.append(f"unexpected template(s) {', '.join(sorted(extra))}")
     if problems:
@@ -178,7 +140,7 @@ def load_prompt_set(name_or_path: str = "default") -> PromptSet:
     return PromptSet(name, source, templates)
 
 
-def builtin_sets() -> list[str]:
-    """Names of the prompt sets shipped with the package."""
-    root = resources.files("videoatlas.prompts")
-    return sorted(entry.name for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith("_"))
+def builtin_sets(builtin: Traversable) -> list[str]:
+    """Names of the prompt sets in an agent's folder of built-in sets."""
+    root = builtin
+    return sorted(entry.name for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith(("_", ".")))

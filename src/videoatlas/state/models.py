@@ -7,13 +7,11 @@ from which its frame is rendered again whenever it is shown.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from videoatlas.environment.geometry import Interval, merge_intervals
-
-ViewKind = Literal["grid", "range", "investigate"]
 
 
 class Frozen(BaseModel):
@@ -53,35 +51,6 @@ class Evidence(Frozen):
     """Set on a copy to remove the item through the reducer (uncertainty analysis erasing noise)."""
 
 
-class View(Frozen):
-    """What a worker is looking at: a grid of the hierarchy, an explicit range, or an INVESTIGATE window."""
-
-    kind: ViewKind
-    path: str | None
-    start: float
-    end: float
-    depth: int | None
-
-    @property
-    def interval(self) -> Interval:
-        """The view's time span."""
-        return Interval(self.start, self.end)
-
-
-class Target(Frozen):
-    """What a worker is assigned: a cell of the hierarchy (by path) or an explicit time range."""
-
-    path: str | None
-    start: float
-    end: float
-    source: Literal["probe", "frontier", "hint-cell", "hint-range"]
-
-    @property
-    def key(self) -> str:
-        """Identity for virtual loss: the path, or the rounded range."""
-        return self.path if self.path is not None else f"{self.start:.2f}-{self.end:.2f}"
-
-
 class Cost(Frozen):
     """Model usage, summed over calls (master and workers counted apart)."""
 
@@ -95,65 +64,33 @@ class Cost(Frozen):
     failed_calls: int = 0
     fallbacks: int = 0
     """Calls whose reply could not be used even after a re-ask, where the node went on without it."""
+    frames_sent: int = 0
+    """Frames shown to the model, summed over calls (a frame shown twice counts twice)."""
+    frames_seen: tuple[int, ...] = ()
+    """The distinct moments (ms) of every frame shown: the frame ledger behind :attr:`frames_viewed`."""
 
     @property
     def tokens(self) -> int:
         """Prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(**{k: getattr(self, k) + getattr(other, k) for k in Cost.model_fields})
-
-
-class Step(Frozen):
-    """One worker step, for traces: what it saw, what it chose, what came of it."""
-
-    index: int
-    view: View
-    action: str
-    cells: list[int] = Field(default_factory=list)
-    note: str = ""
-    image_sha: str = ""
-    prompt_tokens: int = 0
-    latency_s: float = 0.0
-    valid: bool = True
-
-
-class WorkerReport(Frozen):
-    """How a worker's exploration went."""
-
-    worker: str
-    round: int
-    target: Target
-    steps: list[Step]
-    stop: str
-    """finished, budget, global-budget, model-error."""
-    evidence_ids: list[str]
-    invalid_actions: int = 0
-
-
-class Marked(Frozen):
-    """A place queued for a later round (FIFO), by cell path or as an explicit range.
-
-    Either a cell a BFS worker flagged as promising, or the view a worker was still exploring when
-    its budget ran out (its unexplored part goes back to the Master).
-    """
-
-    round: int
-    worker: str
-    order: int
-    path: str | None
-    start: float | None = None
-    end: float | None = None
-    """The range, when ``path`` is None (a worker stopped inside an INVESTIGATE window or a range)."""
-    reason: Literal["promising", "unfinished"] = "promising"
-    taken: bool = False
-    """Set on a copy to take the place off the frontier through the reducer (a round assigned it)."""
-
     @property
-    def key(self) -> str:
-        """The same identity as the :class:`Target` it becomes."""
-        return self.path if self.path is not None else f"{self.start or 0.0:.2f}-{self.end or 0.0:.2f}"
+    def frames_viewed(self) -> int:
+        """Distinct frames the model was shown (the "#frames" the long-video papers report)."""
+        return len(self.frames_seen)
+
+    def __add__(self, other: Cost) -> Cost:
+        summed = {k: getattr(self, k) + getattr(other, k) for k in Cost.model_fields if k != "frames_seen"}
+        seen = tuple(sorted({*self.frames_seen, *other.frames_seen})) if other.frames_seen else self.frames_seen
+        return Cost(**summed, frames_seen=seen)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain figures for reports (the ledger's moments are left out, its count kept)."""
+        return {
+            **{k: getattr(self, k) for k in Cost.model_fields if k != "frames_seen"},
+            "tokens": self.tokens,
+            "frames_viewed": self.frames_viewed,
+        }
 
 
 class Repair(Frozen):
@@ -169,14 +106,6 @@ class Repair(Frozen):
     worker: str | None = None
     kind: Literal["dropped", "fallback"]
     detail: str
-
-
-class Hint(Frozen):
-    """Where uncertainty analysis suggests looking next: a root cell or a short explicit range."""
-
-    path: str | None = None
-    start: float | None = None
-    end: float | None = None
 
 
 # -- reducers ----------------------------------------------------------------------------------------
@@ -204,22 +133,6 @@ def merge_zones(current: Sequence[Zone] | None, update: Sequence[Zone] | None) -
 def add_cost(current: Cost | None, update: Cost | None) -> Cost:
     """Sum of costs."""
     return (current or Cost()) + (update or Cost())
-
-
-def add_reports(current: Sequence[WorkerReport] | None, update: Sequence[WorkerReport] | None) -> list[WorkerReport]:
-    """All reports, ordered by round and worker."""
-    return sorted([*(current or []), *(update or [])], key=lambda r: (r.round, r.worker))
-
-
-def add_marked(current: Sequence[Marked] | None, update: Sequence[Marked] | None) -> list[Marked]:
-    """The frontier in FIFO order (round, worker, order), each place once; a ``taken`` copy removes it."""
-    by_key = {m.key: m for m in current or []}
-    for m in sorted(update or [], key=lambda m: (m.round, m.worker, m.order)):
-        if m.taken:
-            by_key.pop(m.key, None)
-        else:
-            by_key.setdefault(m.key, m)
-    return sorted(by_key.values(), key=lambda m: (m.round, m.worker, m.order))
 
 
 def add_repairs(current: Sequence[Repair] | None, update: Sequence[Repair] | None) -> list[Repair]:

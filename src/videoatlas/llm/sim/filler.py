@@ -15,10 +15,14 @@ import re
 import statistics
 from typing import Any
 
-from videoatlas.llm.sim.language import intent_of, norm, searched_share, words_of
+from videoatlas.llm.sim.language import clock_times, intent_of, norm, searched_share, stated_limit, words_of
 from videoatlas.llm.sim.perception import Tile
 from videoatlas.llm.sim.policy import COUNT_COVERAGE_PCT, IMMEDIATE_S, SAME_SPAN_S, Request, Sighting
 
+COVERED_S = 2.5
+"""Seconds between reports below which a stretch counts as seen (text-only planning then looks elsewhere)."""
+_UNREAD = re.compile(r"too small|blurr|illegible|unreadable|can(?:no|')t (?:be )?read", re.IGNORECASE)
+"""What a report says of text it saw but could not make out."""
 _ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
 _IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}
 _COUNT = {"count", "number", "total", "quantity", "many", "occurrences"}
@@ -48,6 +52,8 @@ class Filler:
         self.focus: Tile | None = None
         self.per_choice: int | None = None
         self.intent: str | None = None
+        self.span: tuple[float, float] | None = None
+        """The stretch of video the chosen action looks at, when it was chosen from what the text reports."""
         self._evidence: list[Tile] | None = None
         self._depth = 0
 
@@ -192,8 +198,10 @@ class Filler:
         elif _named(name, _SUGGEST):
             out = []  # places to look at next are cells (ranked elsewhere); a small model proposes no ranges
         else:
-            recording = self.intent == "record" or not any(_named(k, _IDS) for k in props)
-            tiles = self.new_evidence() if any(_named(k, _IDS) for k in props) else self._described_tiles()
+            with_ids = any(_named(k, _IDS) for k in props)
+            # Items with ids are what an action records; with no action chosen, they describe what is shown.
+            recording = self.intent in ("record", None) or not with_ids
+            tiles = self.new_evidence() if with_ids and self.intent is not None else self._described_tiles()
             for tile in tiles[:hi] if recording else []:
                 self.focus = tile
                 out.append(self.value(items, name))
@@ -318,6 +326,8 @@ class Filler:
         if _named(name, _CONFIDENCE):
             tile = self.focus
             value = 0.9 if tile is not None and self.req.is_evidence(tile) else 0.5 if self.evidence_tiles() else 0.2
+        elif _named(name, _TIME) and self.span is not None and self.focus is None:
+            value = self.span[1] if "end" in words_of(name) else self.span[0]
         elif _named(name, _TIME):
             evidence = self.evidence_tiles()
             tile = self.focus or (evidence[0] if evidence else None)
@@ -453,6 +463,8 @@ class Filler:
         def pick(*intents: str) -> str | None:
             return next((by_intent[i] for i in intents if i in by_intent), None)
 
+        if not self.req.sights:
+            return self._plan_from_text(pick, allowed)
         if self.new_evidence() and (record := pick("record")):
             return record
         if self._zoom_target() is not None and (zoom := pick("zoom")):
@@ -469,6 +481,62 @@ class Filler:
         if nothing and (back := pick("back")):
             return back
         return pick("stop") or pick("back") or allowed[-1]
+
+    def _plan_from_text(self, pick: Any, allowed: list[str]) -> str:
+        """With no picture to look at, choose from what the text reports, as a careful searcher would.
+
+        Stop when the reports settle the question; before anything was reported, take a broad look.
+        Then, in order: a moment where a choice was reported (to confirm it: open the stretch around
+        it when the reports there are sparse, else look closely); the least-reported part of the
+        stretch where the question's subject was reported (first where text there could not be
+        read: a closer look); the least-reported stretch of all. A
+        stretch is opened a piece at a time (at most twice what a close look covers); one reported
+        every :data:`COVERED_S` seconds has been seen.
+        """
+        if self.sufficient() and (stop := pick("stop")):
+            return str(stop)
+        noted = sorted({t for line in self.req.written_lines() for t in clock_times(line)})
+        if len(noted) < 3 and (broad := pick("look")):  # next to nothing reported yet
+            return str(broad)
+        zoom, wider = pick("zoom"), pick("open")
+        close = (stated_limit(self._described(zoom), "most") if zoom else None) or 10.0
+
+        def around(t: float) -> tuple[float, float]:
+            before = max((x for x in noted if x < t - SAME_SPAN_S), default=t - close / 2)
+            after = min((x for x in noted if x > t + SAME_SPAN_S), default=t + close / 2)
+            return before, after
+
+        timed = [s for s in self.req.written_sightings() if s.start is not None]
+        for seen in sorted((s for s in timed if s.choices), key=lambda s: (-s.strength, s.start or 0.0)):
+            t = float(seen.start or 0.0)
+            a, b = around(t)
+            if sum(1 for x in noted if t - close / 2 <= x <= t + close / 2) >= close:
+                continue  # reported second by second around it already: nothing closer to see
+            if b - a > close and wider:
+                self.span = (max(a, t - close), min(b, t + close))
+                return str(wider)
+            if zoom:
+                self.span = (max(0.0, t - close / 2), t + close / 2)
+                return str(zoom)
+        for seen in timed:  # the subject reported with text that could not be read: look closer there
+            t = float(seen.start or 0.0)
+            near = sum(1 for x in noted if t - close / 2 <= x <= t + close / 2)
+            if seen.context and _UNREAD.search(seen.line) and zoom and near < close:
+                self.span = (max(0.0, t - close / 2), t + close / 2)
+                return str(zoom)
+        subject = sorted(float(s.start or 0.0) for s in timed if s.context and not s.choices)
+        stretches = []
+        if subject:
+            first, last = around(subject[0])[0], around(subject[-1])[1]
+            stretches.append([first, *(x for x in noted if first < x < last), last])
+        stretches.append(noted)
+        for marks in stretches:
+            gaps = sorted(itertools.pairwise(marks), key=lambda pair: pair[0] - pair[1])
+            for a, b in gaps:
+                if b - a > COVERED_S and wider:
+                    self.span = (a, min(b, a + 2 * close))
+                    return str(wider)
+        return str(pick("stop") or allowed[-1])
 
     def _described(self, value: str) -> str:
         """The description the request's text gives of an enum value (``VALUE: what it does``), if any."""
@@ -643,6 +711,11 @@ class Filler:
                 out.append(tile.evidence)
         if self.per_choice is not None:
             return [t.evidence for t in self.req.tiles if t.evidence and self.per_choice in self.req.choices_in(t)]
+        for seen in self.req.written_sightings():  # notes labelled in the text, "[C] ..."
+            label = re.match(r"\s*\[([A-Z]{1,3})\]", seen.line)
+            wanted = idx in seen.choices if idx is not None else bool(seen.context or seen.choices)
+            if label and (wanted or (self.req.counting and seen.context)):
+                out.append(label.group(1))
         return out
 
     # -- words -----------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ INTENTS: dict[str, tuple[str, ...]] = {
     "zoom": ("zoom", "magnify", "enlarge", "closeup", "resolution", "inspect", "detail"),
     "around": ("around", "neighbour", "neighbor", "surrounding", "adjacent", "before", "after", "preceding"),
     "flag": ("mark", "flag", "later", "queue", "defer", "bookmark", "candidate"),
+    "look": ("overview", "survey", "glance", "scan", "browse", "sweep"),
 }
 
 
@@ -179,6 +180,17 @@ def parse_time(text: str) -> float:
     return value
 
 
+_CLOCK_ONLY = re.compile(rf"(?<![\d:.]){_CLOCK}(?![\d:])")
+
+
+def clock_times(line: str) -> list[float]:
+    """Moments a line writes as clock times (``01:45``, ``1:02:03.5``): how reports name when something was seen.
+
+    Bare durations ("at least 8 s") are left out: they say how long, not when.
+    """
+    return [parse_time(m.group(0)) for m in _CLOCK_ONLY.finditer(line)]
+
+
 def time_spans(line: str) -> list[tuple[float, float]]:
     """Every time a line mentions, as spans: ranges as written, lone times as zero-length spans."""
     spans: list[tuple[float, float]] = []
@@ -194,6 +206,17 @@ def time_spans(line: str) -> list[tuple[float, float]]:
         t = parse_time(match.group("t"))
         spans.append((t, t))
     return spans
+
+
+_LIMIT = re.compile(r"\bat\s+(most|least)\s+(\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds)\b", re.IGNORECASE)
+
+
+def stated_limit(text: str, kind: str) -> float | None:
+    """A duration the text sets as a bound ("at most 8 s", "at least 20 seconds"); ``kind`` is most or least."""
+    for match in _LIMIT.finditer(text):
+        if match.group(1).lower() == kind:
+            return float(match.group(2))
+    return None
 
 
 def searched_share(text: str) -> float | None:

@@ -1,0 +1,142 @@
+"""What an agent is to the rest of the project: a graph builder, its prompt templates, its settings, its code.
+
+Each agent also names the code its answers depend on; :meth:`Agent.code_version` hashes that code,
+and the eval runner keys every result by it, so an edited node re-runs the questions it can change
+and an edit elsewhere (tracing, the database, the CLI) re-runs none.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from videoatlas.prompts import PromptSet, TemplateSpec, load_prompt_set
+from videoatlas.runtime.config import AgentSettings
+
+SHARED_SOURCES = (
+    "videoatlas.runs",
+    "videoatlas.runtime.config",
+    "videoatlas.runtime.context",
+    "videoatlas.runtime.budget",
+    "videoatlas.runtime.calls",
+    "videoatlas.state",
+    "videoatlas.prompts",
+    "videoatlas.environment.atlas",
+    "videoatlas.environment.cache",
+    "videoatlas.environment.concat",
+    "videoatlas.environment.decodable",
+    "videoatlas.environment.frames",
+    "videoatlas.environment.geometry",
+    "videoatlas.environment.keyframes",
+    "videoatlas.environment.orientation",
+    "videoatlas.environment.plan",
+    "videoatlas.environment.readers",
+    "videoatlas.environment.render",
+    "videoatlas.environment.subtitles",
+    "videoatlas.environment.timefmt",
+    "videoatlas.environment.video",
+    "videoatlas.llm.chat_model",
+    "videoatlas.llm.client",
+    "videoatlas.llm.images",
+    "videoatlas.llm.records",
+    "videoatlas.llm.repair",
+    "videoatlas.llm.settings",
+)
+"""Code every agent's answers depend on: running a question, the state and reply schemas, the
+template loader, video access and rendering, and the model client. The stand-in server
+(``llm.sim``) is not here: it is the model, versioned by the model id the endpoint reports."""
+
+UNVERSIONED = (
+    "videoatlas.errors",
+    "videoatlas.agents",
+    "videoatlas.agents.base",
+    "videoatlas.agents.registry",
+    "videoatlas.runtime.tracing",
+    "videoatlas.logging",
+    "videoatlas.paths",
+    "videoatlas.persistence",
+)
+"""Code the agents import that records or reports a run without changing its answer (a test checks
+that every module an agent's sources import is either among its sources or here)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """An agent as the rest of the project sees it: its graph, prompt templates, code.
+
+    ``package`` is the agent's package (``videoatlas.agents.<name>``): its code, and its built-in
+    prompt sets under ``prompts/<set>/``.
+    """
+
+    name: str
+    build: Callable[[BaseCheckpointSaver[Any] | None], Any]
+    templates: TemplateSpec
+    """The prompt templates the agent uses and the variables each may use (a set's hash covers exactly these)."""
+    package: str
+    settings: type[AgentSettings]
+    """The agent's own settings model (what ``RunConfig.settings`` holds for it)."""
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Modules and packages (dotted names) whose code decides what the agent answers."""
+        return (self.package, *SHARED_SOURCES)
+
+    def code_version(self) -> str:
+        """A hash of the agent's source code: changes when, and only when, one of its sources changes."""
+        return source_sha(self.sources)
+
+    def load_prompts(self, name_or_path: str = "default") -> PromptSet:
+        """One of the agent's built-in prompt sets by name, or a directory of its templates."""
+        return load_prompt_set(name_or_path, self.templates, resources.files(self.package).joinpath("prompts"))
+
+
+def source_files(module: str) -> dict[str, Traversable]:
+    """The ``.py`` files of a module, or of every module in a package, by their path from the source root.
+
+    Read through :mod:`importlib.resources` without importing them; a name with no Python source
+    (a typo, a compiled module) is an error, never an empty contribution to the hash.
+    """
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        raise LookupError(f"agent source {module!r} is not an importable module")
+    if spec.submodule_search_locations is not None:
+        return dict(_package_files(resources.files(module), module.replace(".", "/")))
+    parent, _, leaf = module.rpartition(".")
+    path = resources.files(parent).joinpath(f"{leaf}.py")
+    if not path.is_file():
+        raise LookupError(f"agent source {module!r} has no Python source file")
+    return {f"{parent.replace('.', '/')}/{leaf}.py": path}
+
+
+def _package_files(folder: Traversable, prefix: str) -> Iterator[tuple[str, Traversable]]:
+    for entry in folder.iterdir():
+        if entry.is_dir() and entry.name != "__pycache__":
+            yield from _package_files(entry, f"{prefix}/{entry.name}")
+        elif entry.is_file() and entry.name.endswith(".py"):
+            yield f"{prefix}/{entry.name}", entry
+
+
+@functools.cache
+def source_sha(modules: tuple[str, ...]) -> str:
+    """sha256 (first 16 hex digits) over the sources of ``modules``, the same on every machine.
+
+    Files are taken in path order, each under its path from the source root, with line endings
+    normalised: a checkout with CRLF endings or another install location hashes the same.
+    """
+    files: dict[str, Traversable] = {}
+    for module in modules:
+        files.update(source_files(module))
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        text = files[path].read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        digest.update(f"{path}\0{len(text)}\0".encode())
+        digest.update(text)
+    return digest.hexdigest()[:16]

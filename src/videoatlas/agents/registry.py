@@ -1,0 +1,89 @@
+"""The agents a run can use, by name, loaded when first asked for.
+
+Adding an agent means adding its package under ``agents/`` (``agent.py`` with ``AGENT``,
+``settings.py`` with ``Settings``) and one line here; nothing else in the project (runs, traces,
+reports, evals, the CLI) names an agent. Settings load without the agent's graph, so listing the
+agents and their options stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from videoatlas.errors import BadInputError
+from videoatlas.runtime.config import AgentSettings, RunConfig
+
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
+    from videoatlas.agents.base import Agent
+
+PACKAGES: dict[str, str] = {
+    "video-rlm": "videoatlas.agents.video_rlm",
+    "uniform": "videoatlas.agents.uniform",
+    "videoseek": "videoatlas.agents.videoseek",
+}
+"""Agent name -> its package."""
+
+
+def agent_names() -> list[str]:
+    """The agents a run can use."""
+    return list(PACKAGES)
+
+
+def _package(name: str) -> str:
+    try:
+        return PACKAGES[name]
+    except KeyError:
+        raise BadInputError(f"unknown agent {name!r}; choose one of {', '.join(PACKAGES)}") from None
+
+
+def get_agent(name: str) -> Agent:
+    """The agent called ``name``, or a clear error listing the known ones."""
+    agent: Agent = importlib.import_module(f"{_package(name)}.agent").AGENT
+    return agent
+
+
+def all_agents() -> dict[str, Agent]:
+    """Every agent, by name (imports each one's graph)."""
+    return {name: get_agent(name) for name in PACKAGES}
+
+
+def settings_model(name: str) -> type[AgentSettings]:
+    """An agent's settings model (without loading its graph)."""
+    model: type[AgentSettings] = importlib.import_module(f"{_package(name)}.settings").Settings
+    return model
+
+
+def settings_of(config: RunConfig) -> AgentSettings:
+    """The settings of the configured agent (one line naming the setting when one is bad)."""
+    try:
+        return settings_model(config.agent).model_validate(config.settings)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = str(first["loc"][0]) if first["loc"] else "settings"
+        raise BadInputError(f"{config.agent} setting {where}: {first['msg']}") from None
+
+
+def knobs(config: RunConfig) -> dict[str, Any]:
+    """What can change the configured agent's answers: shared knobs and all its settings (defaults filled in).
+
+    The prompt set is left out: what matters is the text of its templates, which a result key
+    carries as a hash, not where the set lives. Concurrency changes when, not what, it answers.
+    """
+    shared = {"agent", "k", "cell_px", "token_budget", "call_budget"}
+    return {**{k: v for k, v in config.model_dump().items() if k in shared}, **settings_of(config).model_dump()}
+
+
+async def saved_snapshot(url: str, agent: str, run_id: str) -> StateSnapshot:
+    """The last checkpointed state of run ``run_id`` (a thread of ``agent``'s graph) in database ``url``."""
+    from videoatlas.persistence.checkpoint import open_checkpointer
+
+    graph_of = get_agent(agent).build
+    all_agents()  # first: the (shared) serializer allows the state records every agent defines
+    async with open_checkpointer(url) as saver:
+        snapshot: StateSnapshot = await graph_of(saver).aget_state({"configurable": {"thread_id": run_id}})
+    return snapshot

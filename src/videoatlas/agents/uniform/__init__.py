@@ -1,0 +1,1 @@
+"""The uniform-sampling baseline: evenly spaced frames on contact sheets, one call."""

@@ -1,0 +1,101 @@
+"""The uniform-sampling baseline: N evenly spaced frames on contact sheets, one call, one answer."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.uniform.settings import uniform
+from videoatlas.agents.uniform.state import UniformState
+from videoatlas.environment.geometry import Interval
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import EndpointError, ModelReplyError
+from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, as_image, ask, choices_block, emit, failed_call_cost
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Evidence, FrameRef
+from videoatlas.state.schemas import decision_schema
+
+_CITATION = re.compile(r"^\s*\[?\s*(\d+)\s*/\s*(\d+)\s*\]?\s*$")
+
+
+def sheet_intervals(duration: float, frames: int, k: int) -> list[Interval]:
+    """The stretches of video each sheet covers: ``frames`` rounded up to whole ``k x k`` sheets."""
+    sheets = max(1, math.ceil(frames / (k * k)))
+    return [Interval(duration * i / sheets, duration * (i + 1) / sheets) for i in range(sheets)]
+
+
+async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Render the sheets, ask once, and keep the cited frames as evidence; a failed reply is never guessed."""
+    ctx = runtime.context
+    k = ctx.config.k
+    spans = sheet_intervals(ctx.atlas.duration, uniform(ctx).frames, k)
+    views = [await ctx.atlas.agrid(())] if len(spans) == 1 else [await ctx.atlas.agrid_over(s) for s in spans]
+    images = [as_image(view.image, f"uniform sheet {n + 1}") for n, view in enumerate(views)]
+    choices = state["choices"]
+    values = {
+        "question": state["question"],
+        "choices": choices_block(choices),
+        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
+        "frames": len(spans) * k * k,
+        "sheets": len(spans),
+        "k": k,
+        "duration": format_ts(ctx.atlas.duration, 0),
+    }
+    emit("decide")
+    try:
+        labels = [f"{n + 1}/{cell.index}" for n, view in enumerate(views) for cell in view.grid.cells]
+        schema = decision_schema(len(choices), labels)
+        reply, cost = await ask(ctx, schema, "answer_uniform", "answer", images, values, system="system")
+    except (ModelReplyError, EndpointError) as exc:
+        return {
+            "answer": "",
+            "answer_index": None,
+            "reasoning": f"no valid answer: {exc}",
+            "cited": [],
+            "evidence": [],
+            "cost": failed_call_cost(exc, "master"),
+            "stop_reason": "single call; answer failed",
+            "round": 0,
+        }
+    value: Any = reply.value
+    evidence: list[Evidence] = []
+    for label in value.evidence:
+        match = _CITATION.match(label)
+        if not match:
+            continue
+        sheet, cell = int(match.group(1)) - 1, int(match.group(2))
+        if not (0 <= sheet < len(views) and 0 <= cell < len(views[sheet].grid.cells)):
+            continue
+        interval = views[sheet].grid.cells[cell].interval
+        evidence.append(
+            Evidence(
+                id=f"u-{sheet + 1}-{cell}",
+                time=interval.mid,
+                start=interval.start,
+                end=interval.end,
+                depth=0 if len(views) == 1 else None,
+                cell=f"{sheet + 1}/{cell}",
+                description=f"sampled frame cited by the answer (sheet {sheet + 1}, cell {cell})",
+                confidence=1.0,
+                frame=FrameRef(video=ctx.atlas.source.identity, time=interval.mid, px=ctx.config.cell_px),
+                round=0,
+                worker="uniform",
+            )
+        )
+    unique = list({e.id: e for e in evidence}.values())
+    index = int(value.answer) if choices else None
+    answer = choices[index] if index is not None else str(value.answer)
+    emit("answer", answer=answer, index=index, grounded=bool(unique))
+    return {
+        "answer": answer,
+        "answer_index": index,
+        "reasoning": value.reasoning,
+        "cited": [e.id for e in unique],
+        "evidence": unique,
+        "cost": cost,
+        "stop_reason": "single call",
+        "round": 0,
+    }

@@ -1,0 +1,91 @@
+"""The Video-RLM Master graph.
+
+START -> extract_search_task and choose_traversal (side by side: both read only the question) ->
+global_probe -> (one ``worker`` task per target, sent with ``Send``) -> merge -> analyze_uncertainty ->
+global_probe (next round) or decide -> END.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+
+from videoatlas.agents.video_rlm.nodes.analyze_uncertainty import analyze_uncertainty
+from videoatlas.agents.video_rlm.nodes.choose_traversal import choose_traversal
+from videoatlas.agents.video_rlm.nodes.decide import decide
+from videoatlas.agents.video_rlm.nodes.extract_search_task import extract_search_task
+from videoatlas.agents.video_rlm.nodes.global_probe import global_probe
+from videoatlas.agents.video_rlm.nodes.merge import merge
+from videoatlas.agents.video_rlm.state.master import MasterInput, MasterOutput, MasterState
+from videoatlas.agents.video_rlm.worker import build_worker_graph
+from videoatlas.prompts import TemplateSpec
+from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.tracing import traced
+
+AGENT_NAME = "video-rlm"
+TEMPLATES: TemplateSpec = {
+    # One system prompt for every Master call and one for every Worker call: calls that show the
+    # same images then share their whole prefix, which a server's prefix cache reuses.
+    "master.system": (frozenset(), frozenset({"k"})),
+    "worker.system": (frozenset(), frozenset({"k"})),
+    "search_task.user": (frozenset({"question"}), frozenset({"choices"})),
+    "traversal.user": (frozenset({"question"}), frozenset({"choices"})),
+    "probe.user": (
+        frozenset({"question", "n"}),
+        frozenset({"choices", "search_task", "cells", "hints", "evidence", "progress", "k", "duration", "subtitles"}),
+    ),
+    "worker.user": (
+        frozenset({"question", "actions"}),
+        frozenset(
+            {
+                "choices",
+                "search_task",
+                "start",
+                "end",
+                "pct",
+                "duration",
+                "depth",
+                "k",
+                "cells",
+                "previous",
+                "collected",
+                "subtitles",
+                "zoom",
+            }
+        ),
+    ),
+    "uncertainty.user": (
+        frozenset({"question"}),
+        frozenset({"choices", "search_task", "evidence", "progress", "cells", "gaps", "n", "max_range"}),
+    ),
+    "decide.user": (
+        frozenset({"question", "evidence"}),
+        frozenset({"choices", "format", "search_task", "coverage"}),
+    ),
+}
+"""The prompt templates this agent uses (``agents/video_rlm/prompts/default/``), with their variables."""
+
+
+def build_graph(checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:
+    """Compile the Master graph (with a checkpointer, runs can be resumed)."""
+    builder = StateGraph(MasterState, input_schema=MasterInput, output_schema=MasterOutput, context_schema=AgentContext)
+    builder.add_node("extract_search_task", traced("extract_search_task", extract_search_task))
+    builder.add_node("choose_traversal", traced("choose_traversal", choose_traversal))
+    builder.add_node("global_probe", traced("global_probe", global_probe), destinations=("worker", "decide"))
+    builder.add_node("worker", build_worker_graph())
+    builder.add_node("merge", traced("merge", merge))
+    builder.add_node(
+        "analyze_uncertainty",
+        traced("analyze_uncertainty", analyze_uncertainty),
+        destinations=("global_probe", "decide"),
+    )
+    builder.add_node("decide", traced("decide", decide))
+    builder.add_edge(START, "extract_search_task")
+    builder.add_edge(START, "choose_traversal")
+    builder.add_edge(["extract_search_task", "choose_traversal"], "global_probe")
+    builder.add_edge("worker", "merge")
+    builder.add_edge("merge", "analyze_uncertainty")
+    builder.add_edge("decide", END)
+    return builder.compile(checkpointer=checkpointer)

@@ -1,0 +1,1 @@
+"""Video-RLM's nodes, one module each, named by what they do."""

@@ -1,0 +1,150 @@
+"""After each round: is the evidence sufficient, where to look next, what to drop as noise.
+
+Routes to the final decision when the evidence suffices or a global budget is spent (rounds,
+calls, tokens), otherwise back to global probing with the suggested places.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from videoatlas.agents.video_rlm.nodes.views import (
+    SYSTEM,
+    cells_block,
+    coverage_text,
+    evidence_block,
+    gaps_text,
+    scratchpad_images,
+)
+from videoatlas.agents.video_rlm.schemas import MAX_RANGE_S, uncertainty_schema
+from videoatlas.agents.video_rlm.settings import rlm
+from videoatlas.agents.video_rlm.state.master import MasterState, RoundCheck
+from videoatlas.agents.video_rlm.state.models import Hint
+from videoatlas.environment.geometry import Cell, Interval, clip_to_video, covered_fraction
+from videoatlas.errors import BadInputError, ModelReplyError
+from videoatlas.runtime.calls import as_image, ask, budget_exhausted, choices_block, emit, fallback, labelled
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Repair, zones_as_intervals
+
+
+async def analyze_uncertainty(
+    state: MasterState, runtime: Runtime[AgentContext]
+) -> Command[Literal["global_probe", "decide"]]:
+    """One call: per-choice status, sufficiency, explore suggestions, evidence to erase."""
+    ctx = runtime.context
+    cfg = ctx.config
+    settings = rlm(ctx)
+    duration = ctx.atlas.duration
+    round_no = state["round"]
+    new_this_round = any(e.round == round_no for e in state["evidence"])
+    last_round = round_no >= settings.rounds
+    # A BFS question (counting, order, a sequence) can become answerable without new evidence, by
+    # coverage alone (nothing more of it anywhere), so it is analysed after every round once anything
+    # was found. A DFS question with nothing new since the last analysis has nothing new to weigh.
+    coverage_matters = state["traversal"] == "bfs" and bool(state["evidence"])
+    if not new_this_round and not coverage_matters:
+        if last_round:
+            return Command(goto="decide", update={"stop_reason": f"{settings.rounds} rounds done"})
+        return Command(goto="global_probe")
+    dead = zones_as_intervals(state["dead_zones"])
+    root = await ctx.atlas.agrid((), dead)
+    images = [as_image(root.image, "root grid")]
+    images += await scratchpad_images(ctx, state["evidence"])
+    values = {
+        "question": state["question"],
+        "choices": choices_block(state["choices"]),
+        "search_task": state["search_task"],
+        "evidence": evidence_block(state["evidence"]),
+        "progress": f"{coverage_text(state, duration)} after round "
+        f"{round_no} of {settings.rounds}; {len(state['evidence'])} evidence items; {state['cost'].calls} model calls",
+        "gaps": gaps_text(state["evidence"], state["dead_zones"], duration),
+        "cells": cells_block(root.grid, dead),
+        "n": settings.workers,
+        "max_range": f"{MAX_RANGE_S:.0f}",
+    }
+    open_ids = [c.index for c in root.grid.cells if covered_fraction(c.interval, dead) < 0.999]
+    labels = dict(labelled(state["evidence"]))
+    schema = uncertainty_schema(len(state["choices"]), open_ids, settings.workers, duration, list(labels))
+    emit("uncertainty", round=round_no)
+    repairs: list[Repair] = []
+    try:
+        reply, cost = await ask(
+            ctx, schema, "analyze_uncertainty", "uncertainty", images, values, system=SYSTEM, meta={"round": round_no}
+        )
+    except ModelReplyError as exc:
+        cost, repair = fallback(exc, "analyze_uncertainty", round_no, "not sufficient, no places suggested")
+        reply, repairs = None, [repair]
+    value: Any = reply.value if reply is not None else None
+    hints, dropped = _hints(value, root.grid.cells, open_ids, duration)
+    erased = [labels[lbl.strip("[] ")] for lbl in (value.erase if value else []) if lbl.strip("[] ") in labels]
+    unknown = [lbl for lbl in (value.erase if value else []) if lbl.strip("[] ") not in labels]
+    if unknown:
+        dropped.append("erase labels not in the scratchpad: " + ", ".join(unknown))
+    if dropped:
+        repairs.append(Repair(node="analyze_uncertainty", round=round_no, kind="dropped", detail="; ".join(dropped)))
+    check = RoundCheck(
+        round=round_no,
+        sufficient=bool(value.sufficient) if value else False,
+        reasoning=value.reasoning if value else "the analysis could not be read; searching on",
+        statuses=[f"{s.choice}:{s.status}" for s in value.statuses] if value else [],
+        hints=len(hints),
+        erased=[e.id for e in erased],
+    )
+    update: dict[str, Any] = {
+        "hints": hints,
+        "checks": [*state["checks"], check],
+        "cost": cost,
+        "repairs": repairs,
+        "evidence": [e.model_copy(update={"erased": True}) for e in erased],
+    }
+    emit(
+        "uncertainty_done",
+        round=round_no,
+        sufficient=check["sufficient"],
+        hints=len(hints),
+        erased=len(erased),
+    )
+    if check["sufficient"]:
+        return Command(goto="decide", update={**update, "stop_reason": "evidence sufficient"})
+    spent = budget_exhausted(state["cost"] + cost, cfg.call_budget, cfg.token_budget)
+    if spent:
+        return Command(goto="decide", update={**update, "stop_reason": spent})
+    if last_round:
+        return Command(goto="decide", update={**update, "stop_reason": f"{settings.rounds} rounds done"})
+    return Command(goto="global_probe", update=update)
+
+
+def _hints(value: Any, cells: Sequence[Cell], open_ids: Sequence[int], duration: float) -> tuple[list[Hint], list[str]]:
+    """Places to look next from a reply: open cells, and ranges inside the video no longer than allowed.
+
+    Returns the hints and a note per kind of entry that was dropped (an explored or unknown cell, a
+    range outside the video, backwards, empty or too long).
+    """
+    if value is None:
+        return [], []
+    hints: list[Hint] = []
+    bad_cells = [str(c) for c in value.explore_cells if c not in open_ids]
+    for cell_id in dict.fromkeys(c for c in value.explore_cells if c in open_ids):
+        hints.append(Hint(path=str(cells[cell_id].index)))
+    bad_ranges = []
+    for rng in value.explore_ranges:
+        span = rng.end - rng.start
+        try:
+            iv = clip_to_video(Interval(rng.start, rng.end), duration) if 0 < span <= MAX_RANGE_S else None
+        except BadInputError:
+            iv = None
+        if iv is None:
+            bad_ranges.append(f"{rng.start:g}-{rng.end:g}")
+        else:
+            hints.append(Hint(start=iv.start, end=iv.end))
+    dropped = []
+    if bad_cells:
+        dropped.append("explored or unknown cells " + ", ".join(bad_cells))
+    if bad_ranges:
+        too_long = f"longer than {MAX_RANGE_S:.0f} s"
+        dropped.append(f"ranges outside the video, backwards or {too_long}: " + ", ".join(bad_ranges))
+    return hints, dropped

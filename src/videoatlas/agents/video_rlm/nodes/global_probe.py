@@ -1,0 +1,202 @@
+"""Global probing: look at the root grid (explored regions masked) and assign the next cells to workers.
+
+Targets come, in order, from the last uncertainty analysis's suggestions, then the BFS frontier
+(cells workers marked promising, first in first out), then the model's ranking of root cells.
+A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
+another worker this round) from being picked again while fresher cells are available.
+A DFS round assigns one cell per worker; a BFS round, whose workers take one step each, assigns
+``bfs_cells`` cells per worker (``RunConfig.round_width``), ``workers`` explored at once: by default
+as many as it takes to have searched every root cell by the last round.
+Two targets that open as the same view (cells clamped to the maximum depth) get one worker.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Send
+
+from videoatlas.agents.video_rlm.nodes.views import (
+    SYSTEM,
+    cells_block,
+    coverage_text,
+    evidence_block,
+    scratchpad_images,
+)
+from videoatlas.agents.video_rlm.nodes.worker_observe import initial_view
+from videoatlas.agents.video_rlm.schemas import probe_schema
+from videoatlas.agents.video_rlm.settings import rlm
+from videoatlas.agents.video_rlm.state.master import MasterState
+from videoatlas.agents.video_rlm.state.models import Marked, Target, View
+from videoatlas.agents.video_rlm.state.worker import WorkerInput
+from videoatlas.environment.geometry import Interval, cell_interval, covered_fraction, parse_path
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import ModelReplyError
+from videoatlas.runtime.calls import as_image, ask, budget_exhausted, choices_block, emit, fallback, subtitles_by_cell
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Cost, Repair, zones_as_intervals
+
+
+def _is_dead(start: float, end: float, dead: list[Interval]) -> bool:
+    return covered_fraction(Interval(start, end), dead) >= 0.999
+
+
+async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Command[Literal["worker", "decide"]]:
+    """Choose this round's targets and send one worker to each."""
+    ctx = runtime.context
+    cfg = ctx.config
+    settings = rlm(ctx)
+    duration = ctx.atlas.duration
+    round_no = state["round"] + 1
+    exhausted = budget_exhausted(state["cost"], cfg.call_budget, cfg.token_budget)
+    if exhausted:
+        return Command(goto="decide", update={"stop_reason": exhausted})
+    dead = zones_as_intervals(state["dead_zones"])
+    visits = dict(state["visits"])
+    searched = zones_as_intervals(state.get("searched", [])) + dead
+    unsearched = sum(
+        1 for i in range(cfg.k * cfg.k) if covered_fraction(cell_interval(duration, (i,), cfg.k), searched) < 0.999
+    )
+    width = settings.round_width(state["traversal"], unsearched, settings.rounds - round_no + 1)
+    targets: list[Target] = []
+    taken: set[str] = set()
+    views: set[View] = set()
+
+    def take(target: Target) -> None:
+        if target.key in taken or len(targets) >= width or _is_dead(target.start, target.end, dead):
+            return
+        # Cells below the depth limit open at the limit: at max depth 0 (a video under K*K seconds at
+        # the auto setting, or --max-depth 0) every cell opens as the root grid. Workers on one view
+        # would send the same prompt, so a view gets one worker.
+        view = initial_view(target, ctx)
+        if view in views:
+            return
+        targets.append(target)
+        taken.add(target.key)
+        views.add(view)
+
+    for hint in state["hints"]:
+        if hint.path is not None:
+            iv = cell_interval(duration, parse_path(hint.path, cfg.k), cfg.k)
+            take(Target(path=hint.path, start=iv.start, end=iv.end, source="hint-cell"))
+        elif hint.start is not None and hint.end is not None:
+            take(Target(path=None, start=hint.start, end=hint.end, source="hint-range"))
+    taken_marks: list[Marked] = []
+    for marked in state["frontier"]:
+        if marked.path is not None:
+            iv = cell_interval(duration, parse_path(marked.path, cfg.k), cfg.k)
+        else:
+            iv = Interval(marked.start or 0.0, marked.end or duration)
+        # A promising cell some worker searched since is not sent again; an unfinished view is.
+        stale = marked.reason == "promising" and visits.get(marked.key, 0) > 0
+        if not stale:
+            take(Target(path=marked.path, start=iv.start, end=iv.end, source="frontier"))
+        if stale or marked.key in taken or _is_dead(iv.start, iv.end, dead):
+            taken_marks.append(marked.model_copy(update={"taken": True}))
+
+    cost_update = Cost()
+    repairs: list[Repair] = []
+    ctx.ledger.begin_round(round_no, state["cost"])
+    root = await ctx.atlas.agrid((), dead)
+    open_cells = [c for c in root.grid.cells if not _is_dead(c.interval.start, c.interval.end, dead)]
+    open_ids = [c.index for c in open_cells]
+    needed = width - len(targets)
+    ranked: list[int] = []
+    if needed > 0 and open_cells:
+        n = min(width, len(open_cells))
+        images = [as_image(root.image, "root grid")]
+        images += await scratchpad_images(ctx, state["evidence"])
+        values = {
+            "question": state["question"],
+            "choices": choices_block(state["choices"]),
+            "search_task": state["search_task"],
+            "n": n,
+            "k": cfg.k,
+            "duration": format_ts(duration, 0),
+            "cells": cells_block(root.grid, dead),
+            "evidence": evidence_block(state["evidence"]),
+            "progress": f"round {round_no} of {settings.rounds}; "
+            f"{coverage_text(state, duration)}; "
+            f"{len(state['evidence'])} evidence items",
+            "hints": ", ".join(t.key for t in targets) or "(none)",
+            "subtitles": subtitles_by_cell(ctx, [(c.index, c.interval) for c in open_cells]) or "(none)",
+        }
+        emit("probe", round=round_no)
+        try:
+            reply, cost_update = await ask(
+                ctx,
+                probe_schema(n, open_ids),
+                "global_probe",
+                "probe",
+                images,
+                values,
+                system=SYSTEM,
+                meta={"round": round_no},
+            )
+        except ModelReplyError as exc:
+            cost_update, repair = fallback(exc, "global_probe", round_no, "cells taken by virtual loss, in time order")
+            repairs.append(repair)
+        else:
+            ranked, dropped = usable_ids(reply.value.cells, open_ids)  # type: ignore[attr-defined]
+            if dropped:
+                repairs.append(Repair(node="global_probe", round=round_no, kind="dropped", detail=dropped))
+        # Priority queue: the model's rank, pushed back by virtual loss for earlier assignments.
+        queue: list[tuple[float, int, int]] = []
+        for rank, cell_id in enumerate(ranked):
+            queue.append((rank + settings.virtual_loss * visits.get(str(cell_id), 0), rank, cell_id))
+        for offset, cell in enumerate(open_cells):  # cells the model did not rank come after, in time order
+            if cell.index not in ranked:
+                loss = settings.virtual_loss * visits.get(str(cell.index), 0)
+                queue.append((n + offset + loss, n + offset, cell.index))
+        heapq.heapify(queue)
+        while queue and len(targets) < width:
+            _, _, cell_id = heapq.heappop(queue)
+            iv = root.grid.cells[cell_id].interval
+            take(Target(path=str(cell_id), start=iv.start, end=iv.end, source="probe"))
+    ctx.ledger.settle(None, cost_update)
+    base: dict[str, Any] = {"cost": cost_update, "repairs": repairs}
+    if not targets:
+        return Command(goto="decide", update={**base, "stop_reason": "every region is explored"})
+    for target in targets:
+        visits[target.key] = visits.get(target.key, 0) + 1
+    budget = settings.dfs_steps if state["traversal"] == "dfs" else settings.bfs_steps
+    spent = state["cost"] + cost_update
+    sends = [
+        Send(
+            "worker",
+            WorkerInput(
+                worker=f"r{round_no}w{i + 1}",
+                round=round_no,
+                question=state["question"],
+                choices=state["choices"],
+                search_task=state["search_task"],
+                traversal=state["traversal"],
+                target=target,
+                budget=budget,
+                spent=spent,
+                explored=state["dead_zones"],
+                scratchpad=[e for e in state["evidence"] if target.start <= e.time < target.end],
+            ),
+        )
+        for i, target in enumerate(targets)
+    ]
+    emit("assign", round=round_no, targets=[t.key for t in targets])
+    update = {**base, "round": round_no, "assignments": targets, "visits": visits, "hints": [], "frontier": taken_marks}
+    return Command(goto=sends, update=update)
+
+
+def usable_ids(ids: Sequence[int], allowed: Sequence[int]) -> tuple[list[int], str]:
+    """The ids of a reply that can be used (allowed, first mention), and a note on the rest ("" if none)."""
+    kept: list[int] = []
+    bad: list[str] = []
+    for cell_id in ids:
+        if cell_id in kept:
+            bad.append(f"{cell_id} (repeated)")
+        elif cell_id not in allowed:
+            bad.append(f"{cell_id} (explored or not in the grid)")
+        else:
+            kept.append(cell_id)
+    return kept, ("dropped cell ids " + ", ".join(bad)) if bad else ""

@@ -1,0 +1,107 @@
+"""Worker, step 2 of 3: ask the model for one action, from a schema holding only the possible ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.video_rlm.nodes.worker_observe import addable_cells, masked_zones, open_cells, render_view
+from videoatlas.agents.video_rlm.schemas import flatten_step, worker_step_schema
+from videoatlas.agents.video_rlm.state.worker import CellNote, WorkerState
+from videoatlas.environment.geometry import Interval
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import EndpointError, ModelReplyError
+from videoatlas.runtime.budget import BudgetSpent
+from videoatlas.runtime.calls import as_image, ask, choices_block, emit, failed_call_cost, subtitles_by_cell
+from videoatlas.runtime.context import AgentContext
+
+ACTION_HELP = {
+    "EXPAND": "EXPAND: open one cell as a finer grid of its own interval (give its id).",
+    "BACKTRACK": "BACKTRACK: go back to the grid you came from.",
+    "ZOOM": "ZOOM: see one cell's frame at full resolution, to read small text or check details (give its id).",
+    "INVESTIGATE": "INVESTIGATE: see a grid of the moments just before or just after one cell (give its id and "
+    "a direction); for when you found the anchor and the answer follows or precedes it.",
+    "ADD_TO_SCRATCHPAD": "ADD_TO_SCRATCHPAD: record cells that show evidence for the question (not what is "
+    "already collected).",
+    "MARK_PROMISING": "MARK_PROMISING: flag cells worth opening in a later round (give their ids).",
+    "FINISHED": "FINISHED: this region holds nothing more that is relevant.",
+}
+
+
+def _collected_lines(state: WorkerState) -> str:
+    """What is already collected: the run's scratchpad inside this worker's target, then its own finds."""
+    run = [(e, "in the scratchpad") for e in state.get("scratchpad") or []]
+    mine = [(e, "collected by you") for e in state.get("evidence") or []]
+    if not run and not mine:
+        return "(nothing yet)"
+    return "\n".join(
+        f"- @{e.time:.1f} s (cell {e.cell or '-'}, starts {e.start:.1f} s, {who}): {e.description}"
+        for e, who in [*run, *mine]
+    )
+
+
+def _cell_line(c: CellNote) -> str:
+    line = f"{c['index']}: {format_ts(c['start'], 2)}-{format_ts(c['end'], 2)}"
+    if c["explored"]:
+        return line + " [explored]"
+    if not c["available"]:
+        line += " [frame unavailable]"
+    if c["collected"]:
+        line += " [already collected]"
+    return line
+
+
+async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Render the view (and a close-up if one was asked for) and get the next action."""
+    ctx = runtime.context
+    view = state["view"]
+    shown = await render_view(ctx, view, masked_zones(state))
+    images = [as_image(shown.image, f"view {view.path or view.kind}")]
+    zoom_line = ""
+    if state.get("zoom_time") is not None:
+        zoom_time = float(state["zoom_time"])  # type: ignore[arg-type]
+        shot = await ctx.atlas.azoom(zoom_time)
+        images.append(as_image(shot, f"zoom {zoom_time:.2f}"))
+        zoom_line = f"The second image is a close-up of the frame at {format_ts(zoom_time, 2)}."
+    duration = ctx.atlas.duration
+    cells = state["cells"]
+    values = {
+        "search_task": state["search_task"],
+        "question": state["question"],
+        "choices": choices_block(state["choices"]),
+        "start": format_ts(view.start, 1),
+        "end": format_ts(view.end, 1),
+        "pct": f"{100 * view.start / duration:.0f}%",
+        "duration": format_ts(duration, 0),
+        "depth": view.depth if view.depth is not None else "custom range",
+        "k": ctx.config.k,
+        "cells": "\n".join(_cell_line(c) for c in cells),
+        "previous": state["summary"],
+        "collected": _collected_lines(state),
+        "actions": "\n".join(ACTION_HELP[a] for a in state["allowed"]),
+        "subtitles": subtitles_by_cell(
+            ctx, [(c["index"], Interval(c["start"], c["end"])) for c in cells if not c["explored"]]
+        )
+        or "(none)",
+        "zoom": zoom_line,
+    }
+    open_ids = open_cells(cells)
+    expandable = open_ids if "EXPAND" in state["allowed"] or "MARK_PROMISING" in state["allowed"] else []
+    schema = worker_step_schema(state["allowed"], open_ids, expandable, addable_cells(cells))
+    meta = {"worker": state["worker"], "round": state["round"], "step": len(state["steps"])}
+    try:
+        reply, cost = await ask(
+            ctx, schema, "worker", "worker", images, values, system="worker.system", role="worker", meta=meta
+        )
+    except BudgetSpent as exc:
+        emit("worker_budget", worker=state["worker"], reason=str(exc))
+        return {"decision": None, "stop": "global-budget"}
+    except (ModelReplyError, EndpointError) as exc:
+        emit("worker_error", worker=state["worker"], error=str(exc))
+        return {"decision": None, "stop": "model-error", "cost": failed_call_cost(exc, "worker")}
+    decision = flatten_step(reply.value)
+    decision["_prompt_tokens"] = reply.record.prompt_tokens
+    decision["_latency_s"] = reply.record.latency_s
+    decision["_image_sha"] = shown.image.sha256
+    return {"decision": decision, "cost": cost}

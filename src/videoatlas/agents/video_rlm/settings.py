@@ -1,0 +1,98 @@
+"""Video-RLM's own settings: workers, rounds, traversal, depth, step budgets, BFS width."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from videoatlas.environment.geometry import auto_max_depth
+from videoatlas.errors import BadInputError
+from videoatlas.runtime.config import AgentSettings
+
+if TYPE_CHECKING:
+    from videoatlas.runtime.context import AgentContext
+
+
+class VideoRLMSettings(AgentSettings):
+    """How Video-RLM searches."""
+
+    workers: int = Field(default=4, ge=1, le=32)
+    """Workers exploring at once; a DFS round assigns this many cells (top-N of the global probe)."""
+    traversal: Literal["auto", "bfs", "dfs"] = "auto"
+    """BFS (many moments: counts, order), DFS (one localized detail), or auto: chosen from the question."""
+    max_depth: int | Literal["auto"] = "auto"
+    """Deepest grid level workers may open; auto: the first level whose cells are shorter than 1 s."""
+    rounds: int = Field(default=4, ge=1, le=100)
+    """Exploration rounds at most."""
+    dfs_steps: int = Field(default=6, ge=1, le=50)
+    """Steps per DFS worker."""
+    bfs_steps: int = Field(default=1, ge=1, le=50)
+    """Steps per BFS worker (the paper's BFS workers scan one level: one step)."""
+    bfs_cells: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = "auto"
+    """Cells a BFS round assigns per worker, each to its own one-step worker (``workers`` of them run at
+    once). ``auto`` paces the scan to the budget: the root cells not yet searched are spread over the
+    rounds left, so a BFS question (a count, an order) has looked at every root cell by its last round
+    (4 workers, 4 rounds, an 8x8 grid: 4 cells per worker a round), and a round that settles it still
+    ends the search early. A number fixes the width: 1 is the paper's setting, under which a count at
+    the default budget sees a quarter of the video."""
+    min_expand_span_s: float = Field(default=1.0, gt=0)
+    """EXPAND is not offered on cells shorter than this (seconds)."""
+    virtual_loss: float = Field(default=64.0, ge=0)
+    """Rank penalty per earlier assignment of a cell; the default (K^2 positions for K=8) puts cells
+    already assigned behind every cell not yet assigned, while keeping the model's order among each."""
+    scratchpad_page: int = Field(default=16, ge=1, le=64)
+    """Evidence tiles per scratchpad page."""
+
+    @field_validator("max_depth", mode="before")
+    @classmethod
+    def _depth(cls, value: object) -> object:
+        if isinstance(value, str) and value != "auto":
+            if not value.isdigit():
+                raise ValueError("max depth must be 'auto' or a whole number")
+            return int(value)
+        return value
+
+    @property
+    def parallel(self) -> int:
+        """At most ``workers`` worker tasks in flight."""
+        return self.workers
+
+    def round_width(self, traversal: str, unsearched: int = 0, rounds_left: int = 1) -> int:
+        """Cells one round assigns: ``workers`` for DFS; for BFS ``workers`` times the cells per worker.
+
+        With ``bfs_cells="auto"`` that is the ``unsearched`` root cells shared over the ``rounds_left``
+        rounds (this one included), at least one per worker.
+        """
+        if traversal != "bfs":
+            return self.workers
+        if self.bfs_cells == "auto":
+            per_worker = max(1, math.ceil(unsearched / (self.workers * max(1, rounds_left))))
+        else:
+            per_worker = self.bfs_cells
+        return self.workers * per_worker
+
+    def resolved_max_depth(self, duration: float, k: int) -> int:
+        """The deepest grid level workers may reach."""
+        if self.max_depth == "auto":
+            return auto_max_depth(duration, k)
+        if self.max_depth < 0:
+            raise BadInputError("max depth must be >= 0")
+        return self.max_depth
+
+
+def rlm(ctx: AgentContext) -> VideoRLMSettings:
+    """The run's Video-RLM settings."""
+    settings = ctx.settings
+    assert isinstance(settings, VideoRLMSettings), "a Video-RLM node runs with Video-RLM settings"
+    return settings
+
+
+def max_depth(ctx: AgentContext) -> int:
+    """The resolved maximum depth for this video."""
+    return rlm(ctx).resolved_max_depth(ctx.atlas.duration, ctx.config.k)
+
+
+Settings = VideoRLMSettings
+"""The name every agent's settings module gives its settings model."""

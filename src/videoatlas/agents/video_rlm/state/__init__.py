@@ -1,0 +1,1 @@
+"""Video-RLM's state: the Master's, a Worker's, and the records they keep."""

@@ -1,0 +1,70 @@
+"""The Master's state: what goes in, what it keeps between rounds, what comes out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+from videoatlas.agents.video_rlm.state.models import Hint, Marked, Target, WorkerReport, add_marked, add_reports
+from videoatlas.state.models import Cost, Evidence, Repair, Zone, add_cost, add_repairs, merge_evidence, merge_zones
+from videoatlas.state.run import AnswerOutput, QuestionInput
+
+Traversal = Literal["bfs", "dfs"]
+
+
+MasterInput = QuestionInput
+"""A question about the video in the runtime context."""
+
+
+class RoundCheck(TypedDict):
+    """The outcome of one uncertainty analysis."""
+
+    round: int
+    sufficient: bool
+    reasoning: str
+    statuses: list[str]
+    hints: int
+    erased: list[str]
+
+
+class MasterState(MasterInput):
+    """Everything the Master keeps. Keys written by parallel workers have reducers."""
+
+    search_task: str
+    traversal: Traversal
+    traversal_reason: str
+    round: int
+    """Rounds started so far."""
+    assignments: list[Target]
+    """This round's worker targets."""
+    visits: dict[str, int]
+    """Times each target key was assigned (virtual loss)."""
+    hints: list[Hint]
+    """Where the last uncertainty analysis suggested looking."""
+    frontier: Annotated[list[Marked], add_marked]
+    evidence: Annotated[list[Evidence], merge_evidence]
+    dead_zones: Annotated[list[Zone], merge_zones]
+    searched: Annotated[list[Zone], merge_zones]
+    """Intervals workers searched, with or without findings (what progress is measured by)."""
+    cost: Annotated[Cost, add_cost]
+    reports: Annotated[list[WorkerReport], add_reports]
+    repairs: Annotated[list[Repair], add_repairs]
+    """Replies used only in part, and fallbacks taken when a reply could not be used at all."""
+    checks: list[RoundCheck]
+    stop_reason: str
+    answer: str
+    answer_index: int | None
+    reasoning: str
+    cited: list[str]
+    """Evidence ids the final decision rests on (none: the answer was picked without evidence)."""
+
+
+class MasterOutput(AnswerOutput):
+    """What a run returns: the shared answer keys, and the search's own."""
+
+    search_task: str
+    traversal: Traversal
+    checks: list[RoundCheck]
+    reports: list[WorkerReport]
+    dead_zones: list[Zone]
+    searched: list[Zone]
+    frontier: list[Marked]

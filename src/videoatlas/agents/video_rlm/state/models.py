@@ -1,0 +1,117 @@
+"""Video-RLM's records: what a worker looks at and is sent to, its steps and report, the frontier, hints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from videoatlas.environment.geometry import Interval
+from videoatlas.state.models import Frozen
+
+ViewKind = Literal["grid", "range", "investigate"]
+
+
+class View(Frozen):
+    """What a worker is looking at: a grid of the hierarchy, an explicit range, or an INVESTIGATE window."""
+
+    kind: ViewKind
+    path: str | None
+    start: float
+    end: float
+    depth: int | None
+
+    @property
+    def interval(self) -> Interval:
+        """The view's time span."""
+        return Interval(self.start, self.end)
+
+
+class Target(Frozen):
+    """What a worker is assigned: a cell of the hierarchy (by path) or an explicit time range."""
+
+    path: str | None
+    start: float
+    end: float
+    source: Literal["probe", "frontier", "hint-cell", "hint-range"]
+
+    @property
+    def key(self) -> str:
+        """Identity for virtual loss: the path, or the rounded range."""
+        return self.path if self.path is not None else f"{self.start:.2f}-{self.end:.2f}"
+
+
+class Step(Frozen):
+    """One worker step, for traces: what it saw, what it chose, what came of it."""
+
+    index: int
+    view: View
+    action: str
+    cells: list[int] = Field(default_factory=list)
+    note: str = ""
+    image_sha: str = ""
+    prompt_tokens: int = 0
+    latency_s: float = 0.0
+    valid: bool = True
+
+
+class WorkerReport(Frozen):
+    """How a worker's exploration went."""
+
+    worker: str
+    round: int
+    target: Target
+    steps: list[Step]
+    stop: str
+    """finished, budget, global-budget, model-error."""
+    evidence_ids: list[str]
+    invalid_actions: int = 0
+
+
+class Marked(Frozen):
+    """A place queued for a later round (FIFO), by cell path or as an explicit range.
+
+    Either a cell a BFS worker flagged as promising, or the view a worker was still exploring when
+    its budget ran out (its unexplored part goes back to the Master).
+    """
+
+    round: int
+    worker: str
+    order: int
+    path: str | None
+    start: float | None = None
+    end: float | None = None
+    """The range, when ``path`` is None (a worker stopped inside an INVESTIGATE window or a range)."""
+    reason: Literal["promising", "unfinished"] = "promising"
+    taken: bool = False
+    """Set on a copy to take the place off the frontier through the reducer (a round assigned it)."""
+
+    @property
+    def key(self) -> str:
+        """The same identity as the :class:`Target` it becomes."""
+        return self.path if self.path is not None else f"{self.start or 0.0:.2f}-{self.end or 0.0:.2f}"
+
+
+class Hint(Frozen):
+    """Where uncertainty analysis suggests looking next: a root cell or a short explicit range."""
+
+    path: str | None = None
+    start: float | None = None
+    end: float | None = None
+
+
+def add_reports(current: Sequence[WorkerReport] | None, update: Sequence[WorkerReport] | None) -> list[WorkerReport]:
+    """All reports, ordered by round and worker."""
+    return sorted([*(current or []), *(update or [])], key=lambda r: (r.round, r.worker))
+
+
+def add_marked(current: Sequence[Marked] | None, update: Sequence[Marked] | None) -> list[Marked]:
+    """The frontier in FIFO order (round, worker, order), each place once; a ``taken`` copy removes it."""
+    by_key = {m.key: m for m in current or []}
+    for m in sorted(update or [], key=lambda m: (m.round, m.worker, m.order)):
+        if m.taken:
+            by_key.pop(m.key, None)
+        else:
+            by_key.setdefault(m.key, m)
+    return sorted(by_key.values(), key=lambda m: (m.round, m.worker, m.order))

@@ -1,0 +1,99 @@
+"""The final answer, from the trajectory and the frames the tools flagged (text only, like every planner turn)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.videoseek.settings import seek
+from videoatlas.agents.videoseek.state import SeekState, Turn
+from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import EndpointError, ModelReplyError
+from videoatlas.runtime.calls import (
+    FORMAT_CHOICES,
+    FORMAT_OPEN,
+    ask,
+    choices_block,
+    emit,
+    failed_call_cost,
+    labelled,
+)
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Evidence, FrameRef
+from videoatlas.state.schemas import decision_schema
+
+
+def flagged_evidence(turns: list[Turn], ctx: AgentContext, short_px: int) -> list[Evidence]:
+    """The frames skim and focus flagged, in time order, as evidence items (what answers may cite)."""
+    items: dict[float, Evidence] = {}
+    for turn in turns:
+        for k, (t, note) in enumerate(zip(turn.relevant, turn.notes, strict=True)):
+            key = round(t, 3)
+            if key in items:
+                continue
+            px = ctx.atlas.zoom_box if turn.tool == "focus" else short_px
+            items[key] = Evidence(
+                id=f"t{turn.index}-{k}",
+                time=t,
+                start=turn.start if turn.start is not None else t,
+                end=turn.end if turn.end is not None else t,
+                depth=None,
+                cell=None,
+                description=note or f"flagged by {turn.tool} for: {turn.query}",
+                confidence=0.9 if turn.tool == "focus" else 0.6,
+                frame=FrameRef(video=ctx.atlas.source.identity, time=t, px=px),
+                round=turn.index,
+                worker=turn.tool,
+            )
+    return [items[k] for k in sorted(items)]
+
+
+async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Judge each choice against what was reported and answer; a failed reply is recorded, never guessed."""
+    ctx = runtime.context
+    turns = state.get("turns") or []
+    evidence = flagged_evidence(turns, ctx, seek(ctx).short_px)
+    labels = dict(labelled(evidence))
+    choices = state["choices"]
+    values = {
+        "question": state["question"],
+        "choices": choices_block(choices),
+        "duration": format_ts(ctx.atlas.duration, 0),
+        "history": history(turns),
+        "evidence": evidence_block(evidence),
+        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
+    }
+    stop = state.get("stop_reason") or "the planner answered"
+    emit("decide")
+    try:
+        reply, cost = await ask(
+            ctx, decision_schema(len(choices), list(labels)), "answer", "answer", [], values, system=PLANNER_SYSTEM
+        )
+    except (ModelReplyError, EndpointError) as exc:
+        return {
+            "answer": "",
+            "answer_index": None,
+            "reasoning": f"no valid final answer: {exc}",
+            "cited": [],
+            "evidence": evidence,
+            "cost": failed_call_cost(exc, "master"),
+            "stop_reason": f"{stop}; final answer failed",
+            "round": len(turns),
+        }
+    value: Any = reply.value
+    cited = [labels[lbl.strip("[] ")].id for lbl in value.evidence if lbl.strip("[] ") in labels]
+    index = int(value.answer) if choices else None
+    text = choices[index] if index is not None else str(value.answer)
+    emit("answer", answer=text, index=index, grounded=bool(cited))
+    return {
+        "answer": text,
+        "answer_index": index,
+        "reasoning": value.reasoning,
+        "cited": cited,
+        "evidence": evidence,
+        "cost": cost,
+        "stop_reason": stop,
+        "round": len(turns),
+    }

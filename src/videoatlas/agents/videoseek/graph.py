@@ -1,0 +1,62 @@
+"""The VideoSeek graph: START -> plan -> (look -> plan)* -> answer -> END.
+
+A text-only planner chooses one tool per turn over the trajectory kept in state; the tool (``look``)
+shows the VLM frames and reports in words; at the turn limit, one forced answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+
+from videoatlas.agents.videoseek.answer import answer
+from videoatlas.agents.videoseek.look import look
+from videoatlas.agents.videoseek.plan import plan
+from videoatlas.agents.videoseek.state import SeekOutput, SeekState
+from videoatlas.prompts import TemplateSpec
+from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.tracing import traced
+from videoatlas.state.run import QuestionInput
+
+AGENT_NAME = "videoseek"
+_TOOL_VARIABLES = frozenset({"count", "duration", "start", "end", "query", "subtitles"})
+TEMPLATES: TemplateSpec = {
+    "planner.system": (frozenset(), frozenset({"k"})),
+    "tool.system": (frozenset(), frozenset({"k"})),
+    "plan.user": (
+        frozenset({"question", "history"}),
+        frozenset(
+            {
+                "choices",
+                "duration",
+                "seconds",
+                "subtitles",
+                "overview_frames",
+                "skim_frames",
+                "skim_min",
+                "focus_max",
+                "turn",
+                "turns",
+            }
+        ),
+    ),
+    "overview.user": (frozenset(), _TOOL_VARIABLES),
+    "skim.user": (frozenset({"query"}), _TOOL_VARIABLES),
+    "focus.user": (frozenset({"query"}), _TOOL_VARIABLES),
+    "answer.user": (frozenset({"question", "history"}), frozenset({"choices", "duration", "evidence", "format"})),
+}
+"""The prompt templates this agent uses (``agents/videoseek/prompts/default/``), with their variables."""
+
+
+def build_graph(checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:
+    """Compile the VideoSeek graph."""
+    builder = StateGraph(SeekState, input_schema=QuestionInput, output_schema=SeekOutput, context_schema=AgentContext)
+    builder.add_node("plan", traced("plan", plan), destinations=("look", "answer"))
+    builder.add_node("look", traced("look", look))
+    builder.add_node("answer", traced("answer", answer))
+    builder.add_edge(START, "plan")
+    builder.add_edge("look", "plan")
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=checkpointer)

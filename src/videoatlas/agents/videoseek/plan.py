@@ -1,0 +1,75 @@
+"""The planner's turn: from the question and the trajectory alone (no pixels), a thought and one tool call."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from videoatlas.agents.videoseek.schemas import turn_schema
+from videoatlas.agents.videoseek.settings import seek
+from videoatlas.agents.videoseek.state import SeekState
+from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, history, subtitles_text
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import ModelReplyError
+from videoatlas.runtime.calls import ask, budget_exhausted, choices_block, emit, fallback
+from videoatlas.runtime.context import AgentContext
+
+TOOLS = ("overview", "skim", "focus", "answer")
+
+
+async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Literal["look", "answer"]]:
+    """Ask the planner for the next tool call; at the turn limit or out of budget, go to the answer."""
+    ctx = runtime.context
+    settings = seek(ctx)
+    turns = state.get("turns") or []
+    turn_no = len(turns) + 1
+    if turn_no > settings.turns:
+        return Command(goto="answer", update={"stop_reason": f"{settings.turns} turns done"})
+    spent = budget_exhausted(state["cost"], ctx.config.call_budget, ctx.config.token_budget)
+    if spent:
+        return Command(goto="answer", update={"stop_reason": spent})
+    duration = ctx.atlas.duration
+    values = {
+        "question": state["question"],
+        "choices": choices_block(state["choices"]),
+        "duration": format_ts(duration, 0),
+        "seconds": f"{duration:.1f}",
+        "subtitles": subtitles_text(ctx.subtitles, settings.subtitle_chars),
+        "overview_frames": settings.overview_frames,
+        "skim_frames": settings.skim_frames,
+        "skim_min": f"{settings.span_s:g}",
+        "focus_max": f"{settings.span_s:g}",
+        "history": history(turns),
+        "turn": turn_no,
+        "turns": settings.turns,
+    }
+    emit("plan", turn=turn_no)
+    try:
+        reply, cost = await ask(
+            ctx,
+            turn_schema(TOOLS, duration),
+            "plan",
+            "plan",
+            [],
+            values,
+            system=PLANNER_SYSTEM,
+            meta={"round": turn_no},
+        )
+    except ModelReplyError as exc:
+        # Without a usable plan: look at the whole video first, and once that was done, answer.
+        looked = any(t.tool == "overview" for t in turns)
+        rule = "answer from what was reported" if looked else "an overview of the whole video"
+        cost, repair = fallback(exc, "plan", turn_no, rule)
+        call: dict[str, Any] = {"tool": "answer" if looked else "overview"}
+        thought = f"(no usable plan: {rule})"
+        update: dict[str, Any] = {"cost": cost, "repairs": [repair], "thought": thought}
+    else:
+        value: Any = reply.value
+        call, thought = value.call.model_dump(), value.thought
+        update = {"cost": cost, "thought": thought}
+    emit("planned", turn=turn_no, tool=call["tool"], thought=thought)
+    if call["tool"] == "answer":
+        return Command(goto="answer", update={**update, "planned": None, "stop_reason": "the planner answered"})
+    return Command(goto="look", update={**update, "planned": call})

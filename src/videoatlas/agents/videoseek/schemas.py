@@ -1,0 +1,48 @@
+"""VideoSeek's reply schemas: the planner's turn (a thought and one tool call), and what each tool reports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, Field, JsonValue, create_model
+
+from videoatlas.state.schemas import one_of, some_of, text
+
+
+def turn_schema(tools: Sequence[str], duration: float) -> type[BaseModel]:
+    """A planner turn: ``thought``, then ``call``, one variant per tool offered (spans bounded by the video)."""
+    bound: dict[str, JsonValue] = {"minimum": 0.0, "maximum": round(duration, 3)}
+    seconds = Annotated[float, Field(json_schema_extra=bound)]
+    variants: list[type[BaseModel]] = []
+    for tool in tools:
+        fields: dict[str, Any] = {"tool": (Literal[tool], ...)}
+        if tool in ("skim", "focus"):
+            fields |= {"query": (text(300), ...), "start": (seconds, ...), "end": (seconds, ...)}
+        variants.append(create_model(f"{tool.capitalize()}Call", **fields))
+    union = Union[tuple(variants)] if len(variants) > 1 else variants[0]  # noqa: UP007 - built at run time
+    call: Any = Annotated[union, Field(discriminator="tool")] if len(variants) > 1 else union
+    model: type[BaseModel] = create_model("PlannerTurn", thought=(text(1200), ...), call=(call, ...))
+    return model
+
+
+def describe_schema(ids: Sequence[int], flag: bool) -> type[BaseModel]:
+    """What overview (``flag`` False) and skim (``flag`` True) report: each frame described, relevant ones flagged."""
+    frame = create_model("FrameNote", id=(one_of(ids), ...), description=(text(300), ...))
+    fields: dict[str, Any] = {"frames": (Annotated[list[frame], Field(json_schema_extra={"maxItems": len(ids)})], ...)}  # type: ignore[valid-type]
+    if flag:
+        fields["relevant"] = (some_of(ids, 0, len(ids)), ...)
+    fields["summary"] = (text(600), ...)
+    model: type[BaseModel] = create_model("SkimReport" if flag else "OverviewReport", **fields)
+    return model
+
+
+def focus_schema(ids: Sequence[int]) -> type[BaseModel]:
+    """What focus reports: whether the span answers the query, what the frames show, and which frames."""
+    model: type[BaseModel] = create_model(
+        "FocusReport",
+        found=(bool, ...),
+        description=(text(600), ...),
+        relevant=(some_of(ids, 0, len(ids)), ...),
+    )
+    return model

@@ -1,0 +1,54 @@
+"""VideoSeek's own settings: how many frames each tool takes (in units of alpha) and how many turns."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from videoatlas.runtime.config import AgentSettings
+
+if TYPE_CHECKING:
+    from videoatlas.runtime.context import AgentContext
+
+
+class VideoSeekSettings(AgentSettings):
+    """How VideoSeek looks (the paper's values by default)."""
+
+    alpha: int = Field(default=2, ge=1, le=8)
+    """Frame budget unit: overview 16 alpha frames, skim 4 alpha frames over at least 4 alpha s, focus at most
+    4 alpha s at 1 fps (the paper: 4 on LVBench, 2 elsewhere)."""
+    turns: int = Field(default=20, ge=1, le=100)
+    """Planner turns at most, one tool each; then one forced answer."""
+    short_px: int = Field(default=256, ge=64, le=1024)
+    """Short side of overview and skim frames, in pixels."""
+    per_image: int = Field(default=8, ge=1, le=64)
+    """Overview and skim frames tiled per image (4 to a row)."""
+    subtitle_chars: int = Field(default=6000, ge=0, le=200_000)
+    """Characters of subtitles the planner starts from (the whole track when it fits, else spread over it)."""
+
+    @property
+    def overview_frames(self) -> int:
+        """Frames an overview takes: 16 alpha."""
+        return 16 * self.alpha
+
+    @property
+    def skim_frames(self) -> int:
+        """Frames a skim takes: 4 alpha."""
+        return 4 * self.alpha
+
+    @property
+    def span_s(self) -> float:
+        """The span bound in seconds, 4 alpha: a skim covers at least this much, a focus at most this much."""
+        return 4.0 * self.alpha
+
+
+def seek(ctx: AgentContext) -> VideoSeekSettings:
+    """The run's VideoSeek settings."""
+    settings = ctx.settings
+    assert isinstance(settings, VideoSeekSettings), "a VideoSeek node runs with VideoSeek settings"
+    return settings
+
+
+Settings = VideoSeekSettings
+"""The name every agent's settings module gives its settings model."""

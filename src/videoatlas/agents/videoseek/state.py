@@ -1,0 +1,67 @@
+"""VideoSeek's state: the trajectory of turns (thought, tool, arguments, observation) and the answer keys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs
+from videoatlas.state.run import AnswerOutput, QuestionInput
+
+Tool = Literal["overview", "skim", "focus", "answer"]
+
+
+class Turn(Frozen):
+    """One think-act-observe turn: what the planner thought and called, and what the tool saw."""
+
+    index: int
+    """1 for the first turn."""
+    thought: str
+    tool: Tool
+    query: str = ""
+    start: float | None = None
+    end: float | None = None
+    """The span the tool looked at (after it was brought within the tool's limits)."""
+    frames: list[float] = Field(default_factory=list)
+    """Times of the frames the tool showed the model."""
+    observation: str = ""
+    """What the tool reported back to the planner."""
+    relevant: list[float] = Field(default_factory=list)
+    """Times of frames the tool flagged as bearing on the query."""
+    notes: list[str] = Field(default_factory=list)
+    """Per flagged frame, what the tool said it shows (same order as ``relevant``)."""
+
+
+def add_turns(current: Sequence[Turn] | None, update: Sequence[Turn] | None) -> list[Turn]:
+    """The trajectory in turn order (a turn written again replaces itself)."""
+    by_index = {t.index: t for t in current or []}
+    for turn in update or []:
+        by_index[turn.index] = turn
+    return [by_index[i] for i in sorted(by_index)]
+
+
+class SeekState(QuestionInput):
+    """Everything VideoSeek keeps: the trajectory, the next call planned, the answer."""
+
+    turns: Annotated[list[Turn], add_turns]
+    planned: dict[str, Any] | None
+    """The tool call the planner chose this turn, until the tool runs it."""
+    thought: str
+    cost: Annotated[Cost, add_cost]
+    repairs: Annotated[list[Repair], add_repairs]
+    evidence: list[Evidence]
+    answer: str
+    answer_index: int | None
+    reasoning: str
+    cited: list[str]
+    stop_reason: str
+    round: int
+    """Turns taken."""
+
+
+class SeekOutput(AnswerOutput):
+    """What a run returns: the shared answer keys and the trajectory."""
+
+    turns: list[Turn]

@@ -1,1 +1,0 @@
-"""Wiring of the Video-RLM graphs (no node logic lives here)."""

@@ -1,1 +1,0 @@
-"""The Video-RLM nodes, one module each, named by what they do."""

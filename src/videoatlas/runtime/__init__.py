@@ -1,0 +1,1 @@
+"""What every agent's nodes run on: the runtime context, the shared budget, model calls, node tracing."""

@@ -1,0 +1,169 @@
+"""Helpers shared by nodes: prompt text blocks, model calls with cost accounting, rendering evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import structlog
+from langgraph.config import get_stream_writer
+from pydantic import BaseModel
+
+from videoatlas.environment.atlas import RenderedImage
+from videoatlas.environment.geometry import Interval
+from videoatlas.environment.render import evidence_label
+from videoatlas.llm.client import Reply
+from videoatlas.llm.images import ImagePart
+from videoatlas.runtime.budget import estimate_tokens
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Cost, Evidence, Repair
+
+T = TypeVar("T", bound=BaseModel)
+log = structlog.get_logger(__name__)
+LETTERS = "ABCDEFGHIJ"
+
+
+# The reply-format lines of a final decision, shared by the Video-RLM decision and the uniform
+# baseline so both are held to the same answer format. They describe the JSON schema that is also
+# sent as ``response_format``; the wording of each task lives in the prompt set's templates.
+FORMAT_CHOICES = (
+    'Reply in JSON: "judgements" (for each choice its index, a verdict and the evidence labels), '
+    '"answer" (the index of the chosen choice, 0 for A), "reasoning", and "evidence" (the labels it rests on).'
+)
+FORMAT_OPEN = (
+    'Reply in JSON: "answer" (a short answer in your own words that cites evidence labels and times), '
+    '"reasoning", and "evidence" (the labels it rests on).'
+)
+
+
+def emit(event: str, **data: Any) -> None:
+    """Progress for whoever streams the run (``stream_mode="custom"``); a no-op otherwise."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:
+        return
+    writer({"event": event, **data})
+
+
+def choices_block(choices: Sequence[str]) -> str:
+    """``A. first`` lines, or a note that the question is open-ended."""
+    if not choices:
+        return "(none: answer in your own words)"
+    return "\n".join(f"{LETTERS[i] if i < len(LETTERS) else i}. {c}" for i, c in enumerate(choices))
+
+
+def labelled(evidence: Sequence[Evidence]) -> list[tuple[str, Evidence]]:
+    """Evidence in order with its label ([A], [B], ...): how every agent's final decision cites it."""
+    return [(evidence_label(i), e) for i, e in enumerate(evidence)]
+
+
+def as_image(rendered: RenderedImage, label: str) -> ImagePart:
+    """A rendered observation as an image for a prompt, with the times of the frames it shows."""
+    shown = tuple(float(f["time"]) for f in rendered.frames if f.get("method") != "unavailable" and "time" in f)
+    return ImagePart(rendered.jpeg, rendered.width, rendered.height, label, shown)
+
+
+async def ask(
+    ctx: AgentContext,
+    schema: type[T],
+    node: str,
+    template: str,
+    images: Sequence[ImagePart],
+    values: dict[str, Any],
+    *,
+    system: str,
+    role: str = "master",
+    meta: dict[str, Any] | None = None,
+) -> tuple[Reply[T], Cost]:
+    """A structured call with the node's templates; returns the reply and its cost.
+
+    ``system`` names the system-prompt template, ``template`` the user template (``<template>.user``).
+    ``role`` says whose tokens these are: ``master`` (coordination) or ``worker`` (exploration). A
+    worker's call first reserves room in the run's shared budget (:class:`BudgetSpent` when there
+    is none left); every call's real cost is settled in the ledger, failed ones included.
+    """
+    system_text = ctx.prompts.render(system, k=ctx.config.k)
+    text = ctx.prompts.render(f"{template}.user", **values)
+    reservation = ctx.ledger.reserve(estimate_tokens(images, system_text + text)) if role == "worker" else None
+    if ctx.tracer is not None:
+        for image in images:
+            ctx.tracer.store.artifact(image.sha256, image.label or "image", image.width, image.height, image.jpeg)
+    labels = {
+        "images": [image.sha256 for image in images],
+        "frames": sorted({round(t, 3) for image in images for t in image.frames}),
+        "prompt_set": ctx.prompts.name,
+        "prompt_set_sha": ctx.prompts.sha256,
+        "template": f"{template}:{ctx.prompts[f'{template}.user'].sha256}",
+        **(meta or {}),
+    }
+    try:
+        reply = await ctx.vlm.ask(schema, system=system_text, text=text, images=images, node=node, meta=labels)
+    except BaseException as exc:
+        ctx.ledger.settle(reservation, failed_call_cost(exc, role))
+        raise
+    record = reply.record
+    tokens = record.prompt_tokens + record.completion_tokens
+    cost = Cost(
+        calls=1,
+        prompt_tokens=record.prompt_tokens,
+        completion_tokens=record.completion_tokens,
+        cached_tokens=record.cached_tokens,
+        images=record.images,
+        master_tokens=tokens if role == "master" else 0,
+        worker_tokens=tokens if role == "worker" else 0,
+        **frame_ledger(images),
+    )
+    ctx.ledger.settle(reservation, cost)
+    return reply, cost
+
+
+def frame_ledger(images: Sequence[ImagePart]) -> dict[str, Any]:
+    """What a call's images add to the run's frame ledger: frames sent, and which moments (ms) they show."""
+    return {
+        "frames_sent": sum(len(image.frames) for image in images),
+        "frames_seen": tuple(sorted({round(t * 1000) for image in images for t in image.frames})),
+    }
+
+
+def subtitles_by_cell(ctx: AgentContext, cells: Sequence[tuple[int, Interval]], max_chars: int = 1600) -> str:
+    """The subtitles of a grid, one line per cell labelled with its id (empty without subtitles)."""
+    if ctx.subtitles is None:
+        return ""
+    return ctx.subtitles.by_cell([(f"cell {i}", iv) for i, iv in cells], max_chars)
+
+
+def fallback(exc: BaseException, node: str, round_no: int, rule: str) -> tuple[Cost, Repair]:
+    """Cost and trace entry of a call whose reply could not be used even after a re-ask.
+
+    The node goes on without it by ``rule``; the run's cost counts the fallback and ``trace``
+    shows it, so a run that went on this way is never mistaken for one that did not.
+    """
+    log.warning("model_reply_fallback", node=node, round=round_no, rule=rule, error=str(exc))
+    cost = failed_call_cost(exc, "master") + Cost(fallbacks=1)
+    return cost, Repair(node=node, round=round_no, kind="fallback", detail=f"{rule} (reply unusable: {exc})")
+
+
+def failed_call_cost(exc: BaseException, role: str) -> Cost:
+    """What a call that ended in an error cost (from the record the client attached to the error)."""
+    record = getattr(exc, "record", None)
+    prompt = int(getattr(record, "prompt_tokens", 0))
+    completion = int(getattr(record, "completion_tokens", 0))
+    return Cost(
+        calls=1,
+        failed_calls=1,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=int(getattr(record, "cached_tokens", 0)),
+        images=int(getattr(record, "images", 0)),
+        master_tokens=prompt + completion if role == "master" else 0,
+        worker_tokens=prompt + completion if role == "worker" else 0,
+    )
+
+
+def budget_exhausted(cost: Cost, calls: int | None, tokens: int | None) -> str | None:
+    """Why the run's global budget is spent, or None while it is not."""
+    if calls is not None and cost.calls >= calls:
+        return f"call budget of {calls} spent"
+    if tokens is not None and cost.tokens >= tokens:
+        return f"token budget of {tokens} spent"
+    return None

@@ -1,0 +1,48 @@
+"""The runtime context: everything non-serialisable a node needs (environment, model client, prompts).
+
+It travels through LangGraph's runtime, never through state, so it is not checkpointed; a resumed
+run rebuilds it from the stored :class:`RunConfig`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from videoatlas.environment.atlas import VideoAtlas
+from videoatlas.environment.subtitles import Subtitles
+from videoatlas.llm.client import VLMClient
+from videoatlas.prompts import PromptSet
+from videoatlas.runtime.budget import BudgetLedger
+from videoatlas.runtime.config import AgentSettings, RunConfig
+
+__all__ = ["AgentContext", "AgentSettings", "RunConfig"]
+
+
+@dataclass
+class AgentContext:
+    """Dependencies of every node, passed as LangGraph's runtime context."""
+
+    atlas: VideoAtlas
+    vlm: VLMClient
+    prompts: PromptSet
+    config: RunConfig
+    subtitles: Subtitles | None = None
+    tracer: Any = None
+    """A :class:`~videoatlas.runtime.tracing.RunTracer` when the run is traced, else None."""
+    settings: Any = None
+    """The agent's own settings (its :class:`AgentSettings` subclass, validated from ``config.settings``)."""
+    ledger: BudgetLedger = field(init=False)
+    """The token and call budget shared by the calls in flight (see :mod:`videoatlas.runtime.budget`)."""
+
+    def __post_init__(self) -> None:
+        if self.settings is None:
+            from videoatlas.agents.registry import settings_of  # agents' settings import this module's siblings
+
+            self.settings = settings_of(self.config)
+        self.ledger = BudgetLedger(self.config.token_budget, self.config.call_budget)
+
+    @property
+    def task_concurrency(self) -> int:
+        """LangGraph's ``max_concurrency`` for a run: never more than the agent runs in parallel."""
+        return min(self.config.max_concurrency, int(self.settings.parallel))
