@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -83,6 +83,10 @@ class Agent:
     package: str
     settings: type[AgentSettings]
     """The agent's own settings model (what ``RunConfig.settings`` holds for it)."""
+    trace_detail: Callable[[dict[str, Any], Sequence[dict[str, Any]]], dict[str, Any]] | None = None
+    """(checkpointed state, model calls) -> the agent's own view of a run, as plain data (``trace --json``)."""
+    trace_lines: Callable[[dict[str, Any], dict[int, list[str]]], list[str]] | None = None
+    """(that view, repair lines by round or turn) -> lines for ``trace``; without it the timeline alone is shown."""
 
     @property
     def sources(self) -> tuple[str, ...]:

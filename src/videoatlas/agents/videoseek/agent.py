@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from videoatlas.agents.base import Agent
+from videoatlas.agents.videoseek import trace
 from videoatlas.agents.videoseek.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.videoseek.settings import Settings
 
-AGENT = Agent(AGENT_NAME, build_graph, TEMPLATES, "videoatlas.agents.videoseek", Settings)
+AGENT = Agent(AGENT_NAME, build_graph, TEMPLATES, "videoatlas.agents.videoseek", Settings, trace.detail, trace.lines)

@@ -1,0 +1,79 @@
+"""How a Video-RLM run reads back: rounds -> probe, workers and their steps, the uncertainty analysis."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The run's rounds as plain data, from its checkpointed state and its model calls."""
+    rounds: dict[int, dict[str, Any]] = {}
+    for call in calls:
+        if call["node"] in ("global_probe", "analyze_uncertainty") and call["round"] is not None:
+            rounds.setdefault(call["round"], {"round": call["round"], "workers": []})[call["node"]] = call
+    for report in values.get("reports", []):
+        entry = rounds.setdefault(report.round, {"round": report.round, "workers": []})
+        entry["workers"].append(
+            {
+                "worker": report.worker,
+                "target": report.target.key,
+                "span": [report.target.start, report.target.end],
+                "stop": report.stop,
+                "invalid_actions": report.invalid_actions,
+                "evidence": report.evidence_ids,
+                "steps": [
+                    {
+                        "index": s.index,
+                        "action": s.action,
+                        "cells": s.cells,
+                        "note": s.note,
+                        "view": s.view.path if s.view.path is not None else f"{s.view.start:.2f}-{s.view.end:.2f}",
+                        "image_sha": s.image_sha,
+                        "prompt_tokens": s.prompt_tokens,
+                        "latency_s": round(s.latency_s, 3),
+                        "valid": s.valid,
+                    }
+                    for s in report.steps
+                ],
+            }
+        )
+    return {
+        "search_task": values.get("search_task"),
+        "traversal": values.get("traversal"),
+        "rounds": [rounds[k] for k in sorted(rounds)],
+        "checks": values.get("checks", []),
+    }
+
+
+def _brief(call: dict[str, Any] | None) -> str:
+    if not call:
+        return ""
+    return f"({call['prompt_tokens']:,} tokens, {call['cached_tokens']:,} cached, {call['latency_s']:.2f} s)"
+
+
+def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
+    """Rounds -> workers -> steps, with each round's repairs where they happened."""
+    out = [f"  search task: {found['search_task']}", f"  traversal: {found['traversal']}"]
+    checks = {c["round"]: c for c in found["checks"]}
+    for rnd in found["rounds"]:
+        out.append(f"  round {rnd['round']}: probe {_brief(rnd.get('global_probe'))}")
+        out += [f"    {line}" for line in repairs.get(rnd["round"], [])]
+        for worker in rnd["workers"]:
+            out.append(
+                f"    {worker['worker']} -> {worker['target']} [{worker['stop']}]"
+                + (f", {worker['invalid_actions']} invalid" if worker["invalid_actions"] else "")
+            )
+            for step in worker["steps"]:
+                cells = f" {step['cells']}" if step["cells"] else ""
+                out.append(
+                    f"      step {step['index'] + 1}: {step['action']}{cells} on {step['view']} "
+                    f"({step['prompt_tokens']:,} tokens, {step['latency_s']:.2f} s): {step['note']}"
+                )
+        check = checks.get(rnd["round"])
+        if check:
+            verdict = "sufficient" if check["sufficient"] else "not sufficient"
+            out.append(
+                f"    uncertainty: {verdict} {_brief(rnd.get('analyze_uncertainty'))}: {check['reasoning'][:160]}"
+            )
+    return out

@@ -1,0 +1,42 @@
+"""How a VideoSeek run reads back: turn by turn, the planner's thought, the tool it called, what came back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from videoatlas.agents.videoseek.views import turn_header
+
+
+def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The trajectory as plain data."""
+    return {
+        "turns": [
+            {
+                "index": t.index,
+                "header": turn_header(t),
+                "thought": t.thought,
+                "tool": t.tool,
+                "query": t.query,
+                "span": [t.start, t.end],
+                "frames": len(t.frames),
+                "observation": t.observation,
+                "flagged": t.relevant,
+            }
+            for t in values.get("turns", [])
+        ]
+    }
+
+
+def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
+    """One block per turn: call, thought, the first lines of the report."""
+    out = []
+    for turn in found["turns"]:
+        out.append(f"  {turn['header']}")
+        out.append(f"    thought: {turn['thought'][:200]}")
+        out += [f"    {line}" for line in repairs.get(turn["index"], [])]
+        report = [ln for ln in turn["observation"].splitlines() if ln.strip()]
+        out += [f"    | {ln[:160]}" for ln in report[:6]]
+        if len(report) > 6:
+            out.append(f"    | ... {len(report) - 6} more line(s)")
+    return out
