@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from action_video import Sign, write_signs_video
 from agent_helpers import default_reply, make_context
 from videoatlas.agents.videoseek.graph import build_graph
+from videoatlas.inspect import load_trace, render_report, trace_lines
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
@@ -133,9 +134,12 @@ def standin() -> Iterator[RunningServer]:
 
 
 @pytest.mark.e2e
-async def test_a_needle_in_small_print_is_found_by_narrowing(small_print: Path, standin: RunningServer) -> None:
+async def test_a_needle_in_small_print_is_found_by_narrowing(
+    small_print: Path, standin: RunningServer, tmp_path: Path
+) -> None:
     endpoint = EndpointSettings(base_url=standin.base_url, model="")
-    result = await run_question(small_print, QUESTION, CHOICES, RunConfig.of(agent="videoseek"), endpoint)
+    db = f"sqlite:///{tmp_path / 'seek.db'}"
+    result = await run_question(small_print, QUESTION, CHOICES, RunConfig.of(agent="videoseek"), endpoint, db_url=db)
     assert result.answer == "QZ-7781" and result.grounded
     turns = result.state["turns"]
     assert turns[0].tool == "overview" and turns[-1].tool == "focus"
@@ -144,6 +148,30 @@ async def test_a_needle_in_small_print_is_found_by_narrowing(small_print: Path, 
     focus = turns[-1]
     assert focus.start is not None and focus.start <= 112.0 + 5 and (focus.end or 0.0) >= 112.0
     assert result.cost.frames_viewed == sum(len(t.frames) for t in turns)
+    # `trace` reads the run back turn by turn, in VideoSeek's own terms.
+    trace = await load_trace(result.run_id, db)
+    assert [t["tool"] for t in trace["detail"]["turns"]] == [t.tool for t in turns]
+    shown = trace_lines(trace)
+    assert shown[0].startswith(f"run {result.run_id} [finished] (videoseek)")
+    assert sum(line.strip().startswith("Turn ") for line in shown) == len(turns), shown
+
+
+@pytest.mark.e2e
+async def test_an_agent_without_its_own_trace_view_reads_back_as_its_node_timeline(
+    small_print: Path, standin: RunningServer, tmp_path: Path
+) -> None:
+    endpoint = EndpointSettings(base_url=standin.base_url, model="")
+    db = f"sqlite:///{tmp_path / 'uniform.db'}"
+    result = await run_question(small_print, QUESTION, CHOICES, RunConfig.of(agent="uniform"), endpoint, db_url=db)
+    trace = await load_trace(result.run_id, db)
+    assert trace["agent"] == "uniform" and trace["detail"] == {}
+    answered = [event for event in trace["timeline"] if event["calls"]]
+    assert [(e["node"], e["calls"]) for e in answered] == [("answer_uniform", 1)]
+    shown = trace_lines(trace)
+    assert shown[0].startswith(f"run {result.run_id} [finished] (uniform)")
+    assert any(line.startswith("  answer_uniform: ") and ", 1 call(s), " in line for line in shown), shown
+    page = render_report(await load_trace(result.run_id, db, with_images=True))
+    assert "<td>answer_uniform</td><td></td><td></td><td>1</td>" in page
 
 
 @pytest.mark.e2e

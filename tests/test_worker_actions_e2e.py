@@ -48,7 +48,7 @@ async def _run(
 
 
 def _workers(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    return [w for r in trace["rounds"] for w in r["workers"]]
+    return [w for r in trace["detail"]["rounds"] for w in r["workers"]]
 
 
 def _images_seen(trace: dict[str, Any], worker: str, step: int) -> int:
@@ -129,7 +129,9 @@ async def test_bfs_marks_promising_cells_for_the_next_round(
     step = marker["steps"][_step(marker, "MARK_PROMISING")]
     marked = {f"{marker['target']}/{c}" for c in step["cells"]}
     assert marked and marker["stop"] == "finished"
-    (marked_in,) = [r["round"] for r in trace["rounds"] if marker in r["workers"]]
+    (marked_in,) = [r["round"] for r in trace["detail"]["rounds"] if marker in r["workers"]]
     # MARK_PROMISING's effect: a later round sends workers to the marked cells.
-    later = [w for r in trace["rounds"] if r["round"] > marked_in for w in r["workers"] if w["target"] in marked]
+    later = [
+        w for r in trace["detail"]["rounds"] if r["round"] > marked_in for w in r["workers"] if w["target"] in marked
+    ]
     assert later, (marked, [w["target"] for w in _workers(trace)])

@@ -9,7 +9,7 @@ from typing import Any
 
 from PIL import Image
 
-from videoatlas.agents.registry import saved_snapshot
+from videoatlas.agents.registry import get_agent, saved_snapshot
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
@@ -58,6 +58,7 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
             for e in store.events(row.id)
             if e.phase == "end"
         ]
+        agent = get_agent(row.agent)
         snapshot = await saved_snapshot(url, row.agent, row.id)
         values: dict[str, Any] = dict(snapshot.values or {})
         images: dict[str, str] = {}
@@ -67,36 +68,6 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
                 images[sha] = base64.b64encode(art.data).decode("ascii")
     finally:
         store.close()
-    reports = values.get("reports", [])
-    rounds: dict[int, dict[str, Any]] = {}
-    for call in calls:
-        if call["node"] in ("global_probe", "analyze_uncertainty") and call["round"] is not None:
-            rounds.setdefault(call["round"], {"round": call["round"], "workers": []})[call["node"]] = call
-    for report in reports:
-        entry = rounds.setdefault(report.round, {"round": report.round, "workers": []})
-        entry["workers"].append(
-            {
-                "worker": report.worker,
-                "target": report.target.key,
-                "stop": report.stop,
-                "invalid_actions": report.invalid_actions,
-                "evidence": report.evidence_ids,
-                "steps": [
-                    {
-                        "index": s.index,
-                        "action": s.action,
-                        "cells": s.cells,
-                        "note": s.note,
-                        "view": s.view.path if s.view.path is not None else f"{s.view.start:.2f}-{s.view.end:.2f}",
-                        "image_sha": s.image_sha,
-                        "prompt_tokens": s.prompt_tokens,
-                        "latency_s": round(s.latency_s, 3),
-                        "valid": s.valid,
-                    }
-                    for s in report.steps
-                ],
-            }
-        )
     cost = values.get("cost")
     return {
         "run": {
@@ -117,11 +88,10 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
             "created_at": row.created_at.isoformat(),
             "cost": row.cost,
         },
-        "search_task": values.get("search_task"),
-        "traversal": values.get("traversal"),
+        "agent": row.agent,
         "pending": list(snapshot.next or ()),
-        "rounds": [rounds[k] for k in sorted(rounds)],
-        "checks": values.get("checks", []),
+        "detail": agent.trace_detail(values, calls) if agent.trace_detail else {},
+        "timeline": _timeline(events, calls),
         "evidence": [
             {
                 "label": evidence_label(i),
@@ -153,11 +123,48 @@ def _repair_line(repair: dict[str, Any]) -> str:
     return f"{repair['kind']} ({who}): {repair['detail']}"
 
 
+def _timeline(events: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every node that finished, in order, with the model calls it made (any agent)."""
+    made: dict[tuple[str, str | None, int | None], list[dict[str, Any]]] = {}
+    for call in calls:
+        made.setdefault((call["node"], call["worker"], call["round"]), []).append(call)
+    out = []
+    for event in events:
+        mine = made.pop((event["node"], event["worker"], event["round"]), [])
+        out.append(
+            {
+                **event,
+                "calls": len(mine),
+                "tokens": sum(c["prompt_tokens"] + c["completion_tokens"] for c in mine),
+            }
+        )
+    return out
+
+
+def _timeline_lines(timeline: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for event in timeline:
+        where = " ".join(
+            part
+            for part in (
+                f"round {event['round']}" if event["round"] is not None else "",
+                event["worker"] or "",
+            )
+            if part
+        )
+        calls = f", {event['calls']} call(s), {event['tokens']:,} tokens" if event["calls"] else ""
+        failed = f" FAILED: {event['error']}" if event["error"] else ""
+        out.append(
+            f"  {event['node']}{' (' + where + ')' if where else ''}: {event['duration_s'] or 0:.2f} s{calls}{failed}"
+        )
+    return out
+
+
 def trace_lines(trace: dict[str, Any]) -> list[str]:
-    """The trace as an indented tree: rounds -> workers -> steps."""
+    """The trace as text: a header every agent shares, then the agent's own view (or the node timeline)."""
     run = trace["run"]
     cost = trace["cost_state"]
-    lines = [f"run {run['id']} [{run['status']}]: {run['question']}"]
+    lines = [f"run {run['id']} [{run['status']}] ({trace['agent']}): {run['question']}"]
     if run["answer"] is not None:
         unsupported = "" if trace["grounded"] or not run["answer"] else " [answered without evidence]"
         lines.append(f"  answer: {run['answer']}{unsupported}  ({run['stop_reason']})")
@@ -170,39 +177,19 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
             f"{cost['cached_tokens']:,} cached, {cost.get('frames_viewed', 0):,} distinct frames viewed "
             f"({cost.get('frames_sent', 0):,} sent){fell_back}"
         )
-    lines.append(f"  search task: {trace['search_task']}")
-    lines.append(f"  traversal: {trace['traversal']}")
-    checks = {c["round"]: c for c in trace["checks"]}
-    repairs: dict[int, list[dict[str, Any]]] = {}
+    repairs: dict[int, list[str]] = {}
     for repair in trace["repairs"]:
-        repairs.setdefault(repair["round"], []).append(repair)
-    for repair in repairs.pop(0, []):
-        lines.append(f"  {_repair_line(repair)}")
-    for rnd in trace["rounds"]:
-        probe = rnd.get("global_probe")
-        lines.append(f"  round {rnd['round']}: probe {_call_brief(probe)}")
-        for repair in repairs.get(rnd["round"], []):
-            lines.append(f"    {_repair_line(repair)}")
-        for worker in rnd["workers"]:
-            lines.append(
-                f"    {worker['worker']} -> {worker['target']} [{worker['stop']}]"
-                + (f", {worker['invalid_actions']} invalid" if worker["invalid_actions"] else "")
-            )
-            for step in worker["steps"]:
-                cells = f" {step['cells']}" if step["cells"] else ""
-                lines.append(
-                    f"      step {step['index'] + 1}: {step['action']}{cells} on {step['view']} "
-                    f"({step['prompt_tokens']:,} tokens, {step['latency_s']:.2f} s): {step['note']}"
-                )
-        check = checks.get(rnd["round"])
-        if check:
-            verdict = "sufficient" if check["sufficient"] else "not sufficient"
-            lines.append(
-                f"    uncertainty: {verdict} {_call_brief(rnd.get('analyze_uncertainty'))}: {check['reasoning'][:160]}"
-            )
-    decide = next((c for c in trace["calls"] if c["node"] == "decide"), None)
-    if decide:
-        lines.append(f"  decision {_call_brief(decide)}")
+        repairs.setdefault(repair["round"], []).append(_repair_line(repair))
+    agent = get_agent(trace["agent"])
+    if agent.trace_lines is not None and trace["detail"]:
+        lines += [f"  {line}" for line in repairs.pop(0, [])]
+        lines += agent.trace_lines(trace["detail"], repairs)
+        decide = next((c for c in trace["calls"] if c["node"] == "decide"), None)
+        if decide:
+            lines.append(f"  decision {_call_brief(decide)}")
+    else:
+        lines += [f"  {line}" for lines_of in repairs.values() for line in lines_of]
+        lines += _timeline_lines(trace["timeline"])
     for e in trace["evidence"]:
         lines.append(f"  [{e['label']}] {format_ts(e['time'], 1)} {e['cell'] or ''}: {e['description']}")
     return lines
@@ -249,9 +236,15 @@ def render_report(trace: dict[str, Any]) -> str:
         parts.append("<ol type=A>" + "".join(f"<li>{e(c)}</li>" for c in run["choices"]) + "</ol>")
     parts.append(f"<p><b>Answer:</b> {e(run['answer'] or '(none yet)')}</p>")
     parts.append(f"<p><b>Reasoning:</b> {e(run['reasoning'] or '')}</p>")
+    detail = trace["detail"]
     parts.append(
-        f"<p><b>Search task:</b> {e(trace['search_task'] or '')} &nbsp; <b>Traversal:</b> "
-        f"{e(trace['traversal'] or '')} &nbsp; <b>Stopped:</b> {e(run['stop_reason'] or '')}</p>"
+        f"<p><b>Agent:</b> {e(trace['agent'])} &nbsp; <b>Stopped:</b> {e(run['stop_reason'] or '')}"
+        + "".join(
+            f" &nbsp; <b>{e(key.replace('_', ' ').capitalize())}:</b> {e(str(detail[key] or ''))}"
+            for key in ("search_task", "traversal")
+            if key in detail
+        )
+        + "</p>"
     )
     parts.append("<h2>Root grid with explored regions</h2>")
     parts.append(_img(images.get(last_images[0]) if last_images else None, 1280, "root grid"))
@@ -265,7 +258,7 @@ def render_report(trace: dict[str, Any]) -> str:
             f"</td><td>{e(ev['description'])}</td><td>{ev['confidence']:.2f}</td></tr>"
         )
     parts.append("</table><h2>Timeline</h2>")
-    for rnd in trace["rounds"]:
+    for rnd in detail.get("rounds", []):
         parts.append(f"<h3>Round {rnd['round']}</h3>")
         for worker in rnd["workers"]:
             parts.append(
@@ -280,6 +273,22 @@ def render_report(trace: dict[str, Any]) -> str:
                     f"<td>{step['prompt_tokens']:,}</td><td>{step['latency_s']:.2f} s</td></tr>"
                 )
             parts.append("</table>")
+    for turn in detail.get("turns", []):
+        parts.append(
+            f"<h3>{e(turn['header'])}</h3><p><b>Thought:</b> {e(turn['thought'])}</p>"
+            f"<pre>{e(turn['observation'])}</pre>"
+        )
+    if not detail:
+        parts.append(
+            "<table><tr><th>node</th><th>round</th><th>worker</th><th>calls</th><th>tokens</th><th>time</th></tr>"
+        )
+        for event in trace["timeline"]:
+            parts.append(
+                f"<tr><td>{e(event['node'])}</td><td>{event['round'] if event['round'] is not None else ''}</td>"
+                f"<td>{e(event['worker'] or '')}</td><td>{event['calls']}</td><td>{event['tokens']:,}</td>"
+                f"<td>{event['duration_s'] or 0:.2f} s</td></tr>"
+            )
+        parts.append("</table>")
     parts.append(
         "<h2>Cost</h2><table><tr><th>node</th><th>calls</th><th>prompt tokens</th><th>cached</th>"
         "<th>completion</th><th>latency</th></tr>"
