@@ -482,9 +482,7 @@ def test_report_of_an_unknown_run_is_one_line(world: World, tmp_path: Path) -> N
 
 def test_run_page_follows_a_run_in_progress(world: World, page: Page) -> None:
     port = free_port()
-    standin = subprocess.Popen(
-        [EXE, "sim-server", "--port", str(port), "--latency", "0.4"], stderr=subprocess.DEVNULL
-    )
+    standin = subprocess.Popen([EXE, "sim-server", "--port", str(port), "--latency", "0.4"], stderr=subprocess.DEVNULL)
     env = {**os.environ, "VIDEOATLAS_HOME": str(world.root / "home")}
     ask = subprocess.Popen(
         [
@@ -519,9 +517,14 @@ def test_run_page_follows_a_run_in_progress(world: World, page: Page) -> None:
     )
     try:
         wait_http(f"http://127.0.0.1:{port}/health", standin)
-        page.goto(world.base + "/runs?status=running&agent=video-rlm")
         link = page.locator("tr.run-row a").first
-        expect(link).to_be_visible(timeout=120_000)  # the list shows the run once it started
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:  # the list shows the run once it started
+            assert ask.poll() is None, ask.communicate()[1]
+            page.goto(world.base + "/runs?status=running&agent=video-rlm")
+            if link.count():
+                break
+            time.sleep(0.2)
         link.click()
         expect(page.locator("#run-status")).to_have_text("running")
         body = page.locator("section.run")

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from videoatlas.environment.concat import media_duration
 from videoatlas.errors import BadInputError, VideoAtlasError
+from videoatlas.evals.report import EvalData
 from videoatlas.inspect import load_trace
 from videoatlas.persistence.store import TraceStore
 from videoatlas.ui import evals as ev
@@ -125,7 +126,7 @@ async def image(request: web.Request) -> web.Response:
     return web.Response(body=data, content_type="image/jpeg", headers={"Cache-Control": "max-age=86400, immutable"})
 
 
-def _eval(request: web.Request, key: str = "index") -> tuple[int, ev.EvalData]:
+def _eval(request: web.Request, key: str = "index") -> tuple[int, EvalData]:
     raw = request.match_info.get(key) or request.query.get(key, "")
     index = int(raw) if raw.isdigit() else -1
     data = request.app[EVALS].get(index)

@@ -57,7 +57,7 @@ def _choice(run: Mapping[str, Any] | None, index: int | None) -> str:
     return f"{_letter(index)}. {text}" if text else _letter(index)
 
 
-def result_text(row: Mapping[str, Any]) -> str:
+def result_text(row: dict[str, Any]) -> str:
     """A question's outcome in a word or two."""
     if failed(row):
         return "run failed"
