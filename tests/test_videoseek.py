@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from action_video import Sign, write_signs_video
 from agent_helpers import default_reply, make_context
 from videoatlas.agents.videoseek.graph import build_graph
-from videoatlas.inspect import load_trace, render_report, trace_lines
+from videoatlas.inspect import load_trace, trace_lines
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
 from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
@@ -170,8 +170,11 @@ async def test_an_agent_without_its_own_trace_view_reads_back_as_its_node_timeli
     shown = trace_lines(trace)
     assert shown[0].startswith(f"run {result.run_id} [finished] (uniform)")
     assert any(line.startswith("  answer_uniform: ") and ", 1 call(s), " in line for line in shown), shown
-    page = render_report(await load_trace(result.run_id, db, with_images=True))
-    assert "<td>answer_uniform</td><td></td><td></td><td>1</td>" in page
+    from videoatlas.ui.report import report_html
+
+    page = await report_html(result.run_id, db)
+    assert "<b>answer_uniform</b>: " in page and "1 call(s)" in page
+    assert 'class="zoomable thumb" src="data:image/jpeg;base64,' in page  # the frames the call sent
 
 
 @pytest.mark.e2e

@@ -1,13 +1,12 @@
-"""Reading a run back: its trace as a tree (``videoatlas trace``) and as one HTML page (``videoatlas report``)."""
+"""Reading a run back: everything known about it (:func:`load_trace`) and its trace as a tree (``videoatlas trace``).
+
+The HTML views of a run (``videoatlas report``, ``videoatlas ui``) are in :mod:`videoatlas.ui`.
+"""
 
 from __future__ import annotations
 
 import base64
-import html
-import io
 from typing import Any
-
-from PIL import Image
 
 from videoatlas.agents.registry import get_agent, saved_snapshot
 from videoatlas.environment.render import evidence_label
@@ -37,15 +36,20 @@ def _call_dict(c: Any) -> dict[str, Any]:
     }
 
 
-async def load_trace(run_id: str, db_url: str | None = None, with_images: bool = False) -> dict[str, Any]:
-    """Everything known about a run: its row, checkpointed state, model calls and node events."""
-    url = resolve_db_url(db_url)
-    store = TraceStore(url)
+async def load_trace(
+    run_id: str, db_url: str | None = None, with_images: bool = False, store: TraceStore | None = None
+) -> dict[str, Any]:
+    """Everything known about a run: its row, checkpointed state, model calls and node events.
+
+    ``store``: an open store to read from (the web UI keeps one); by default one is opened and closed.
+    """
+    url = store.url if store is not None else resolve_db_url(db_url)
+    reader = store if store is not None else TraceStore(url)
     try:
-        row = store.run(run_id)
+        row = reader.run(run_id)
         if row is None:
             raise BadInputError(f"no run {run_id!r} in {redact_url(url)}")
-        calls = [_call_dict(c) for c in store.calls(row.id)]
+        calls = [_call_dict(c) for c in reader.calls(row.id)]
         events = [
             {
                 "node": e.node,
@@ -55,7 +59,7 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
                 "duration_s": e.duration_s,
                 "error": e.error,
             }
-            for e in store.events(row.id)
+            for e in reader.events(row.id)
             if e.phase == "end"
         ]
         agent = get_agent(row.agent)
@@ -64,10 +68,11 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
         images: dict[str, str] = {}
         if with_images:
             wanted = {sha for c in calls for sha in c["images"]}
-            for sha, art in store.artifacts(sorted(wanted)).items():
+            for sha, art in reader.artifacts(sorted(wanted)).items():
                 images[sha] = base64.b64encode(art.data).decode("ascii")
     finally:
-        store.close()
+        if store is None:
+            reader.close()
     cost = values.get("cost")
     return {
         "run": {
@@ -86,6 +91,9 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
             "prompt_set": row.prompt_set,
             "prompt_sha": row.prompt_sha,
             "created_at": row.created_at.isoformat(),
+            "updated_at": row.updated_at.isoformat() if row.updated_at else None,
+            "finished_at": row.finished_at.isoformat() if row.finished_at else None,
+            "subtitles": row.subtitles,
             "cost": row.cost,
         },
         "agent": row.agent,
@@ -100,11 +108,17 @@ async def load_trace(run_id: str, db_url: str | None = None, with_images: bool =
                 "description": e.description,
                 "confidence": e.confidence,
                 "id": e.id,
+                "start": e.start,
+                "end": e.end,
+                "round": e.round,
+                "worker": e.worker,
+                "subtitle": e.subtitle,
             }
             for i, e in enumerate(values.get("evidence", []))
         ],
         "repairs": [r.model_dump() for r in values.get("repairs", [])],
         "grounded": bool(values.get("cited")),
+        "cited": list(values.get("cited") or []),
         "cost_state": cost.summary() if cost is not None else {},
         "calls": calls,
         "events": events,
@@ -193,115 +207,3 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
     for e in trace["evidence"]:
         lines.append(f"  [{e['label']}] {format_ts(e['time'], 1)} {e['cell'] or ''}: {e['description']}")
     return lines
-
-
-def _img(b64: str | None, max_px: int, alt: str) -> str:
-    if not b64:
-        return f"<p class=missing>(image {html.escape(alt)} not stored)</p>"
-    raw = base64.b64decode(b64)
-    with Image.open(io.BytesIO(raw)) as original:
-        if max(original.size) > max_px:
-            small = original.convert("RGB")
-            small.thumbnail((max_px, max_px))
-            buf = io.BytesIO()
-            small.save(buf, format="JPEG", quality=80)
-            raw = buf.getvalue()
-    data = base64.b64encode(raw).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/jpeg;base64,{data}">'
-
-
-def render_report(trace: dict[str, Any]) -> str:
-    """One self-contained HTML page; every piece of model text is escaped."""
-    e = html.escape
-    run = trace["run"]
-    images = trace["images"]
-    decide = next((c for c in reversed(trace["calls"]) if c["node"] == "decide"), None)
-    last_images = (
-        decide["images"]
-        if decide
-        else next(
-            (c["images"] for c in reversed(trace["calls"]) if c["node"] in ("analyze_uncertainty", "global_probe")), []
-        )
-    )
-    parts = [
-        "<!doctype html><html><head><meta charset=utf-8>",
-        f"<title>videoatlas run {e(run['id'])}</title>",
-        "<style>body{font-family:sans-serif;max-width:1300px;margin:auto;padding:1em}img{max-width:100%}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}"
-        ".step img{max-width:320px}.missing{color:#999}.invalid{color:#b00}</style></head><body>",
-        f"<h1>Run {e(run['id'])} <small>[{e(run['status'])}]</small></h1>",
-        f"<p><b>Question:</b> {e(run['question'])}</p>",
-    ]
-    if run["choices"]:
-        parts.append("<ol type=A>" + "".join(f"<li>{e(c)}</li>" for c in run["choices"]) + "</ol>")
-    parts.append(f"<p><b>Answer:</b> {e(run['answer'] or '(none yet)')}</p>")
-    parts.append(f"<p><b>Reasoning:</b> {e(run['reasoning'] or '')}</p>")
-    detail = trace["detail"]
-    parts.append(
-        f"<p><b>Agent:</b> {e(trace['agent'])} &nbsp; <b>Stopped:</b> {e(run['stop_reason'] or '')}"
-        + "".join(
-            f" &nbsp; <b>{e(key.replace('_', ' ').capitalize())}:</b> {e(str(detail[key] or ''))}"
-            for key in ("search_task", "traversal")
-            if key in detail
-        )
-        + "</p>"
-    )
-    parts.append("<h2>Root grid with explored regions</h2>")
-    parts.append(_img(images.get(last_images[0]) if last_images else None, 1280, "root grid"))
-    parts.append("<h2>Scratchpad</h2>")
-    for sha in last_images[1:]:
-        parts.append(_img(images.get(sha), 1280, "scratchpad"))
-    parts.append("<table><tr><th>label</th><th>time</th><th>cell</th><th>description</th><th>confidence</th></tr>")
-    for ev in trace["evidence"]:
-        parts.append(
-            f"<tr><td>[{e(ev['label'])}]</td><td>{e(format_ts(ev['time'], 2))}</td><td>{e(ev['cell'] or '')}"
-            f"</td><td>{e(ev['description'])}</td><td>{ev['confidence']:.2f}</td></tr>"
-        )
-    parts.append("</table><h2>Timeline</h2>")
-    for rnd in detail.get("rounds", []):
-        parts.append(f"<h3>Round {rnd['round']}</h3>")
-        for worker in rnd["workers"]:
-            parts.append(
-                f"<h4>{e(worker['worker'])} &rarr; {e(worker['target'])} [{e(worker['stop'])}]</h4>"
-                "<table><tr><th>step</th><th>saw</th><th>action</th><th>tokens</th><th>latency</th></tr>"
-            )
-            for step in worker["steps"]:
-                cls = "" if step["valid"] else " class=invalid"
-                parts.append(
-                    f"<tr class=step><td>{step['index'] + 1}</td><td>{_img(images.get(step['image_sha']), 640, 'view')}"
-                    f"</td><td{cls}><b>{e(step['action'])}</b> {e(str(step['cells']))}<br>{e(step['note'])}</td>"
-                    f"<td>{step['prompt_tokens']:,}</td><td>{step['latency_s']:.2f} s</td></tr>"
-                )
-            parts.append("</table>")
-    for turn in detail.get("turns", []):
-        parts.append(
-            f"<h3>{e(turn['header'])}</h3><p><b>Thought:</b> {e(turn['thought'])}</p>"
-            f"<pre>{e(turn['observation'])}</pre>"
-        )
-    if not detail:
-        parts.append(
-            "<table><tr><th>node</th><th>round</th><th>worker</th><th>calls</th><th>tokens</th><th>time</th></tr>"
-        )
-        for event in trace["timeline"]:
-            parts.append(
-                f"<tr><td>{e(event['node'])}</td><td>{event['round'] if event['round'] is not None else ''}</td>"
-                f"<td>{e(event['worker'] or '')}</td><td>{event['calls']}</td><td>{event['tokens']:,}</td>"
-                f"<td>{event['duration_s'] or 0:.2f} s</td></tr>"
-            )
-        parts.append("</table>")
-    parts.append(
-        "<h2>Cost</h2><table><tr><th>node</th><th>calls</th><th>prompt tokens</th><th>cached</th>"
-        "<th>completion</th><th>latency</th></tr>"
-    )
-    by_node: dict[str, list[dict[str, Any]]] = {}
-    for call in trace["calls"]:
-        by_node.setdefault(call["node"], []).append(call)
-    for node, calls in by_node.items():
-        parts.append(
-            f"<tr><td>{e(node)}</td><td>{len(calls)}</td><td>{sum(c['prompt_tokens'] for c in calls):,}</td>"
-            f"<td>{sum(c['cached_tokens'] for c in calls):,}</td>"
-            f"<td>{sum(c['completion_tokens'] for c in calls):,}</td>"
-            f"<td>{sum(c['latency_s'] for c in calls):.2f} s</td></tr>"
-        )
-    parts.append("</table></body></html>")
-    return "\n".join(parts)

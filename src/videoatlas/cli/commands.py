@@ -587,12 +587,28 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``videoatlas report RUN -o run.html``."""
-    from videoatlas.inspect import load_trace, render_report
+    """``videoatlas report RUN -o run.html``: the UI's run page as one self-contained file."""
+    from videoatlas.ui.report import write_report
 
-    trace = asyncio.run(load_trace(args.run, args.db, with_images=True))
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(trace), encoding="utf-8")
+    asyncio.run(write_report(args.run, args.db, out))
     _out(f"wrote {out} ({out.stat().st_size // 1024} KB)")
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    """``videoatlas ui``: the web UI over runs and evals, until interrupted."""
+    from videoatlas.persistence.db import resolve_db_url
+    from videoatlas.ui.app import is_safe_host, serve
+    from videoatlas.ui.evals import EvalFolders
+
+    if not 0 < args.port < 65536:
+        raise BadInputError(f"--port must be between 1 and 65535, got {args.port}")
+    url = resolve_db_url(args.db)
+    folders = EvalFolders.check(args.evals)
+    if not is_safe_host(args.host):
+        sys.stderr.write(f"warning: --host {args.host} serves every run to anyone who can reach it (no login)\n")
+    sys.stderr.write(f"videoatlas ui: http://{args.host}:{args.port}/ (Ctrl-C stops it)\n")
+    sys.stderr.flush()
+    serve(url, folders, args.host, args.port)
     return 0

@@ -217,6 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.set_defaults(func=commands.cmd_report)
 
+    p = sub.add_parser("ui", help="browse runs and evals in a local, read-only web UI")
+    p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
+    p.add_argument("--evals", nargs="+", default=[], metavar="DIR", help="eval folders to show (and compare)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    p.set_defaults(func=commands.cmd_ui)
+
     p = sub.add_parser("sim-server", help="run the STAND-IN VLM server (OCR-based, for tests and demos; not a VLM)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8001)

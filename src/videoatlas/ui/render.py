@@ -1,0 +1,95 @@
+"""The one renderer of every page: Jinja2 templates shipped in the package, autoescaped, with a few filters.
+
+A run page is rendered the same way for the web UI (images served by hash) and for ``videoatlas
+report`` (one self-contained file, images inlined as data URIs): only ``image_src`` differs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from functools import cache
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from videoatlas.environment.timefmt import format_ts
+
+ImageSource = Callable[[str], str | None]
+"""A stored image's hash -> what an ``<img src>`` gets (None: the image is not stored)."""
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:,.0f}"
+
+
+def _secs(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2f} s" if value < 60 else format_ts(value, 0)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _when(value: datetime | str | None) -> str:
+    if value is None:
+        return ""
+    when = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return when.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _ts(value: float | None) -> str:
+    return "" if value is None else format_ts(value, 1)
+
+
+def _basename(path: str) -> str:
+    return os.path.basename(path.replace("\\", "/"))
+
+
+def _url(path: str, query: Mapping[str, str]) -> str:
+    return f"{path}?{urlencode(query)}" if query else path
+
+
+@cache
+def environment() -> Environment:
+    """The template environment (built once): every value is HTML-escaped unless a template says otherwise."""
+    env = Environment(
+        loader=PackageLoader("videoatlas.ui", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(num=_num, secs=_secs, pct=_pct, when=_when, ts=_ts, basename=_basename)
+    env.globals.update(url=_url)
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    """A page from ``template`` (``standalone`` defaults to False: the page links to the rest of the UI)."""
+    context.setdefault("standalone", False)
+    return environment().get_template(template).render(**context)
+
+
+def render_run(view: dict[str, Any], image_src: ImageSource, live: str | None = None) -> str:
+    """The run page served by the web UI; ``live``: the URL its body refreshes from while the run goes on."""
+    return render("run.html", view=view, image_src=image_src, live=live)
+
+
+def render_run_body(view: dict[str, Any], image_src: ImageSource) -> str:
+    """Only the run's body (what a live page swaps in)."""
+    return render("_run_body.html", view=view, image_src=image_src)
+
+
+def render_report(view: dict[str, Any], images: Mapping[str, str]) -> str:
+    """The run page as one self-contained file: ``images`` (base64 JPEG by hash) inlined as data URIs."""
+
+    def inline(sha: str) -> str | None:
+        data = images.get(sha)
+        return f"data:image/jpeg;base64,{data}" if data else None
+
+    return render("run.html", view=view, image_src=inline, live=None, standalone=True)
