@@ -146,7 +146,7 @@ def test_bad_videos(request: pytest.FixtureRequest, tmp_path: Path, fixture: str
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (("--k", "1"), "K must be an integer >= 2"),
+        (("--k", "1"), "K must be an integer between 2 and 16"),
         (("--cell", "64"), "out of range"),
         (("--cell", "1/a"), "cell ids separated by '/'"),
         (("--start", "70", "--end", "95"), "outside the video"),

@@ -92,6 +92,42 @@ def check_image_fits(k: int, cell_px: int, max_pixels: int) -> None:
         )
 
 
+def finest_level(duration: float, fps: float, k: int) -> int:
+    """The longest cell path worth expanding: its cell still spans at least one frame (``K**(2L) <= T * fps``)."""
+    frames = duration * fps
+    level = 0
+    while k ** (2 * (level + 1)) <= frames:
+        level += 1
+    return level
+
+
+def depth_problem(path: Sequence[int], duration: float, fps: float, k: int) -> str | None:
+    """Why expanding ``path`` would show less than one frame per cell of the expanded cell, or None.
+
+    Past the video's resolution every cell of the grid shows the same frame: such a path is refused
+    with the finest level the video has.
+    """
+    if not path or fps <= 0 or not math.isfinite(fps):
+        return None
+    finest = finest_level(duration, fps, k)
+    if len(path) <= finest:
+        return None
+    shown = "/".join(str(i) for i in path)
+    first_too_fine = "/".join(str(i) for i in path[: finest + 1])
+    span = duration / k ** (2 * (finest + 1))
+    ids = "id" if finest == 1 else "ids"
+    deepest = (
+        f"the finest level here is {finest}: expand paths of at most {finest} {ids}, such as "
+        + "/".join(str(i) for i in path[:finest])
+        if finest
+        else "only the root grid can be shown here (leave --cell out)"
+    )
+    return (
+        f"cell {shown} is finer than the video: cell {first_too_fine} lasts {span:.3f} s, less than one frame "
+        f"({1 / fps:.3f} s at {fps:g} fps); {deepest}"
+    )
+
+
 def synth_problem(duration: float, fps: float, width: int, height: int) -> str | None:
     """Why a synthetic video of this length, rate and size cannot be made, or None."""
     if not math.isfinite(duration) or duration < SYNTH_DURATION_MIN:
