@@ -72,7 +72,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     )
     created = not out.exists()
     try:
-        with endpoint_from(args, spec.config) as endpoint, EvalProgressBar(None, args.quiet or args.json) as bar:
+        with endpoint_from(args, spec.config) as endpoint, EvalProgressBar(quiet=args.quiet or args.json) as bar:
             outcome = asyncio.run(run_eval(spec, endpoint, bar))
     except BaseException:
         if created and out.is_dir() and not any(out.iterdir()):

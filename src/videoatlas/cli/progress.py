@@ -25,7 +25,7 @@ def _live_bar(stream: TextIO, **options: Any) -> Any:
 class _Reporter:
     """What both kinds of progress share: where to write, whether to draw a bar, when the last line was."""
 
-    def __init__(self, stream: TextIO | None, quiet: bool) -> None:
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.tty = self.stream.isatty()
