@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 import time
 from types import TracebackType
@@ -19,7 +21,13 @@ PLAIN_EVERY_S = 30.0
 def _live_bar(stream: TextIO, **options: Any) -> Any:
     from tqdm import tqdm  # only a terminal draws a bar
 
-    return tqdm(file=stream, dynamic_ncols=True, leave=True, **options)
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        size = os.terminal_size((0, 0))
+    # A terminal that reports no size (some containers' ptys) would get no bar at all from tqdm.
+    sizing: dict[str, Any] = {"dynamic_ncols": True} if size.columns and size.lines else {"ncols": 100, "nrows": 40}
+    return tqdm(file=stream, leave=True, **sizing, **options)
 
 
 class _Reporter:
