@@ -272,10 +272,11 @@ async def run_question(
 ) -> RunResult:
     """Answer one question about one video; with ``persist``, checkpointed and traced in ``db_url``.
 
-    What can be checked without the video or the model is checked first (the question, its choices,
-    the grid picture against the endpoint's image limit), so a refused run leaves no trace behind.
+    The grid picture is checked against the endpoint's image limit first, so a run that could not
+    show its first grid is refused before it starts (no model call, no run row). The question and
+    its choices are the caller's to check (``ask`` does, with :func:`videoatlas.limits.check_question`;
+    a benchmark's items run as they are written).
     """
-    limits.check_question(question, choices)
     limits.check_image_fits(config.k, config.cell_px, endpoint.max_image_pixels)
     thread = run_id or uuid.uuid4().hex[:12]
     url = resolve_db_url(db_url) if persist else None
