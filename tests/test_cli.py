@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from videoatlas.cli.main import EXIT_CODES, build_parser
+from videoatlas.errors import VideoAtlasError
 from videoatlas.llm.sim.server import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
@@ -146,7 +150,7 @@ def test_bad_videos(request: pytest.FixtureRequest, tmp_path: Path, fixture: str
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (("--k", "1"), "K must be an integer >= 2"),
+        (("--k", "1"), "K must be an integer between 2 and 16"),
         (("--cell", "64"), "out of range"),
         (("--cell", "1/a"), "cell ids separated by '/'"),
         (("--start", "70", "--end", "95"), "outside the video"),
@@ -245,3 +249,49 @@ def test_sim_server_command_serves_the_protocol() -> None:
 def test_bad_fault_spec_is_one_line() -> None:
     assert_one_line_error(run("sim-server", "--fault", "meteor=0.5"), 2, "unknown fault")
     assert_one_line_error(run("sim-server", "--fault", "http500=lots"), 2, "NAME=RATE")
+
+
+def _options(parser: argparse.ArgumentParser, prefix: str) -> Iterator[tuple[str, argparse.Action]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _options(child, f"{prefix} {name}")
+        elif not isinstance(action, argparse._HelpAction | argparse._VersionAction):
+            yield prefix, action
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    parser = build_parser(agent_settings=True)
+    seen = list(_options(parser, "videoatlas"))
+    assert len({command for command, _ in seen}) >= 15  # every command, eval's included
+    missing = [f"{command} {action.option_strings or action.dest}" for command, action in seen if not action.help]
+    assert missing == []
+
+
+@pytest.mark.parametrize(("command", "option"), [("ask", "--choice"), ("grid", "--dead"), ("sim-server", "--fault")])
+def test_repeatable_options_say_so(command: str, option: str) -> None:
+    parser = build_parser(agent_settings=True)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    action = next(a for a in sub._actions if option in a.option_strings)
+    assert isinstance(action, argparse._AppendAction) and "repeat" in (action.help or "")
+
+
+def test_every_exit_code_is_documented() -> None:
+    def kinds(cls: type[VideoAtlasError]) -> Iterator[type[VideoAtlasError]]:
+        yield cls
+        for sub in cls.__subclasses__():
+            yield from kinds(sub)
+
+    documented = {code for code, _ in EXIT_CODES}
+    assert {kind.exit_code for kind in kinds(VideoAtlasError)} <= documented
+    help_text = run("--help").stdout
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for code, _ in EXIT_CODES:
+        assert f"  {code:>3}  " in help_text
+        assert f"| {code} |" in readme
+
+
+def test_logging_options_work_before_and_after_the_command(counter_video: Path) -> None:
+    for args in (("--log-level", "debug", "probe", str(counter_video)), ("probe", str(counter_video), "--log-json")):
+        proc = run(*args)
+        assert proc.returncode == 0, proc.stderr

@@ -132,7 +132,7 @@ def test_access_depth() -> None:
 
 @pytest.mark.parametrize("k", [0, 1, -3])
 def test_k_below_two_is_rejected(k: int) -> None:
-    with pytest.raises(BadInputError, match="K must be an integer >= 2"):
+    with pytest.raises(BadInputError, match="K must be an integer between 2 and 16"):
         grid_for_path(100.0, (), k)
     with pytest.raises(BadInputError):
         split_interval(Interval(0, 10), k)

@@ -15,6 +15,8 @@ pytestmark = pytest.mark.unit
         ("90.5", 90.5),
         ("1:30", 90.0),
         ("01:02:03.5", 3723.5),
+        ("0:59.9", 59.9),
+        ("90:00", 5400.0),
         ("1h", 3600.0),
         ("10h", 36000.0),
         ("1h30m", 5400.0),
@@ -27,7 +29,7 @@ def test_parse_time(text: str, seconds: float) -> None:
     assert parse_time(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1h30x", "-5", "1:2:3:4", "inf", "nan"])
+@pytest.mark.parametrize("text", ["", "abc", "1h30x", "-5", "1:2:3:4", "inf", "nan", "1:99", "1:60:00", "0:00:60.5"])
 def test_parse_time_rejects_garbage(text: str) -> None:
     with pytest.raises(BadInputError):
         parse_time(text)

@@ -39,6 +39,10 @@ class EndpointError(VideoAtlasError):
     exit_code = 5
 
 
+class EndpointUnreachableError(EndpointError):
+    """No server answers at the endpoint's address (nothing listening, a wrong URL, a network failure)."""
+
+
 class ModelNotServedError(EndpointError):
     """The endpoint is up but does not serve the requested model."""
 

@@ -17,6 +17,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
+from videoatlas import limits
 from videoatlas.agents.registry import all_agents, get_agent, saved_snapshot
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
@@ -269,7 +270,14 @@ async def run_question(
     persist: bool = True,
     run_id: str | None = None,
 ) -> RunResult:
-    """Answer one question about one video; with ``persist``, checkpointed and traced in ``db_url``."""
+    """Answer one question about one video; with ``persist``, checkpointed and traced in ``db_url``.
+
+    The grid picture is checked against the endpoint's image limit first, so a run that could not
+    show its first grid is refused before it starts (no model call, no run row). The question and
+    its choices are the caller's to check (``ask`` does, with :func:`videoatlas.limits.check_question`;
+    a benchmark's items run as they are written).
+    """
+    limits.check_image_fits(config.k, config.cell_px, endpoint.max_image_pixels)
     thread = run_id or uuid.uuid4().hex[:12]
     url = resolve_db_url(db_url) if persist else None
     # Store calls that touch the database run on a thread: on the event loop, waiting for SQLite's
@@ -334,6 +342,7 @@ async def resume_run(
             strict_schema=row.endpoint.get("strict_schema"),
         )
         config = RunConfig.model_validate(row.config)
+        limits.check_image_fits(config.k, config.cell_px, settings.max_image_pixels)
         tracer = RunTracer(store, row.id)
         prepared = await _prepare(
             row.video_path, config, settings, row.subtitles, row.subtitle_offset, chat_model, tracer

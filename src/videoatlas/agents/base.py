@@ -56,6 +56,7 @@ template loader, video access and rendering, and the model client. The stand-in 
 
 UNVERSIONED = (
     "videoatlas.errors",
+    "videoatlas.limits",
     "videoatlas.agents",
     "videoatlas.agents.base",
     "videoatlas.agents.registry",

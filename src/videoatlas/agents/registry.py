@@ -3,7 +3,7 @@
 Adding an agent means adding its package under ``agents/`` (``agent.py`` with ``AGENT``,
 ``settings.py`` with ``Settings``) and one line here; nothing else in the project (runs, traces,
 reports, evals, the CLI) names an agent. Settings load without the agent's graph, so listing the
-agents and their options stays cheap.
+agents and their options stays cheap (this module imports neither pydantic nor an agent until asked).
 """
 
 from __future__ import annotations
@@ -11,15 +11,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from videoatlas.errors import BadInputError
-from videoatlas.runtime.config import AgentSettings, RunConfig
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
     from videoatlas.agents.base import Agent
+    from videoatlas.runtime.config import AgentSettings, RunConfig
 
 PACKAGES: dict[str, str] = {
     "video-rlm": "videoatlas.agents.video_rlm",
@@ -60,6 +58,8 @@ def settings_model(name: str) -> type[AgentSettings]:
 
 def settings_of(config: RunConfig) -> AgentSettings:
     """The settings of the configured agent (one line naming the setting when one is bad)."""
+    from pydantic import ValidationError
+
     try:
         return settings_model(config.agent).model_validate(config.settings)
     except ValidationError as exc:

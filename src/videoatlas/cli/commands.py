@@ -1,4 +1,8 @@
-"""The subcommands. Each returns an exit code; user errors are raised as :class:`VideoAtlasError`."""
+"""The subcommands. Each returns an exit code; user errors are raised as :class:`VideoAtlasError`.
+
+Only light modules are imported here: each command imports what it needs (video decoding, the
+agents, LangGraph, the model client) when it runs, so ``--help``, ``probe`` and ``grid`` start fast.
+"""
 
 from __future__ import annotations
 
@@ -10,26 +14,23 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from videoatlas.agents.registry import settings_model
-from videoatlas.environment.atlas import VideoAtlas
-from videoatlas.environment.cache import RenderCache
-from videoatlas.environment.concat import ConcatSource, is_manifest, open_source
+from videoatlas import limits
+from videoatlas.cli.outputs import command_name, image_output, output_folder, undo_on_failure, write_image
+from videoatlas.cli.progress import Progress
 from videoatlas.environment.geometry import Interval, format_path, parse_path
-from videoatlas.environment.readers import DEFAULT_BACKEND
-from videoatlas.environment.render import ScratchTile, evidence_label, visual_tokens
-from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.environment.synth import SynthSpec, default_fps, load_current, synthesize
 from videoatlas.environment.timefmt import format_ts, parse_range, parse_time
-from videoatlas.environment.video import probe
-from videoatlas.errors import BadInputError
-from videoatlas.llm.settings import EndpointSettings
+from videoatlas.errors import BadInputError, EndpointUnreachableError
+from videoatlas.llm.settings import DEFAULT_BASE_URL, EndpointSettings
 from videoatlas.paths import home_dir, render_cache_dir
-from videoatlas.runs import RunResult, run_question
-from videoatlas.runtime.config import RunConfig
+
+if TYPE_CHECKING:
+    from videoatlas.environment.atlas import VideoAtlas
+    from videoatlas.runs import RunResult
+    from videoatlas.runtime.config import RunConfig
+
+__all__ = ["Progress"]
 
 
 def _out(text: str) -> None:
@@ -40,33 +41,11 @@ def _json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-class Progress:
-    """Percent progress on stderr: rewritten in place on a terminal, a line per 10% otherwise."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.tty = sys.stderr.isatty()
-        self.last_shown = -1
-        self.last_time = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        """Report ``done`` of ``total`` units."""
-        pct = int(100 * done / total) if total else 100
-        now = time.monotonic()
-        if self.tty:
-            if pct != self.last_shown and (now - self.last_time > 0.2 or pct == 100):
-                sys.stderr.write(f"\r{self.label}: {pct:3d}%")
-                if pct == 100:
-                    sys.stderr.write("\n")
-                sys.stderr.flush()
-                self.last_shown, self.last_time = pct, now
-        elif pct // 10 != self.last_shown // 10 or self.last_shown < 0:
-            sys.stderr.write(f"{self.label}: {pct}%\n")
-            self.last_shown = pct
-
-
 def cmd_probe(args: argparse.Namespace) -> int:
     """``videoatlas probe VIDEO`` (a video file or a concatenation manifest)."""
+    from videoatlas.environment.concat import ConcatSource, is_manifest
+    from videoatlas.environment.video import probe
+
     segments: list[dict[str, Any]] = []
     if is_manifest(args.video):
         with ConcatSource(args.video) as joined:
@@ -93,6 +72,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def _atlas(video: str, k: int, cell_px: int, backend: str | None, cache: bool) -> VideoAtlas:
+    from videoatlas.environment.atlas import VideoAtlas
+    from videoatlas.environment.cache import RenderCache
+    from videoatlas.environment.concat import open_source
+    from videoatlas.environment.readers import DEFAULT_BACKEND
+
     source = open_source(video, backend=backend or DEFAULT_BACKEND)
     return VideoAtlas(source, k=k, cell_px=cell_px, cache=RenderCache(render_cache_dir()) if cache else None)
 
@@ -101,19 +85,40 @@ def cmd_grid(args: argparse.Namespace) -> int:
     """``videoatlas grid VIDEO [--start S --end E | --cell PATH] -o OUT.jpg``."""
     if (args.start is None) != (args.end is None):
         raise BadInputError("--start and --end go together")
+    if args.cell is not None and not args.cell.strip():
+        raise BadInputError("--cell needs a cell path such as 12/5 (leave --cell out for the root grid)")
+    limits.check_grid(args.k, args.cell_px)
+    output = image_output(args.output)
     dead = [Interval(*parse_range(d)) for d in args.dead]
-    subtitles = load_subtitles(args.subtitles, _offset(args.subtitle_offset)) if args.subtitles else None
+    path = parse_path(args.cell, args.k) if args.cell is not None else ()
+    window = Interval(parse_time(args.start), parse_time(args.end)) if args.start is not None else None
+    subtitles = None
+    if args.subtitles:
+        from videoatlas.environment.subtitles import load_subtitles
+
+        subtitles = load_subtitles(args.subtitles, _offset(args.subtitle_offset))
     began = time.perf_counter()
     atlas = _atlas(args.video, args.k, args.cell_px, args.backend, not args.no_cache)
     try:
-        if args.start is not None:
-            view = atlas.grid_over(Interval(parse_time(args.start), parse_time(args.end)), dead)
+        info = atlas.source.info
+        if window is not None:
+            if window.span * info.fps < 1:
+                raise BadInputError(
+                    f"the range {format_ts(window.start, 3)}-{format_ts(window.end, 3)} is shorter than one frame "
+                    f"({1 / info.fps:.3f} s at {info.fps:g} fps)"
+                )
+            view = atlas.grid_over(window, dead)
         else:
-            view = atlas.grid(parse_path(args.cell or "root", args.k), dead)
+            problem = limits.depth_problem(path, atlas.duration, info.fps, args.k)
+            if problem is not None:
+                raise BadInputError(problem)
+            view = atlas.grid(path, dead)
     finally:
         atlas.source.close()
     elapsed = time.perf_counter() - began
-    out = view.image.save(args.output)
+    out = write_image(view.image.jpeg, output)
+    from videoatlas.environment.render import visual_tokens
+
     unavailable = sum(1 for f in view.image.frames if f["method"] == "unavailable")
     summary = {
         "output": str(out),
@@ -123,7 +128,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
         "cell_span_s": view.grid.cell_span,
         "width": view.image.width,
         "height": view.image.height,
-        "bytes": len(view.image.jpeg),
+        "bytes": out.stat().st_size,
         "sha256": view.image.sha256,
         "cache_hit": view.image.cache_hit,
         "render_s": round(view.image.render_s, 4),
@@ -141,7 +146,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
         return 0
     where = f"cell {summary['cell']}" if summary["cell"] else "time range"
     _out(
-        f"wrote {out} ({view.image.width}x{view.image.height}, {len(view.image.jpeg) // 1024} KB): "
+        f"wrote {out} ({view.image.width}x{view.image.height}, {summary['bytes'] // 1024} KB): "
         f"{where} {format_ts(view.grid.interval.start)}-{format_ts(view.grid.interval.end)}, "
         f"{args.k}x{args.k} cells of {view.grid.cell_span:.3f} s"
     )
@@ -173,10 +178,20 @@ def _size(text: str) -> tuple[int, int]:
     return w, h
 
 
+def _file_stem(name: str) -> str:
+    if not name or name != Path(name).name or name.startswith(".") or Path(name).suffix:
+        raise BadInputError(f"--name {name!r} must be a plain file stem such as 'video' (no folder, dot or suffix)")
+    return name
+
+
 def cmd_synth(args: argparse.Namespace) -> int:
     """``videoatlas synth --duration 1h --seed 1 --out DIR``."""
     duration = parse_time(args.duration)
     width, height = _size(args.size)
+    out = output_folder(args.out)
+    name = _file_stem(args.name)
+    from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
+
     spec = SynthSpec(
         duration=duration,
         seed=args.seed,
@@ -189,13 +204,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
         style=args.style,
     )
     began = time.perf_counter()
-    truth = synthesize(spec, args.out, args.name, Progress(f"synth {format_ts(duration, 0)}"))
+    with undo_on_failure(out), Progress(f"synth {format_ts(duration, 0)}", quiet=args.json) as progress:
+        truth = synthesize(spec, out, name, progress)
     elapsed = time.perf_counter() - began
-    out = Path(args.out)
     result = {
         "video": str(out / truth["video"]),
         "style": spec.style,
-        "ground_truth": str(out / f"{args.name}.json"),
+        "ground_truth": str(out / f"{name}.json"),
         "subtitles": str(out / truth["subtitles"]) if truth["subtitles"] else None,
         "duration": duration,
         "frames": truth["frames"],
@@ -222,6 +237,12 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
 
     A flag of another agent's settings is refused (it would be silently ignored otherwise).
     """
+    from pydantic import ValidationError
+
+    from videoatlas.agents.registry import settings_model
+    from videoatlas.runtime.config import RunConfig
+
+    limits.check_grid(args.k, args.cell_px)
     model = settings_model(args.agent)
     given = {
         key.removeprefix("setting__"): value
@@ -251,24 +272,56 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
     return config
 
 
+def _unreachable_hint(base_url: str) -> str:
+    if base_url == DEFAULT_BASE_URL:
+        return (
+            "no endpoint was given, so the default was tried: point --base-url or VIDEOATLAS_BASE_URL at an "
+            "OpenAI-compatible VLM server (`videoatlas serve` starts one on a GPU), or add --standin to answer "
+            "with the stand-in (a test backend)"
+        )
+    return "is the server up? Check --base-url or VIDEOATLAS_BASE_URL, or add --standin to answer with the stand-in"
+
+
 @contextlib.contextmanager
-def endpoint_from(args: argparse.Namespace) -> Iterator[EndpointSettings]:
-    """Endpoint settings from the environment and flags; with ``--standin``, a stand-in server for the duration."""
+def endpoint_from(args: argparse.Namespace, config: RunConfig | None = None) -> Iterator[EndpointSettings]:
+    """Endpoint settings from the environment and flags; with ``--standin``, a stand-in server for the duration.
+
+    With ``config``, its grid picture is checked against the endpoint's image limit before anything
+    starts (the stand-in's limit is its own configuration's). An endpoint that does not answer is
+    reported with the ways to name one (``--base-url``, ``VIDEOATLAS_BASE_URL``) or to use the stand-in.
+    """
+    pixels = getattr(args, "max_image_pixels", None)
     if getattr(args, "standin", False):
         from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 
+        sim = SimConfig() if pixels is None else SimConfig(max_image_pixels=pixels)
+        if config is not None:
+            limits.check_image_fits(config.k, config.cell_px, sim.max_image_pixels)
         sys.stderr.write("starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process\n")
-        with RunningServer(SimServer(SimConfig())) as server:
-            yield EndpointSettings.from_env({}, base_url=server.base_url, model="", timeout_s=args.timeout)
+        with RunningServer(SimServer(sim)) as server:
+            yield EndpointSettings.from_env(
+                {},
+                base_url=server.base_url,
+                model="",
+                timeout_s=args.timeout,
+                max_image_pixels=sim.max_image_pixels,
+            )
         return
-    yield EndpointSettings.from_env(
+    settings = EndpointSettings.from_env(
         None,
         base_url=args.base_url,
         model=args.model,
         api_key=args.api_key,
         timeout_s=args.timeout,
         strict_schema=False if getattr(args, "no_strict_schema", False) else None,
+        max_image_pixels=pixels,
     )
+    if config is not None:
+        limits.check_image_fits(config.k, config.cell_px, settings.max_image_pixels)
+    try:
+        yield settings
+    except EndpointUnreachableError as exc:
+        raise EndpointUnreachableError(f"{exc}; {_unreachable_hint(settings.base_url)}") from None
 
 
 def describe_event(event: dict[str, Any]) -> str | None:
@@ -314,6 +367,8 @@ def _progress(quiet: bool) -> Any:
 
 def print_result(result: RunResult) -> None:
     """The answer, the evidence with timestamps, and the cost, for people."""
+    from videoatlas.environment.render import evidence_label
+
     unsupported = "" if result.grounded or not result.answer else " (answered without evidence: no evidence cited)"
     if result.answer_index is not None:
         _out(f"answer: {chr(ord('A') + result.answer_index)}. {result.answer}{unsupported}")
@@ -340,17 +395,19 @@ def print_result(result: RunResult) -> None:
     if repairs:
         _out(
             f"repairs: {len(repairs)} reply(ies) used in part or not at all ({len(fallbacks)} fallback(s)); "
-            f"see `videoatlas trace {result.run_id}`"
+            f"see `{command_name()} trace {result.run_id}`"
         )
     _out(f"stopped: {result.stop_reason}; run id {result.run_id}")
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """``videoatlas ask VIDEO -q ... [-c ...]``."""
+    limits.check_question(args.question, args.choice)
     config = run_config_from(args)
-    if not args.question.strip():
-        raise BadInputError("the question is empty")
-    with endpoint_from(args) as endpoint:
+    offset = _offset(args.subtitle_offset)
+    from videoatlas.runs import run_question
+
+    with endpoint_from(args, config) as endpoint:
         result = asyncio.run(
             run_question(
                 args.video,
@@ -359,7 +416,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 config,
                 endpoint,
                 subtitles=args.subtitles,
-                subtitle_offset=_offset(args.subtitle_offset),
+                subtitle_offset=offset,
                 on_progress=_progress(args.quiet or args.json),
                 db_url=args.db,
                 persist=not args.no_persist,
@@ -372,27 +429,48 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def activate_hint() -> str | None:
+    """How to put ``videoatlas`` on PATH when it is not (``source .venv/bin/activate``), or None."""
+    if command_name() == "videoatlas":
+        return None
+    activate = Path(sys.executable).parent / "activate"
+    if not activate.is_file():
+        return None
+    try:
+        shown = activate.relative_to(Path.cwd())
+    except ValueError:
+        shown = activate
+    return f"source {shown}"
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Synthesise (once) a 10-minute video, start the stand-in VLM in-process, and answer a question."""
-    out = Path(args.out) if args.out else home_dir() / "demo"
+    import shlex
+
+    from videoatlas.environment.render import ScratchTile
+    from videoatlas.environment.synth import SynthSpec, load_current, plan_timeline, synthesize
+    from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
+    from videoatlas.runs import run_question
+    from videoatlas.runtime.config import RunConfig
+
+    out = output_folder(args.out) if args.out else home_dir() / "demo"
     spec = SynthSpec(duration=600, seed=7)
+    planned = len(plan_timeline(spec).questions)  # cheap: no pixels, so a bad --question costs nothing
+    if not 0 <= args.question < planned:
+        raise BadInputError(f"--question must be between 0 and {planned - 1}")
     truth = load_current(out)
     if truth is not None and (truth["spec"].get("seed") != spec.seed or truth["duration"] != spec.duration):
         truth = None
     if truth is None:
         sys.stderr.write(f"synthesising a 10-minute demo video into {out} ...\n")
-        truth = synthesize(spec, out, progress=Progress("synth"))
-    questions = truth["questions"]
-    if not 0 <= args.question < len(questions):
-        raise BadInputError(f"--question must be between 0 and {len(questions) - 1}")
-    question = questions[args.question]
+        with undo_on_failure(out), Progress("synth", quiet=args.json) as progress:
+            truth = synthesize(spec, out, progress=progress)
+    question = truth["questions"][args.question]
     video = out / "video.mp4"
     sys.stderr.write(
         "starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process; "
         "point --base-url at a vLLM server to use a real model\n"
     )
-    from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
-
     with RunningServer(SimServer(SimConfig())) as server:
         endpoint = EndpointSettings.from_env({}, base_url=server.base_url, model="")
         result = asyncio.run(
@@ -438,10 +516,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for key, path in files.items():
         if key.startswith("scratchpad"):
             _out(f"  evidence scratchpad: {path}")
+    exe, quoted_video, quoted_out = command_name(), shlex.quote(str(video)), shlex.quote(str(out))
     if result.evidence:
-        cell = result.evidence[0].cell or "root"
-        _out(f"  the grid a worker saw: videoatlas grid {video} --cell {cell.rsplit('/', 1)[0]} -o grid.jpg")
-    _out(f"  the same run as JSON:  videoatlas demo --json --out {out}")
+        cell = result.evidence[0].cell or ""
+        parent = f" --cell {cell.rsplit('/', 1)[0]}" if "/" in cell else ""
+        _out(f"  the grid a worker saw: {exe} grid {quoted_video}{parent} -o grid.jpg")
+    _out(f"  the same run as JSON:  {exe} demo --json --out {quoted_out}")
+    hint = activate_hint()
+    if hint is not None:
+        _out(f"  (or run `{hint}` first, and type `videoatlas` instead)")
     return 0
 
 
@@ -477,12 +560,30 @@ def cmd_sim_server(args: argparse.Namespace) -> int:
         min_text_px=args.min_text_px,
         faults=faults,
     )
+    _check_port_free(args.host, args.port)
     sys.stderr.write(
         f"STAND-IN VLM (OCR-based test backend, not a real model) serving '{config.model}' "
         f"at http://{args.host}:{args.port}/v1; stats at /stats\n"
     )
-    serve_forever(SimServer(config), args.host, args.port)
+    try:
+        serve_forever(SimServer(config), args.host, args.port)
+    except OSError as exc:  # taken between the check and the server's own bind
+        raise BadInputError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return 0
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse, before saying it serves, an address the server could not listen on."""
+    import errno
+    import socket
+
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise BadInputError(f"port {port} on {host} is already in use; choose another with --port") from None
+        raise BadInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -1,4 +1,8 @@
-"""``videoatlas eval ...``: run a benchmark, report it, compare two runs, build long variants."""
+"""``videoatlas eval ...``: run a benchmark, report it, compare two runs, build long variants.
+
+The evaluation code (datasets, the runner, reports and their plots) is imported by the command that
+runs, not by ``videoatlas --help``.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +10,18 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from videoatlas import limits
 from videoatlas.cli.commands import endpoint_from, run_config_from
-from videoatlas.environment.synth import STYLES, Style
-from videoatlas.environment.timefmt import format_ts, parse_time
+from videoatlas.cli.outputs import command_name, output_folder
+from videoatlas.cli.progress import EvalProgressBar
+from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
-from videoatlas.evals.datasets import load_items
-from videoatlas.evals.items import interleave
-from videoatlas.evals.report import (
-    compare,
-    load_eval,
-    plot_tokens_vs_duration,
-    render_comparison,
-    render_markdown,
-    report,
-)
-from videoatlas.evals.runner import EvalProgress, EvalSpec, Shard, run_eval
-from videoatlas.evals.variants import build_long_variants
+
+if TYPE_CHECKING:
+    from videoatlas.environment.synth import Style
 
 
 def _durations(text: str | None) -> list[float] | None:
@@ -33,12 +30,20 @@ def _durations(text: str | None) -> list[float] | None:
     values = [parse_time(part) for part in text.split(",") if part.strip()]
     if not values:
         raise BadInputError("--durations needs at least one length, e.g. 1m,10m,1h")
+    from videoatlas.environment.synth import default_fps
+
+    for value in values:  # the synthetic suite's videos are made at the default size and rate
+        problem = limits.synth_problem(value, default_fps(value), 640, 360)
+        if problem is not None:
+            raise BadInputError(f"--durations: {problem}")
     return values
 
 
 def _styles(text: str | None) -> list[Style] | None:
     if text is None:
         return None
+    from videoatlas.environment.synth import STYLES
+
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in STYLES]
     if unknown or not names:
@@ -46,42 +51,11 @@ def _styles(text: str | None) -> list[Style] | None:
     return [s for s in STYLES if s in names]
 
 
-class ProgressLine:
-    """The eval's progress bar on stderr: rewritten in place on a terminal, a line per question otherwise."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, p: EvalProgress) -> None:
-        """Show ``p``."""
-        if self.quiet:
-            return
-        now = time.monotonic()
-        final = p.done == p.total
-        if self.tty and not final and now - self.last < 0.2:
-            return
-        self.last = now
-        width = 24
-        filled = int(width * p.done / p.total) if p.total else width
-        acc = "-" if p.accuracy is None else f"{p.accuracy:.1%}"
-        err = "-" if p.error_rate is None else f"{p.error_rate:.1%}"
-        eta = "-" if p.eta_s is None else format_ts(p.eta_s, 0)
-        line = (
-            f"[{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total} acc {acc} "
-            f"| errors {err} ({p.errors}) | {p.parse_failures} parse fail | {p.tokens / 1e6:.2f}M tokens "
-            f"| {p.cached} cached | ETA {eta}"
-        )
-        if self.tty:
-            sys.stderr.write("\r" + line + ("\n" if final else ""))
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-
-
 def cmd_eval_run(args: argparse.Namespace) -> int:
     """``videoatlas eval run``: exit 0 when every question has a result, 1 when some failed to run."""
+    from videoatlas.evals.runner import EvalSpec, Shard, run_eval
+
+    out = output_folder(args.out)
     spec = EvalSpec(
         dataset=args.dataset,
         root=args.root,
@@ -96,8 +70,14 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         db_url=args.db,
         subtitles=not args.no_subtitles,
     )
-    with endpoint_from(args) as endpoint:
-        outcome = asyncio.run(run_eval(spec, endpoint, ProgressLine(args.quiet or args.json)))
+    created = not out.exists()
+    try:
+        with endpoint_from(args, spec.config) as endpoint, EvalProgressBar(quiet=args.quiet or args.json) as bar:
+            outcome = asyncio.run(run_eval(spec, endpoint, bar))
+    except BaseException:
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # refused or failed before writing anything: no empty folder left behind
+        raise
     p = outcome.progress
     summary = {
         "out": str(outcome.out),
@@ -122,7 +102,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
             f"{p.total} question(s): accuracy {acc} ({p.correct}/{p.scored}, a failed run counts as wrong), "
             f"error rate {err} ({p.errors} failed to run), {p.parse_failures} parse failure(s), "
             f"{p.cached} from cache; results in {outcome.results_file}\n"
-            f"report: videoatlas eval report {outcome.out}\n"
+            f"report: {command_name()} eval report {outcome.out}\n"
         )
     if p.errors:
         sys.stderr.write(f"videoatlas eval: {p.errors} question(s) failed to run; re-run the command to retry them\n")
@@ -132,6 +112,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
     """``videoatlas eval report DIR``: prints the report and writes report.md, report.json and a plot."""
+    from videoatlas.evals.report import load_eval, plot_tokens_vs_duration, render_markdown, report
+
     data = load_eval(args.folder)
     rep = report(data)
     text = render_markdown(rep)
@@ -148,6 +130,8 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
 
 def cmd_eval_compare(args: argparse.Namespace) -> int:
     """``videoatlas eval compare DIR_A DIR_B``."""
+    from videoatlas.evals.report import compare, load_eval, plot_tokens_vs_duration, render_comparison
+
     if args.resamples < 100:
         raise BadInputError("--resamples must be at least 100")
     a, b = load_eval(args.folder_a), load_eval(args.folder_b)
@@ -163,6 +147,10 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
 
 def cmd_eval_make_long(args: argparse.Namespace) -> int:
     """``videoatlas eval make-long``: write long variants and their items file."""
+    from videoatlas.evals.datasets import load_items
+    from videoatlas.evals.items import interleave
+    from videoatlas.evals.variants import build_long_variants
+
     items = interleave(load_items(args.dataset, args.root))
     if args.limit is not None:
         items = items[: args.limit]
@@ -173,6 +161,6 @@ def cmd_eval_make_long(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(
             f"{len(new_items)} question(s) over {videos} {args.hours:g}-hour variant(s): {path}\n"
-            f"run them with: videoatlas eval run --dataset jsonl --root {Path(path).parent} --out DIR\n"
+            f"run them with: {command_name()} eval run --dataset jsonl --root {Path(path).parent} --out DIR\n"
         )
     return 0

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from PIL import Image
 
+from videoatlas import limits
 from videoatlas.environment.cache import RenderCache, render_key
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import (
@@ -26,7 +27,6 @@ from videoatlas.environment.geometry import (
     Grid,
     Interval,
     check_inside,
-    check_k,
     grid_for_path,
     grid_over,
     investigate_interval,
@@ -97,9 +97,7 @@ class VideoAtlas:
         zoom_px: int = 1280,
         subtitles: Subtitles | None = None,
     ) -> None:
-        check_k(k)
-        if not 32 <= cell_px <= 2048:
-            raise BadInputError(f"cell size must be between 32 and 2048 px, got {cell_px}")
+        limits.check_grid(k, cell_px)
         if not 1 <= jpeg_quality <= 95:
             raise BadInputError(f"JPEG quality must be 1..95, got {jpeg_quality}")
         self.source = source

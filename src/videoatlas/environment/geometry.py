@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from videoatlas import limits
 from videoatlas.errors import BadInputError
 
 CellPath = tuple[int, ...]
@@ -93,9 +94,8 @@ class Grid:
 
 
 def check_k(k: int) -> None:
-    """Reject grid sizes below 2 (a 1 x 1 grid cannot refine anything)."""
-    if not isinstance(k, int) or k < 2:
-        raise BadInputError(f"grid size K must be an integer >= 2, got {k!r}")
+    """Reject grid sizes outside the shared limits (:mod:`videoatlas.limits`: 2 to 16)."""
+    limits.check_k(k)
 
 
 def check_duration(duration: float) -> None:

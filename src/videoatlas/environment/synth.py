@@ -40,6 +40,7 @@ import numpy as np
 import structlog
 from PIL import Image, ImageDraw
 
+from videoatlas import limits
 from videoatlas.environment.geometry import cell_span
 from videoatlas.environment.render import draw_centered_text, load_font
 from videoatlas.environment.subtitles import SubtitleLine, write_srt
@@ -115,14 +116,7 @@ class SynthSpec:
     """Keyframes that B-frames of the previous GOP may reference (x265's default; x264's ``open-gop``)."""
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.duration) or self.duration < 30:
-            raise BadInputError(f"synthetic videos must last at least 30 s, got {self.duration}")
-        if self.duration > 24 * 3600:
-            raise BadInputError("synthetic videos are limited to 24 hours")
-        if self.width < 160 or self.height < 90 or self.width % 2 or self.height % 2:
-            raise BadInputError(f"size must be even and at least 160x90, got {self.width}x{self.height}")
-        if not 0.5 <= self.fps <= 60:
-            raise BadInputError(f"fps must be between 0.5 and 60, got {self.fps}")
+        limits.check_synth(self.duration, self.fps, self.width, self.height)
         if self.gop_s <= 0:
             raise BadInputError("keyframe interval must be positive")
         if self.style not in STYLES:

@@ -21,6 +21,9 @@ def parse_time(text: str) -> float:
             parts = [float(p) for p in raw.split(":")]
             if len(parts) > 3 or any(p < 0 for p in parts):
                 raise ValueError(raw)
+            if any(p >= 60 for p in parts[1:]):
+                # "1:99" is not 2:39: a clock's minutes and seconds stop at 59.
+                raise BadInputError(f"cannot read {text!r} as a clock time: minutes and seconds must be below 60")
             seconds = 0.0
             for part in parts:
                 seconds = seconds * 60 + part

@@ -32,7 +32,7 @@ from typing import Any
 
 import structlog
 
-from videoatlas import __version__
+from videoatlas import __version__, limits
 from videoatlas.agents.registry import get_agent
 from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.concat import media_duration
@@ -305,15 +305,14 @@ async def run_eval(
     """Run (or resume) an evaluation; returns where its results are and how it went."""
     if spec.concurrency < 1:
         raise BadInputError("--concurrency must be at least 1")
+    limits.check_image_fits(spec.config.k, spec.config.cell_px, endpoint.max_image_pixels)
     agent = get_agent(spec.config.agent)
     prompts = agent.load_prompts(spec.config.prompts)
     prompt_sha = prompts.sha256
     agent_code = agent.code_version()
     items = select_items(spec)
     model = await resolve_model(endpoint)
-    endpoint = EndpointSettings(
-        base_url=endpoint.base_url, model=model, api_key=endpoint.api_key, timeout_s=endpoint.timeout_s
-    )
+    endpoint = endpoint.with_model(model)
     knobs = agent_knobs(spec.config)
     keys = {item.id: result_key(item, agent.name, prompt_sha, model, knobs, agent_code=agent_code) for item in items}
     out = Path(spec.out).expanduser()

@@ -25,7 +25,13 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError, create_model
 
-from videoatlas.errors import EndpointError, ModelNotServedError, ModelReplyError, VideoAtlasError
+from videoatlas.errors import (
+    EndpointError,
+    EndpointUnreachableError,
+    ModelNotServedError,
+    ModelReplyError,
+    VideoAtlasError,
+)
 from videoatlas.llm.images import ImagePart, check_limits
 from videoatlas.llm.records import CallRecord, CallTotals
 from videoatlas.llm.repair import repair_json
@@ -309,7 +315,9 @@ class VLMClient:
                 break
             except openai.OpenAIError as exc:
                 if not _retryable(exc) or attempt > self.settings.max_retries:
-                    raise EndpointError(
+                    # No answer at all (nothing listening, a wrong host) is told apart from a server that errs.
+                    kind = EndpointUnreachableError if isinstance(exc, openai.APIConnectionError) else EndpointError
+                    raise kind(
                         f"cannot reach the VLM endpoint at {self.settings.base_url} "
                         f"after {attempt} attempts: {_describe(exc)}"
                     ) from None

@@ -33,7 +33,9 @@ class EndpointSettings:
     max_images: int = 16
     """Images per prompt the server accepts (vLLM ``--limit-mm-per-prompt``)."""
     max_image_pixels: int = 12_845_056
-    """Pixels per image the server accepts (Qwen2.5-VL's default ``max_pixels``, 16384 x 28 x 28)."""
+    """Pixels per image the server accepts (Qwen2.5-VL's default ``max_pixels``, 16384 x 28 x 28); a server
+    configured for more or fewer: ``VIDEOATLAS_MAX_IMAGE_PIXELS`` or ``--max-image-pixels``. Checked before a run
+    starts (:func:`videoatlas.limits.check_image_fits`) and before every call."""
     strict_schema: bool = True
     """Send ``"strict": true`` with each reply schema (vLLM and OpenAI-style servers accept it; turn it off,
     ``VIDEOATLAS_STRICT_SCHEMA=0`` or ``--no-strict-schema``, for a server that refuses it)."""
@@ -49,9 +51,10 @@ class EndpointSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> EndpointSettings:
-        """Read ``VIDEOATLAS_BASE_URL``, ``VIDEOATLAS_MODEL``, ``VIDEOATLAS_API_KEY``, ``VIDEOATLAS_STRICT_SCHEMA``.
+        """Settings from the ``VIDEOATLAS_*`` environment variables, ``overrides`` on top.
 
-        ``overrides`` (command-line flags) win.
+        Read: ``VIDEOATLAS_BASE_URL``, ``VIDEOATLAS_MODEL``, ``VIDEOATLAS_API_KEY``, ``VIDEOATLAS_STRICT_SCHEMA``,
+        ``VIDEOATLAS_MAX_IMAGE_PIXELS``. ``overrides`` (command-line flags) win.
         """
         source = os.environ if env is None else env
         values: dict[str, Any] = {}
@@ -62,6 +65,11 @@ class EndpointSettings:
         ):
             if source.get(var):
                 values[key] = source[var]
+        pixels = source.get("VIDEOATLAS_MAX_IMAGE_PIXELS", "").strip().replace("_", "")
+        if pixels:
+            if not pixels.isdigit() or int(pixels) <= 0:
+                raise BadInputError(f"VIDEOATLAS_MAX_IMAGE_PIXELS must be a positive whole number, got {pixels!r}")
+            values["max_image_pixels"] = int(pixels)
         strict = source.get("VIDEOATLAS_STRICT_SCHEMA", "").strip().lower()
         if strict:
             if strict not in ("0", "1", "true", "false", "yes", "no", "on", "off"):

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from videoatlas import limits
+
 
 class AgentSettings(BaseModel):
     """Base of every agent's own settings: strict (an unknown setting is an error), described field by field.
@@ -32,8 +34,8 @@ class RunConfig(BaseModel):
 
     agent: str = "video-rlm"
     """Which agent answers (``video-rlm``, ``uniform``, ``videoseek``...)."""
-    k: int = Field(default=8, ge=2, le=16)
-    cell_px: int = Field(default=320, ge=32, le=1024)
+    k: int = Field(default=8, ge=limits.K_MIN, le=limits.K_MAX)
+    cell_px: int = Field(default=320, ge=limits.CELL_PX_MIN, le=limits.CELL_PX_MAX)
     token_budget: int | None = Field(default=None, ge=1)
     call_budget: int | None = Field(default=None, ge=1)
     prompts: str = "default"
@@ -52,6 +54,13 @@ class RunConfig(BaseModel):
         if not own:
             return data
         return {**{k: v for k, v in data.items() if k in shared}, "settings": {**data.get("settings", {}), **own}}
+
+    @model_validator(mode="after")
+    def _grid_renders(self) -> RunConfig:
+        problem = limits.grid_problem(self.k, self.cell_px)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     @classmethod
     def of(cls, **values: Any) -> RunConfig:
