@@ -166,7 +166,11 @@ def test_kill_9_in_round_2_then_resume(
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                ids = rows(db_url, "SELECT id FROM va_runs WHERE status = 'running' ORDER BY created_at DESC")
+                ids = rows(  # this run's: the PostgreSQL database may hold other sessions' runs
+                    db_url,
+                    "SELECT id FROM va_runs WHERE status = 'running' AND video_path = :video ORDER BY created_at DESC",
+                    video=str(video.resolve()),
+                )
             except DBAPIError:  # the run has not created its tables yet (SQLite or PostgreSQL)
                 ids = []
             if ids:
