@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
 from pathlib import Path
 
 from videoatlas.cli.commands import endpoint_from, run_config_from
+from videoatlas.cli.signals import Interrupted, run_stoppable
+from videoatlas.cli.terminal import escape_lines
 from videoatlas.environment.synth import STYLES, Style
 from videoatlas.environment.timefmt import format_ts, parse_time
 from videoatlas.errors import BadInputError
@@ -97,7 +98,11 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         subtitles=not args.no_subtitles,
     )
     with endpoint_from(args) as endpoint:
-        outcome = asyncio.run(run_eval(spec, endpoint, ProgressLine(args.quiet or args.json)))
+        try:
+            outcome = run_stoppable(run_eval(spec, endpoint, ProgressLine(args.quiet or args.json)))
+        except Interrupted as exc:
+            exc.hint = "finished questions are written; run the same command again to resume"
+            raise
     p = outcome.progress
     summary = {
         "out": str(outcome.out),
@@ -142,7 +147,7 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rep, indent=2) + "\n")
     else:
-        sys.stdout.write(text + f"\nplot: {plot}\n")
+        sys.stdout.write(escape_lines(text) + f"\nplot: {plot}\n")
     return 0
 
 
@@ -157,7 +162,7 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(cmp, indent=2) + "\n")
     else:
-        sys.stdout.write(render_comparison(cmp) + (f"\nplot: {cmp['plot']}\n" if args.plot else ""))
+        sys.stdout.write(escape_lines(render_comparison(cmp)) + (f"\nplot: {cmp['plot']}\n" if args.plot else ""))
     return 0
 
 

@@ -12,6 +12,9 @@ import structlog
 from videoatlas import __version__
 from videoatlas.agents.registry import agent_names, settings_model
 from videoatlas.cli import commands, eval_commands
+from videoatlas.cli.runs_table import STATUSES
+from videoatlas.cli.signals import Interrupted, raise_on_sigterm
+from videoatlas.cli.terminal import escape
 from videoatlas.environment.synth import STYLES
 from videoatlas.errors import VideoAtlasError
 from videoatlas.evals.datasets import DATASETS
@@ -190,7 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_ask)
 
     p = sub.add_parser("runs", help="list runs and their status")
-    p.add_argument("--status", choices=["running", "finished", "failed", "interrupted"], default=None)
+    p.add_argument(
+        "--status",
+        choices=STATUSES,
+        default=None,
+        help="only runs shown with this status (stale: marked running, but its process stopped renewing its lease)",
+    )
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -207,6 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.add_argument("--base-url", default=None, help="endpoint to use instead of the stored one")
     p.add_argument("--model", default=None, help="model to use instead of the stored one")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="take the run over even from a live process (which then stops); default: only from a stale one",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=commands.cmd_resume)
@@ -264,11 +277,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_json)
+    raise_on_sigterm()
     try:
         code: int = args.func(args)
         return code
     except VideoAtlasError as exc:
-        sys.stderr.write(f"videoatlas {args.command}: error: {exc}\n")
+        sys.stderr.write(f"videoatlas {args.command}: error: {escape(str(exc))}\n")
+        return exc.exit_code
+    except Interrupted as exc:
+        sys.stderr.write(f"videoatlas {args.command}: {escape(exc.message())}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(f"videoatlas {args.command}: interrupted\n")
