@@ -148,7 +148,8 @@ def claim(conn: Connection, run_id: str, timing: LeaseTiming, *, force: bool = F
     owner = uuid.uuid4().hex[:12]
     mine = {"owner": owner, "host": socket.gethostname()[:255], "pid": os.getpid()}
     fresh = _insert(conn).values(run_id=run_id, acquired_at=db_now(), heartbeat_at=db_now(), **mine)
-    if conn.execute(fresh.on_conflict_do_nothing()).rowcount == 1:
+    # RETURNING, not rowcount: the psycopg dialect reports no row count for INSERT ... ON CONFLICT.
+    if conn.execute(fresh.on_conflict_do_nothing().returning(LeaseRow.run_id)).first() is not None:
         return owner
     # The row exists: lock it (PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises writers),
     # then read the clock, so the age is measured against the latest heartbeat.
@@ -164,8 +165,9 @@ def claim(conn: Connection, run_id: str, timing: LeaseTiming, *, force: bool = F
         update(LeaseRow)
         .where(LeaseRow.run_id == run_id, LeaseRow.owner == row.owner)
         .values(acquired_at=db_now(), heartbeat_at=db_now(), **mine)
+        .returning(LeaseRow.run_id)
     )
-    if took.rowcount != 1:
+    if took.first() is None:
         raise RunOwnedError(f"run {run_id} was just taken over by another process")
     if force and not holder.stale:
         log.warning("lease_forced", run_id=run_id, previous=holder.describe())
@@ -174,17 +176,22 @@ def claim(conn: Connection, run_id: str, timing: LeaseTiming, *, force: bool = F
 
 def release(conn: Connection, run_id: str, owner: str) -> bool:
     """Give the lease back inside the caller's transaction; False: it was no longer ours."""
-    gone = conn.execute(delete(LeaseRow).where(LeaseRow.run_id == run_id, LeaseRow.owner == owner))
-    return bool(gone.rowcount == 1)
+    gone = conn.execute(
+        delete(LeaseRow).where(LeaseRow.run_id == run_id, LeaseRow.owner == owner).returning(LeaseRow.run_id)
+    )
+    return gone.first() is not None
 
 
 def renew(engine: Engine, run_id: str, owner: str) -> bool:
     """One heartbeat; False: another process holds the lease now."""
     with engine.begin() as conn:
         done = conn.execute(
-            update(LeaseRow).where(LeaseRow.run_id == run_id, LeaseRow.owner == owner).values(heartbeat_at=db_now())
+            update(LeaseRow)
+            .where(LeaseRow.run_id == run_id, LeaseRow.owner == owner)
+            .values(heartbeat_at=db_now())
+            .returning(LeaseRow.run_id)
         )
-        return bool(done.rowcount == 1)
+        return done.first() is not None
 
 
 def holders(engine: Engine, run_ids: Sequence[str], timing: LeaseTiming) -> dict[str, Holder]:
