@@ -214,7 +214,7 @@ def test_sigterm_during_eval_run_then_the_same_command_finishes_answering_each_q
     out = tmp_path / "ev"
     cmd = [
         sys.executable, "-m", "videoatlas.cli.main", "eval", "run", "--dataset", "synthetic", "--root",
-        str(suite_root), "--durations", "1m", "--limit", "4", "--concurrency", "2", *SMALL,
+        str(suite_root), "--durations", "1m", "--styles", "chapters", "--limit", "4", "--concurrency", "2", *SMALL,
         "--base-url", server.url + "/v1", "--out", str(out), "--db", db, "--quiet",
     ]  # fmt: skip
     env = _env(tmp_path)

@@ -285,7 +285,8 @@ async def _run_traced(
         loop = asyncio.get_running_loop()
 
         def stop_the_run() -> None:  # called from the heartbeat's thread
-            loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(RuntimeError):  # the loop already closed: the run is over anyway
+                loop.call_soon_threadsafe(task.cancel)
 
         owned.heartbeat.watch(stop_the_run)
     try:
