@@ -50,8 +50,10 @@ def raise_on_sigterm() -> None:
 def run_stoppable(work: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(work)``; SIGINT or SIGTERM cancels ``work`` and raises :class:`Interrupted`.
 
-    The cancellation carries the signal's name (runs record ``interrupted by SIGTERM``). A second
-    signal while the first one's clean-up runs ends the process at once.
+    The cancellation carries the signal's name (runs record ``interrupted by SIGTERM``). While the
+    clean-up runs, a second Ctrl-C ends the process at once (the user will not wait); a repeated
+    SIGTERM is ignored (a Slurm job's script and its children can each receive one, and the
+    scheduler's SIGKILL follows anyway).
     """
     return asyncio.run(_guarded(work))
 
@@ -63,10 +65,12 @@ async def _guarded(work: Coroutine[Any, Any, T]) -> T:
     received: list[int] = []
 
     def on_signal(signum: int) -> None:
-        if received:  # a second signal: the user (or the scheduler) will not wait for the clean-up
-            sys.stderr.write(f"stopped by {signal.Signals(signum).name} during clean-up\n")
-            sys.stderr.flush()
-            os._exit(128 + signum)
+        if received:
+            if signum == signal.SIGINT:  # a second Ctrl-C: the user will not wait for the clean-up
+                sys.stderr.write("stopped by SIGINT during clean-up\n")
+                sys.stderr.flush()
+                os._exit(128 + signum)
+            return
         received.append(signum)
         task.cancel(msg=signal.Signals(signum).name)
 
