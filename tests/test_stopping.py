@@ -182,6 +182,8 @@ def test_sigterm_during_ask_interrupts_the_run_which_resumes_to_the_same_answer(
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     proc, run_id = start_and_wait(ask_cmd(synth_video[0], question, slow_server.url, db), env, db, question)
     proc.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)  # Slurm signals a job's script and its children: a repeat changes nothing
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143
     assert_one_line(err, "stopped by SIGTERM", f"videoatlas resume {run_id}")
