@@ -55,3 +55,9 @@ class ModelReplyError(VideoAtlasError):
     """The model's reply could not be turned into the asked-for structure, even after repair and a re-ask."""
 
     exit_code = 6
+
+
+class RunOwnedError(VideoAtlasError):
+    """The run is being run by another live process (its lease is held and renewed)."""
+
+    exit_code = 7

@@ -36,6 +36,70 @@ def _call_dict(c: Any) -> dict[str, Any]:
     }
 
 
+def _failure(store: TraceStore, row: Any) -> dict[str, Any] | None:
+    """What stopped a run that did not finish: its error, the node and model call that failed, the unusable reply.
+
+    Read from the trace tables, not the checkpoint: the failing node's work never reached a
+    checkpoint. None for a run that finished or holds no error.
+    """
+    if row.status == "finished" or not row.error:
+        return None
+    calls = store.calls(row.id)
+    errors = [e for e in store.events(row.id) if e.phase == "end" and e.error]
+    # The node that raised, not the ones cancelled because of it (or because the process was stopped).
+    node = next((e for e in errors if not (e.error or "").startswith("CancelledError")), errors[0] if errors else None)
+    failed = [c for c in calls if c.outcome == "failed"]
+    in_node = [c for c in failed if node is not None and c.node == node.node and c.worker == node.worker]
+    candidates = in_node or failed
+    call = candidates[-1] if candidates else None
+    return {
+        "error": row.error,
+        "node": None
+        if node is None
+        else {"node": node.node, "worker": node.worker, "round": node.round, "error": node.error},
+        "call": None
+        if call is None
+        else {
+            "node": call.node,
+            "worker": call.worker,
+            "round": call.round,
+            "schema": call.schema,
+            "attempts": call.attempts,
+            "error": call.error,
+            "parse_errors": call.parse_errors,
+        },
+        "reply": call.reply_text if call is not None and call.reply_text else None,
+        "spent": {
+            "calls": len(calls),
+            "tokens": sum(c.prompt_tokens + c.completion_tokens for c in calls),
+            "failed_calls": len(failed),
+        },
+    }
+
+
+def _failure_lines(failure: dict[str, Any]) -> list[str]:
+    lines = [f"  error: {failure['error']}"]
+    node = failure["node"]
+    if node is not None:
+        where = "".join(f", {k} {node[k]}" for k in ("worker", "round") if node[k] is not None)
+        lines.append(f"  failed in node {node['node']}{where}: {node['error']}")
+    call = failure["call"]
+    if call is not None:
+        lines.append(
+            f"  failed call: {call['schema']} from {call['node']}"
+            + (f" ({call['worker']})" if call["worker"] else "")
+            + f", {call['attempts']} attempt(s): {call['error']}"
+        )
+        for problem in call["parse_errors"]:
+            lines.append(f"    unusable because: {problem}")
+    if failure["reply"] is not None:
+        reply = failure["reply"]
+        lines.append(f"  reply that could not be used: {reply[:500]}" + ("…" if len(reply) > 500 else ""))
+    spent = failure["spent"]
+    lines.append(f"  cost so far: {spent['calls']} calls ({spent['failed_calls']} failed), {spent['tokens']:,} tokens")
+    return lines
+
+
 async def load_trace(
     run_id: str, db_url: str | None = None, with_images: bool = False, store: TraceStore | None = None
 ) -> dict[str, Any]:
@@ -63,6 +127,7 @@ async def load_trace(
             if e.phase == "end"
         ]
         agent = get_agent(row.agent)
+        failure = _failure(reader, row)
         snapshot = await saved_snapshot(url, row.agent, row.id)
         values: dict[str, Any] = dict(snapshot.values or {})
         images: dict[str, str] = {}
@@ -123,6 +188,7 @@ async def load_trace(
         "calls": calls,
         "events": events,
         "images": images,
+        "failure": failure,
     }
 
 
@@ -184,7 +250,9 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
         lines.append(f"  answer: {run['answer']}{unsupported}  ({run['stop_reason']})")
     if trace["pending"]:
         lines.append(f"  next to run: {', '.join(trace['pending'])} (resume with: videoatlas resume {run['id']})")
-    if cost:
+    if trace.get("failure"):
+        lines += _failure_lines(trace["failure"])
+    elif cost:
         fell_back = f", {cost['fallbacks']} fallback(s)" if cost.get("fallbacks") else ""
         lines.append(
             f"  cost: {cost['calls']} calls, {cost['prompt_tokens'] + cost['completion_tokens']:,} tokens, "

@@ -61,6 +61,16 @@ def _stderr_logger(*_args: Any) -> _StderrLogger:
     return _StderrLogger()
 
 
+def _escape_for_terminal(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Console view only: control characters in logged text (model replies, questions) shown escaped."""
+    from videoatlas.cli.terminal import escape
+
+    for key, value in event_dict.items():
+        if isinstance(value, str):
+            event_dict[key] = escape(value)
+    return event_dict
+
+
 def configure_logging(level: str = "warning", json_lines: bool = False) -> None:
     """Route structlog to stderr at ``level``; ``json_lines`` switches to one JSON object per line."""
     numeric = logging.getLevelName(level.upper())
@@ -75,6 +85,7 @@ def configure_logging(level: str = "warning", json_lines: bool = False) -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             _tee_to_run_file,
+            *([] if json_lines else [_escape_for_terminal]),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

@@ -25,7 +25,7 @@ from videoatlas.environment.concat import open_source
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.errors import BadInputError, NothingToResumeError
+from videoatlas.errors import BadInputError, NothingToResumeError, RunOwnedError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.records import CallRecord
@@ -34,10 +34,13 @@ from videoatlas.logging import run_log
 from videoatlas.paths import render_cache_dir
 from videoatlas.persistence.checkpoint import open_checkpointer
 from videoatlas.persistence.db import redact_url, resolve_db_url
+from videoatlas.persistence.lease import Heartbeat, LeaseTiming
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runtime.context import AgentContext, RunConfig
 from videoatlas.runtime.tracing import RunTracer
 from videoatlas.state.models import Cost, Evidence
+
+log = structlog.get_logger(__name__)
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -117,6 +120,44 @@ class _Prepared:
     model: BaseChatModel
     owns_model: bool
     records: list[CallRecord]
+
+    async def aclose(self) -> None:
+        self.source.close()
+        if self.owns_model and isinstance(self.model, OpenAICompatibleChat):
+            await self.model.aclose()
+
+
+@dataclass(slots=True)
+class _Owned:
+    """A run this process holds the lease of (see :mod:`videoatlas.persistence.lease`)."""
+
+    store: TraceStore
+    run_id: str
+    owner: str
+    heartbeat: Heartbeat
+    settled: bool = False
+
+
+async def _claim(store: TraceStore, run_id: str, timing: LeaseTiming, force: bool = False) -> _Owned:
+    owner = await asyncio.to_thread(store.claim_run, run_id, timing, force=force)
+    return _Owned(store, run_id, owner, Heartbeat(store.engine, run_id, owner, timing))
+
+
+async def _settle(owned: _Owned, **values: Any) -> None:
+    """Write the run's final row (if any) and give the lease back, unless another process took the run."""
+    if owned.settled:
+        return
+    owned.settled = True
+    owned.heartbeat.stop()
+    if not await asyncio.to_thread(owned.store.settle_run, owned.run_id, owned.owner, **values):
+        log.warning("run_taken_over", run_id=owned.run_id, detail="another process holds the run; nothing written")
+
+
+def _stopped_by(exc: BaseException) -> str:
+    """The error recorded for a run that was stopped: ``interrupted by SIGTERM``."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted by SIGINT"
+    return "interrupted" + (f" by {exc.args[0]}" if exc.args and exc.args[0] else "")
 
 
 async def _prepare(
@@ -230,7 +271,7 @@ def _finished_values(result: RunResult) -> dict[str, Any]:
 
 
 async def _run_traced(
-    store: TraceStore | None,
+    owned: _Owned | None,
     thread: str,
     prepared: _Prepared,
     checkpointer: BaseCheckpointSaver[Any],
@@ -239,20 +280,35 @@ async def _run_traced(
     choices: list[str],
     on_progress: Progress | None,
 ) -> RunResult:
+    # The graph runs as its own task, so a lost lease can stop it without cancelling our caller.
+    task = asyncio.ensure_future(_execute(prepared, checkpointer, thread, inputs, on_progress))
+    if owned is not None:
+        loop = asyncio.get_running_loop()
+
+        def stop_the_run() -> None:  # called from the heartbeat's thread
+            with contextlib.suppress(RuntimeError):  # the loop already closed: the run is over anyway
+                loop.call_soon_threadsafe(task.cancel)
+
+        owned.heartbeat.watch(stop_the_run)
     try:
-        final, wall = await _execute(prepared, checkpointer, thread, inputs, on_progress)
+        final, wall = await task
     except BaseException as exc:
-        if store is not None:
-            status = "interrupted" if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError) else "failed"
-            store.update_run(thread, status=status, error=f"{type(exc).__name__}: {exc}"[:2000])
+        if owned is not None:
+            current = asyncio.current_task()
+            if owned.heartbeat.lost and current is not None and not current.cancelling():
+                owned.settled = True  # the lease is another process's now: write nothing
+                raise RunOwnedError(f"run {thread} was taken over by another process; this one stopped") from None
+            stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+            error = _stopped_by(exc) if stopped else f"{type(exc).__name__}: {exc}"
+            await _settle(owned, status="interrupted" if stopped else "failed", error=error[:2000])
         raise
     finally:
-        prepared.source.close()
-        if prepared.owns_model and isinstance(prepared.model, OpenAICompatibleChat):
-            await prepared.model.aclose()
+        if owned is not None:
+            owned.heartbeat.stop()
+        await prepared.aclose()
     result = _result(thread, question, choices, final, wall, prepared.records)
-    if store is not None:
-        store.update_run(thread, **_finished_values(result))
+    if owned is not None:
+        await _settle(owned, **_finished_values(result))
     return result
 
 
@@ -280,13 +336,20 @@ async def run_question(
     limits.check_image_fits(config.k, config.cell_px, endpoint.max_image_pixels)
     thread = run_id or uuid.uuid4().hex[:12]
     url = resolve_db_url(db_url) if persist else None
+    timing = LeaseTiming.from_env()
     # Store calls that touch the database run on a thread: on the event loop, waiting for SQLite's
     # write lock would block the checkpointer (same loop) that holds it.
     store = await asyncio.to_thread(TraceStore.shared, url) if url else None
+    owned: _Owned | None = None
     try:
         tracer = RunTracer(store, thread) if store is not None else None
         prepared = await _prepare(video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer)
         if store is not None:
+            try:  # before the row is written: a run id in use by a live process is left alone
+                owned = await _claim(store, thread, timing)
+            except BaseException:
+                await prepared.aclose()
+                raise
             prompts = prepared.context.prompts
             await asyncio.to_thread(
                 store.start_run,
@@ -313,8 +376,10 @@ async def run_question(
         inputs = {"question": question, "choices": list(choices)}
         with structlog.contextvars.bound_contextvars(run_id=thread), run_log(thread):
             async with _checkpointer(url) as saver:
-                return await _run_traced(store, thread, prepared, saver, inputs, question, choices, on_progress)
+                return await _run_traced(owned, thread, prepared, saver, inputs, question, choices, on_progress)
     finally:
+        if owned is not None:
+            await _settle(owned)  # a run that never started: give the lease back
         if store is not None:
             await asyncio.to_thread(store.release)
 
@@ -325,16 +390,27 @@ async def resume_run(
     on_progress: Progress | None = None,
     chat_model: BaseChatModel | None = None,
     endpoint: EndpointSettings | None = None,
+    force: bool = False,
 ) -> RunResult:
-    """Continue an interrupted run from its last checkpoint, rebuilding its context from the stored config."""
+    """Continue an interrupted run from its last checkpoint, rebuilding its context from the stored config.
+
+    The run's lease is claimed first: a run held by a live process is refused
+    (:class:`RunOwnedError`) unless ``force``; a stale one is taken over.
+    """
     url = resolve_db_url(db_url)
+    timing = LeaseTiming.from_env()
     store = await asyncio.to_thread(TraceStore.shared, url)
+    owned: _Owned | None = None
     try:
         row = await asyncio.to_thread(store.run, run_id)
         if row is None:
             raise BadInputError(f"no run {run_id!r} in {redact_url(url)}")
-        if row.status == "finished":
-            raise BadInputError(f"run {row.id} already finished (answer: {row.answer or '(none)'}); nothing to resume")
+        if row.status != "finished":
+            owned = await _claim(store, row.id, timing, force=force)
+            row = await asyncio.to_thread(store.run, row.id)  # as it stands now that it is ours
+        if row is None or row.status == "finished":
+            answer = (row.answer if row is not None else None) or "(none)"
+            raise BadInputError(f"run {run_id} already finished (answer: {answer}); nothing to resume")
         settings = endpoint or EndpointSettings.from_env(
             None,
             base_url=row.endpoint.get("base_url"),
@@ -348,15 +424,17 @@ async def resume_run(
             row.video_path, config, settings, row.subtitles, row.subtitle_offset, chat_model, tracer
         )
         if prepared.source.identity != row.video_identity:
-            prepared.source.close()
+            await prepared.aclose()
             raise BadInputError(f"{row.video_path} is not the video run {row.id} was started on (its content changed)")
         store.update_run(row.id, status="running", error=None)
         if on_progress is not None:
             on_progress({"event": "run_started", "run_id": row.id, "resumed": True})
         with structlog.contextvars.bound_contextvars(run_id=row.id), run_log(row.id):
             async with _checkpointer(url) as saver:
-                return await _run_traced(store, row.id, prepared, saver, None, row.question, row.choices, on_progress)
+                return await _run_traced(owned, row.id, prepared, saver, None, row.question, row.choices, on_progress)
     finally:
+        if owned is not None:
+            await _settle(owned)  # refused or failed before running: give the lease back
         await asyncio.to_thread(store.release)
 
 

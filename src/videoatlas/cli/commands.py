@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from videoatlas import limits
 from videoatlas.cli.outputs import command_name, image_output, output_folder, undo_on_failure, write_image
 from videoatlas.cli.progress import Progress
+from videoatlas.cli.signals import Interrupted, run_stoppable
+from videoatlas.cli.terminal import escape
 from videoatlas.environment.geometry import Interval, format_path, parse_path
 from videoatlas.environment.timefmt import format_ts, parse_range, parse_time
 from videoatlas.errors import BadInputError, EndpointUnreachableError
@@ -34,7 +36,8 @@ __all__ = ["Progress"]
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
+    """One line on stdout, control characters escaped (questions and model text reach the terminal here)."""
+    sys.stdout.write(escape(text) + "\n")
 
 
 def _json(data: Any) -> None:
@@ -355,14 +358,31 @@ def describe_event(event: dict[str, Any]) -> str | None:
     return None
 
 
-def _progress(quiet: bool) -> Any:
-    def show(event: dict[str, Any]) -> None:
+class RunProgress:
+    """Progress lines on stderr (escaped: they carry model text); remembers the run's id for an interruption."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.run_id: str | None = None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        """Show ``event`` (when it is worth a line)."""
+        if event.get("event") == "run_started":
+            self.run_id = str(event["run_id"])
         line = describe_event(event)
-        if line and not quiet:
-            sys.stderr.write(line + "\n")
+        if line and not self.quiet:
+            sys.stderr.write(escape(line) + "\n")
             sys.stderr.flush()
 
-    return show
+    def stopped(self, exc: Interrupted) -> Interrupted:
+        """``exc`` with the way back: the run is interrupted and resumable."""
+        if self.run_id is not None:
+            exc.hint = f"run {self.run_id} is interrupted; resume it with: videoatlas resume {self.run_id}"
+        return exc
+
+
+def _progress(quiet: bool) -> RunProgress:
+    return RunProgress(quiet)
 
 
 def print_result(result: RunResult) -> None:
@@ -407,21 +427,27 @@ def cmd_ask(args: argparse.Namespace) -> int:
     offset = _offset(args.subtitle_offset)
     from videoatlas.runs import run_question
 
+    progress = _progress(args.quiet or args.json)
     with endpoint_from(args, config) as endpoint:
-        result = asyncio.run(
-            run_question(
-                args.video,
-                args.question,
-                args.choice,
-                config,
-                endpoint,
-                subtitles=args.subtitles,
-                subtitle_offset=offset,
-                on_progress=_progress(args.quiet or args.json),
-                db_url=args.db,
-                persist=not args.no_persist,
+        try:
+            result = run_stoppable(
+                run_question(
+                    args.video,
+                    args.question,
+                    args.choice,
+                    config,
+                    endpoint,
+                    subtitles=args.subtitles,
+                    subtitle_offset=offset,
+                    on_progress=progress,
+                    db_url=args.db,
+                    persist=not args.no_persist,
+                )
             )
-        )
+        except Interrupted as exc:
+            if args.no_persist:
+                raise
+            raise progress.stopped(exc) from None
     if args.json:
         _json(result.as_dict())
     else:
@@ -473,7 +499,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     with RunningServer(SimServer(SimConfig())) as server:
         endpoint = EndpointSettings.from_env({}, base_url=server.base_url, model="")
-        result = asyncio.run(
+        result = run_stoppable(
             run_question(
                 video,
                 question["question"],
@@ -619,43 +645,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    """``videoatlas runs``."""
+    """``videoatlas runs``: status (``stale`` when the owner is gone), cost so far, error."""
+    from videoatlas.cli.runs_table import list_runs, runs_lines
     from videoatlas.persistence.db import resolve_db_url
+    from videoatlas.persistence.lease import LeaseTiming
     from videoatlas.persistence.store import TraceStore
 
+    timing = LeaseTiming.from_env()
     store = TraceStore(resolve_db_url(args.db))
     try:
-        rows = store.runs(args.status, args.limit)
+        data = list_runs(store, args.status, args.limit, timing)
     finally:
         store.close()
-    data: list[dict[str, Any]] = [
-        {
-            "id": r.id,
-            "status": r.status,
-            "created_at": r.created_at.isoformat(),
-            "question": r.question,
-            "answer": r.answer,
-            "video": r.video_path,
-            "calls": (r.cost or {}).get("calls"),
-            "tokens": (r.cost or {}).get("tokens"),
-            "stop_reason": r.stop_reason,
-            "error": r.error,
-        }
-        for r in rows
-    ]
     if args.json:
         _json(data)
         return 0
     if not data:
         _out("no runs")
         return 0
-    _out(f"{'id':<14}{'status':<13}{'created (UTC)':<21}{'calls':>6}{'tokens':>10}  question -> answer")
-    for d in data:
-        created = d["created_at"][:19].replace("T", " ")
-        calls = "" if d["calls"] is None else str(d["calls"])
-        tokens = "" if d["tokens"] is None else f"{d['tokens']:,}"
-        question = d["question"] if len(d["question"]) <= 60 else d["question"][:59] + "…"
-        _out(f"{d['id']:<14}{d['status']:<13}{created:<21}{calls:>6}{tokens:>10}  {question} -> {d['answer'] or '-'}")
+    for line in runs_lines(data):
+        sys.stdout.write(line + "\n")  # already escaped cell by cell (the table's own spacing is kept)
     return 0
 
 
@@ -679,7 +688,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
     endpoint = None
     if args.base_url or args.model:
         endpoint = EndpointSettings.from_env(None, base_url=args.base_url, model=args.model)
-    result = asyncio.run(resume_run(args.run, args.db, _progress(args.quiet or args.json), endpoint=endpoint))
+    progress = _progress(args.quiet or args.json)
+    try:
+        result = run_stoppable(resume_run(args.run, args.db, progress, endpoint=endpoint, force=args.force))
+    except Interrupted as exc:
+        raise progress.stopped(exc) from None
     if args.json:
         _json(result.as_dict())
     else:

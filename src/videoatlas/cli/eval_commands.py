@@ -7,7 +7,6 @@ runs, not by ``videoatlas --help``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -17,6 +16,8 @@ from videoatlas import limits
 from videoatlas.cli.commands import endpoint_from, run_config_from
 from videoatlas.cli.outputs import command_name, output_folder
 from videoatlas.cli.progress import EvalProgressBar
+from videoatlas.cli.signals import Interrupted, run_stoppable
+from videoatlas.cli.terminal import escape_lines
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
 
@@ -73,10 +74,12 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     created = not out.exists()
     try:
         with endpoint_from(args, spec.config) as endpoint, EvalProgressBar(quiet=args.quiet or args.json) as bar:
-            outcome = asyncio.run(run_eval(spec, endpoint, bar))
-    except BaseException:
+            outcome = run_stoppable(run_eval(spec, endpoint, bar))
+    except BaseException as exc:
         if created and out.is_dir() and not any(out.iterdir()):
             out.rmdir()  # refused or failed before writing anything: no empty folder left behind
+        if isinstance(exc, Interrupted):
+            exc.hint = "finished questions are written; run the same command again to resume"
         raise
     p = outcome.progress
     summary = {
@@ -124,7 +127,7 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rep, indent=2) + "\n")
     else:
-        sys.stdout.write(text + f"\nplot: {plot}\n")
+        sys.stdout.write(escape_lines(text) + f"\nplot: {plot}\n")
     return 0
 
 
@@ -141,7 +144,7 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(cmp, indent=2) + "\n")
     else:
-        sys.stdout.write(render_comparison(cmp) + (f"\nplot: {cmp['plot']}\n" if args.plot else ""))
+        sys.stdout.write(escape_lines(render_comparison(cmp)) + (f"\nplot: {cmp['plot']}\n" if args.plot else ""))
     return 0
 
 

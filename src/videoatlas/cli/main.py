@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 
 from videoatlas import __version__, limits
 from videoatlas.cli import commands, eval_commands
+from videoatlas.cli.signals import Interrupted, raise_on_sigterm
+from videoatlas.cli.terminal import RUN_STATUSES, escape
 from videoatlas.errors import VideoAtlasError
 
 EXIT_CODES = (
@@ -24,7 +26,9 @@ EXIT_CODES = (
     (4, "unreadable subtitles"),
     (5, "the VLM endpoint is unreachable, does not serve the model, or refused a request"),
     (6, "the model's reply could not be read, even after a repair and a re-ask"),
-    (130, "interrupted (Ctrl-C)"),
+    (7, "the run is being run by another live process (its lease is held; resume --force takes it)"),
+    (130, "interrupted (Ctrl-C); a run is left interrupted, resumable with videoatlas resume RUN"),
+    (143, "stopped by SIGTERM (Slurm preemption or time limit); the same as 130"),
 )
 """Every exit code the command uses (also in the README and at the end of ``videoatlas --help``)."""
 
@@ -315,9 +319,9 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list runs and their status")
     p.add_argument(
         "--status",
-        choices=["running", "finished", "failed", "interrupted"],
+        choices=RUN_STATUSES,
         default=None,
-        help="only runs in this state",
+        help="only runs shown with this status (stale: marked running, but its process stopped renewing its lease)",
     )
     p.add_argument("--limit", type=positive_int, default=50, help="newest N runs (default 50)")
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
@@ -335,6 +339,11 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.add_argument("--base-url", default=None, help="endpoint to use instead of the stored one")
     p.add_argument("--model", default=None, help="model to use instead of the stored one")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="take the run over even from a live process (which then stops); default: only from a stale one",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=commands.cmd_resume)
@@ -436,11 +445,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from videoatlas.logging import configure_logging
 
     configure_logging(getattr(args, "log_level", "warning"), bool(getattr(args, "log_json", False)))
+    raise_on_sigterm()
     try:
         code: int = args.func(args)
         return code
     except VideoAtlasError as exc:
-        sys.stderr.write(f"videoatlas {args.command}: error: {exc}\n")
+        sys.stderr.write(f"videoatlas {args.command}: error: {escape(str(exc))}\n")
+        return exc.exit_code
+    except Interrupted as exc:
+        sys.stderr.write(f"videoatlas {args.command}: {escape(exc.message())}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(f"videoatlas {args.command}: interrupted\n")

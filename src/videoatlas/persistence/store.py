@@ -27,6 +27,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    func,
     select,
     update,
 )
@@ -38,6 +39,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from videoatlas.errors import BadInputError
 from videoatlas.persistence.db import is_sqlite, redact_url, sqlalchemy_url
+from videoatlas.persistence.lease import Holder, LeaseBase, LeaseTiming, claim, holders, release
 
 log = structlog.get_logger(__name__)
 
@@ -202,6 +204,7 @@ class TraceStore:
         self.engine = make_engine(url)
         try:
             Base.metadata.create_all(self.engine)
+            LeaseBase.metadata.create_all(self.engine)  # added later: created here in databases made before it
         except SQLAlchemyError as exc:
             self.engine.dispose()
             reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
@@ -280,6 +283,36 @@ class TraceStore:
     def update_run(self, run_id: str, **values: Any) -> None:
         """Change a run's status, answer, cost..."""
         self._queue.put(("update_run", run_id, values))
+
+    def claim_run(self, run_id: str, timing: LeaseTiming, *, force: bool = False, **values: Any) -> str:
+        """Take the run's lease (:func:`~videoatlas.persistence.lease.claim`); returns the owner id.
+
+        ``values`` (a status...) are written to the run's row in the same transaction, so the run
+        changes hands and state at once. Raises :class:`~videoatlas.errors.RunOwnedError`.
+        """
+        with self.engine.begin() as conn:
+            owner = claim(conn, run_id, timing, force=force)
+            if values:
+                conn.execute(update(RunRow).where(RunRow.id == run_id).values(updated_at=_now(), **values))
+        return owner
+
+    def settle_run(self, run_id: str, owner: str, **values: Any) -> bool:
+        """Write a run's final row and give its lease back in one transaction, if the lease is still ours.
+
+        Queued writes go first, so none lands after the final status. False: another process took
+        the run over; nothing was written.
+        """
+        self.flush()
+        with self.engine.begin() as conn:
+            if not release(conn, run_id, owner):
+                return False
+            if values:
+                conn.execute(update(RunRow).where(RunRow.id == run_id).values(updated_at=_now(), **values))
+        return True
+
+    def holders(self, run_ids: Sequence[str], timing: LeaseTiming) -> dict[str, Holder]:
+        """Who holds the leases of ``run_ids``, and whether they went stale."""
+        return holders(self.engine, run_ids, timing)
 
     def node_event(
         self,
@@ -375,6 +408,22 @@ class TraceStore:
         with Session(self.engine) as session:
             query = select(NodeEventRow).where(NodeEventRow.run_id == run_id).order_by(NodeEventRow.id)
             return list(session.scalars(query))
+
+    def call_totals(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Model calls and tokens spent so far per run, from the calls recorded (a run's cost before it ends)."""
+        if not run_ids:
+            return {}
+        query = (
+            select(
+                ModelCallRow.run_id,
+                func.count(),
+                func.coalesce(func.sum(ModelCallRow.prompt_tokens + ModelCallRow.completion_tokens), 0),
+            )
+            .where(ModelCallRow.run_id.in_(list(run_ids)))
+            .group_by(ModelCallRow.run_id)
+        )
+        with Session(self.engine) as session:
+            return {rid: {"calls": int(n), "tokens": int(t)} for rid, n, t in session.execute(query)}
 
     def artifacts(self, shas: Sequence[str]) -> dict[str, ArtifactRow]:
         """Stored images by hash."""

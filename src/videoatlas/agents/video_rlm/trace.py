@@ -54,7 +54,8 @@ def _brief(call: dict[str, Any] | None) -> str:
 
 def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
     """Rounds -> workers -> steps, with each round's repairs where they happened."""
-    out = [f"  search task: {found['search_task']}", f"  traversal: {found['traversal']}"]
+    # None: the run stopped before it had one (its failure is shown above).
+    out = [f"  {key.replace('_', ' ')}: {found[key]}" for key in ("search_task", "traversal") if found[key] is not None]
     checks = {c["round"]: c for c in found["checks"]}
     for rnd in found["rounds"]:
         out.append(f"  round {rnd['round']}: probe {_brief(rnd.get('global_probe'))}")
