@@ -459,12 +459,29 @@ def test_report_shows_a_failure_escaped() -> None:
         "cost_state": {},
         "calls": [],
         "images": {},
-        "failure": {"error": "ModelReplyError: bad", "node": "answer", "call": "answer#1", "reply": HOSTILE},
+        "failure": {  # the shape load_trace gives a failed run
+            "error": "ModelReplyError: bad",
+            "node": {"node": "answer", "worker": None, "round": None, "error": "ModelReplyError: bad"},
+            "call": {
+                "node": "answer",
+                "worker": None,
+                "round": None,
+                "schema": "FinalDecision",
+                "attempts": 2,
+                "error": "no usable reply",
+                "parse_errors": ["answer: not one of the choices"],
+            },
+            "reply": HOSTILE,
+            "spent": {"calls": 1, "tokens": 900, "failed_calls": 1},
+        },
     }
     html = render_report(run_view(trace), {})
     box = re.search(r'<div class="box failure" id="failure">(.*?)</div>', html, re.S)
     assert box is not None
     assert "ModelReplyError: bad" in box.group(1) and "&lt;script&gt;" in box.group(1)
+    assert "FinalDecision from answer, 2 attempt(s)" in box.group(1) and "1 calls (1 failed), 900 tokens" in box.group(
+        1
+    )
     assert HOSTILE not in html
     assert "No evidence was collected" not in html  # no decision was reached: no empty scratchpad either
 

@@ -7,20 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select
+from sqlalchemy import exists, func, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
-from videoatlas.persistence.store import ArtifactRow, NodeEventRow, RunRow
+from videoatlas.cli.terminal import RUN_STATUSES
+from videoatlas.persistence.lease import LeaseRow, LeaseTiming, db_now
+from videoatlas.persistence.store import ArtifactRow, RunRow
 
-STALE_AFTER = timedelta(minutes=15)
-"""A run still marked running with no sign of life for this long is shown as stale (its process died)."""
-
-STATUSES = ("running", "stale", "finished", "failed", "interrupted")
+STATUSES = RUN_STATUSES
+"""``stale``: stored as running, but no live lease: its process stopped renewing it (killed, or lost)."""
 PAGE_SIZE = 50
 
 
@@ -72,17 +72,30 @@ def _aware(when: datetime | None) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def _alive_since(cutoff: datetime) -> ColumnElement[bool]:
-    return exists().where(and_(NodeEventRow.run_id == RunRow.id, NodeEventRow.started_at > cutoff))
+def _live_lease(cutoff: float) -> ColumnElement[bool]:
+    """The run's owner renewed its lease after ``cutoff`` (seconds since the epoch, the database's clock)."""
+    return exists().where(LeaseRow.run_id == RunRow.id, LeaseRow.heartbeat_at > cutoff)
 
 
-def _where(flt: RunFilter, now: datetime) -> list[ColumnElement[bool]]:
-    cutoff = now - STALE_AFTER
+def _lease_cutoff(session: Session) -> float:
+    """Heartbeats older than this are stale (``VIDEOATLAS_LEASE_TIMEOUT``, as ``videoatlas runs`` uses it)."""
+    now = float(session.scalar(select(db_now())) or 0.0)
+    return now - LeaseTiming.from_env().timeout_s
+
+
+def _live_ids(session: Session, ids: Sequence[str], cutoff: float) -> set[str]:
+    if not ids:
+        return set()
+    query = select(LeaseRow.run_id).where(LeaseRow.run_id.in_(list(ids)), LeaseRow.heartbeat_at > cutoff)
+    return set(session.scalars(query))
+
+
+def _where(flt: RunFilter, cutoff: float) -> list[ColumnElement[bool]]:
     clauses: list[ColumnElement[bool]] = []
     if flt.status == "stale":
-        clauses += [RunRow.status == "running", RunRow.updated_at < cutoff, ~_alive_since(cutoff)]
+        clauses += [RunRow.status == "running", ~_live_lease(cutoff)]
     elif flt.status == "running":
-        clauses += [RunRow.status == "running", or_(RunRow.updated_at >= cutoff, _alive_since(cutoff))]
+        clauses += [RunRow.status == "running", _live_lease(cutoff)]
     elif flt.status:
         clauses.append(RunRow.status == flt.status)
     if flt.video:
@@ -103,14 +116,11 @@ def _where(flt: RunFilter, now: datetime) -> list[ColumnElement[bool]]:
     return clauses
 
 
-def run_summary(row: RunRow, last_activity: datetime | None, now: datetime) -> dict[str, Any]:
-    """A run as the runs page and an eval's questions show it."""
+def run_summary(row: RunRow, live: bool, now: datetime) -> dict[str, Any]:
+    """A run as the runs page and an eval's questions show it (``live``: its owner holds a fresh lease)."""
     cost = row.cost or {}
     created = _aware(row.created_at)
-    activity = max(t for t in (_aware(row.updated_at), _aware(last_activity), created) if t is not None)
-    status = row.status
-    if status == "running" and now - activity > STALE_AFTER:
-        status = "stale"
+    status = "stale" if row.status == "running" and not live else row.status
     wall = cost.get("wall_s")
     if wall is None and row.status == "running" and created is not None:
         wall = (now - created).total_seconds()
@@ -132,22 +142,12 @@ def run_summary(row: RunRow, last_activity: datetime | None, now: datetime) -> d
     }
 
 
-def _last_activity(session: Session, ids: Sequence[str]) -> dict[str, datetime]:
-    if not ids:
-        return {}
-    query = (
-        select(NodeEventRow.run_id, func.max(NodeEventRow.started_at))
-        .where(NodeEventRow.run_id.in_(list(ids)))
-        .group_by(NodeEventRow.run_id)
-    )
-    return {run_id: when for run_id, when in session.execute(query)}
-
-
 def runs_page(engine: Engine, flt: RunFilter, page_size: int = PAGE_SIZE) -> RunsPage:
     """The runs matching ``flt``, newest first, one page of them (filtered, counted and cut in SQL)."""
     now = _now()
-    clauses = _where(flt, now)
     with Session(engine) as session:
+        cutoff = _lease_cutoff(session)
+        clauses = _where(flt, cutoff)
         total = session.scalar(select(func.count()).select_from(RunRow).where(*clauses)) or 0
         pages = max(1, -(-total // page_size))
         page = min(max(1, flt.page), pages)
@@ -159,12 +159,11 @@ def runs_page(engine: Engine, flt: RunFilter, page_size: int = PAGE_SIZE) -> Run
             .limit(page_size)
         )
         rows = list(session.scalars(query))
-        running = [r.id for r in rows if r.status == "running"]
-        activity = _last_activity(session, running)
+        live = _live_ids(session, [r.id for r in rows if r.status == "running"], cutoff)
         agents = sorted(session.scalars(select(RunRow.agent).distinct()))
         prompt_sets = sorted(session.scalars(select(RunRow.prompt_set).distinct()))
     return RunsPage(
-        rows=[run_summary(r, activity.get(r.id), now) for r in rows],
+        rows=[run_summary(r, r.id in live, now) for r in rows],
         total=total,
         page=page,
         pages=pages,
@@ -179,11 +178,12 @@ def runs_by_id(engine: Engine, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     now = _now()
     out: dict[str, dict[str, Any]] = {}
     with Session(engine) as session:
+        cutoff = _lease_cutoff(session)
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             rows = list(session.scalars(select(RunRow).where(RunRow.id.in_(chunk))))
-            activity = _last_activity(session, [r.id for r in rows if r.status == "running"])
-            out.update({r.id: run_summary(r, activity.get(r.id), now) for r in rows})
+            live = _live_ids(session, [r.id for r in rows if r.status == "running"], cutoff)
+            out.update({r.id: run_summary(r, r.id in live, now) for r in rows})
     return out
 
 

@@ -361,12 +361,34 @@ def timeline(trace: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _failure(failure: Any) -> dict[str, Any] | None:
-    """Why a run failed (``error``, ``node``, ``call``, ``reply``), whichever of them the trace holds."""
+    """Why a run stopped, as lines to show: the error, the node and call that failed, the unusable reply, the cost."""
     if not failure:
         return None
     if not isinstance(failure, dict):
-        return {"error": str(failure), "node": None, "call": None, "reply": None}
-    return {key: failure.get(key) for key in ("error", "node", "call", "reply")}
+        return {"error": str(failure), "node": None, "call": None, "problems": [], "reply": None, "spent": None}
+    node, call, spent = failure.get("node"), failure.get("call"), failure.get("spent")
+    where = node if isinstance(node, str) else ""
+    if isinstance(node, dict):
+        place = "".join(f", {k} {node[k]}" for k in ("worker", "round") if node.get(k) is not None)
+        where = f"{node.get('node')}{place}: {node.get('error')}"
+    what = call if isinstance(call, str) else ""
+    if isinstance(call, dict):
+        who = f" ({call['worker']})" if call.get("worker") else ""
+        what = (
+            f"{call.get('schema')} from {call.get('node')}{who}, {call.get('attempts')} attempt(s): {call.get('error')}"
+        )
+    return {
+        "error": failure.get("error"),
+        "node": where or None,
+        "call": what or None,
+        "problems": list(call.get("parse_errors") or []) if isinstance(call, dict) else [],
+        "reply": failure.get("reply"),
+        "spent": (
+            f"{spent['calls']} calls ({spent['failed_calls']} failed), {spent['tokens']:,} tokens"
+            if isinstance(spent, dict)
+            else None
+        ),
+    }
 
 
 def run_view(
