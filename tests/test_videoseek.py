@@ -182,7 +182,13 @@ async def test_an_agent_without_its_own_trace_view_reads_back_as_its_node_timeli
 def test_kill_9_mid_run_then_resume_gives_the_same_answer(small_print: Path, tmp_path: Path) -> None:
     from test_persistence import EXE, StandIn, rows
 
-    env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path / "home")}
+    # Short leases: the killed process's lease goes stale 1.5 s after its last heartbeat.
+    env = {
+        **os.environ,
+        "VIDEOATLAS_HOME": str(tmp_path / "home"),
+        "VIDEOATLAS_LEASE_HEARTBEAT": "0.5",
+        "VIDEOATLAS_LEASE_TIMEOUT": "1.5",
+    }
     args = [EXE, "ask", str(small_print), "-q", QUESTION, "--agent", "videoseek", "--json"]
     for choice in CHOICES:
         args += ["-c", choice]
@@ -210,6 +216,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_answer(small_print: Path, tmp
         assert run_id is not None and done >= 2 and proc.poll() is None, "the run ended before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        time.sleep(2.0)  # past the lease timeout: the run is stale, no longer owned
         resumed = subprocess.run([EXE, "resume", run_id, "--db", db, "--json"], capture_output=True, text=True, env=env)
         stats = server.stats()
     finally:
