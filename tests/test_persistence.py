@@ -152,7 +152,12 @@ def test_kill_9_in_round_2_then_resume(
 ) -> None:
     video, _ = synth_video
     question, reference = reference_answer
-    env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path / "home")}
+    env = {  # short leases: the killed owner's lease goes stale 1.5 s after its last heartbeat
+        **os.environ,
+        "VIDEOATLAS_HOME": str(tmp_path / "home"),
+        "VIDEOATLAS_LEASE_HEARTBEAT": "0.5",
+        "VIDEOATLAS_LEASE_TIMEOUT": "1.5",
+    }
     server = StandIn(latency=0.5)
     try:
         proc = subprocess.Popen(
@@ -182,6 +187,7 @@ def test_kill_9_in_round_2_then_resume(
         assert run_id is not None and in_flight >= 4, "never saw round 2 with 4 workers in flight"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        time.sleep(2.0)  # past the lease timeout: the run is no longer owned
         before = server.stats()
 
         resumed = subprocess.run(
