@@ -23,6 +23,15 @@ IMAGE_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG"}
 """Output suffix -> the format written (the suffix decides; anything else is refused)."""
 
 
+def _check_parents(out: Path, option: str) -> None:
+    """Refuse ``out`` when its nearest existing parent is a file (it could never be created)."""
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise BadInputError(f"{option} {out}: {parent} is a file, not a folder")
+            return
+
+
 def image_output(path: str | os.PathLike[str], option: str = "-o") -> Path:
     """``path`` checked as an image to write: a known suffix, not a folder, under a folder (or nothing)."""
     out = Path(path).expanduser()
@@ -31,11 +40,7 @@ def image_output(path: str | os.PathLike[str], option: str = "-o") -> Path:
     if out.suffix.lower() not in IMAGE_FORMATS:
         accepted = ", ".join(IMAGE_FORMATS)
         raise BadInputError(f"{option} {out}: the suffix picks the format; use one of {accepted}")
-    for parent in out.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise BadInputError(f"{option} {out}: {parent} is a file, not a folder")
-            break
+    _check_parents(out, option)
     return out
 
 
@@ -78,11 +83,7 @@ def output_folder(path: str | os.PathLike[str], option: str = "--out") -> Path:
     out = Path(path).expanduser()
     if out.exists() and not out.is_dir():
         raise BadInputError(f"{option} {out} is a file; give a folder (it is created if missing)")
-    for parent in out.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise BadInputError(f"{option} {out}: {parent} is a file, not a folder")
-            break
+    _check_parents(out, option)
     return out
 
 

@@ -83,3 +83,16 @@ def decision_schema(n_choices: int, labels: Sequence[str] = ()) -> type[BaseMode
         }
     model: type[BaseModel] = create_model("FinalDecision", **fields)
     return model
+
+
+def decided(value: Any, choices: Sequence[str]) -> tuple[int | None, str]:
+    """A :func:`decision_schema` reply's answer: the choice's index and text, or (None, the free text)."""
+    if choices:
+        index = int(value.answer)
+        return index, choices[index]
+    return None, str(value.answer)
+
+
+def cited_ids(cited: Sequence[str], labels: dict[str, Any]) -> list[str]:
+    """The ids of the labelled items a reply cites (``[B]`` or ``B``); labels it does not hold are left out."""
+    return [labels[lbl.strip("[] ")].id for lbl in cited if lbl.strip("[] ") in labels]

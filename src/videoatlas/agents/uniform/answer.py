@@ -16,7 +16,7 @@ from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, as_image, ask, choices_block, emit, failed_call_cost
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
-from videoatlas.state.schemas import decision_schema
+from videoatlas.state.schemas import decided, decision_schema
 
 _CITATION = re.compile(r"^\s*\[?\s*(\d+)\s*/\s*(\d+)\s*\]?\s*$")
 
@@ -86,8 +86,7 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
             )
         )
     unique = list({e.id: e for e in evidence}.values())
-    index = int(value.answer) if choices else None
-    answer = choices[index] if index is not None else str(value.answer)
+    index, answer = decided(value, choices)
     emit("answer", answer=answer, index=index, grounded=bool(unique))
     return {
         "answer": answer,

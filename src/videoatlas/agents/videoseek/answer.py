@@ -22,7 +22,7 @@ from videoatlas.runtime.calls import (
 )
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
-from videoatlas.state.schemas import decision_schema
+from videoatlas.state.schemas import cited_ids, decided, decision_schema
 
 
 def flagged_evidence(turns: list[Turn], ctx: AgentContext, short_px: int) -> list[Evidence]:
@@ -83,9 +83,8 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
             "round": len(turns),
         }
     value: Any = reply.value
-    cited = [labels[lbl.strip("[] ")].id for lbl in value.evidence if lbl.strip("[] ") in labels]
-    index = int(value.answer) if choices else None
-    text = choices[index] if index is not None else str(value.answer)
+    cited = cited_ids(value.evidence, labels)
+    index, text = decided(value, choices)
     emit("answer", answer=text, index=index, grounded=bool(cited))
     return {
         "answer": text,

@@ -21,7 +21,7 @@ from videoatlas.runtime.calls import (
 )
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import zones_as_intervals
-from videoatlas.state.schemas import decision_schema
+from videoatlas.state.schemas import cited_ids, decided, decision_schema
 
 
 async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -59,12 +59,8 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
             "stop_reason": f"{stop}; final decision failed",
         }
     value: Any = reply.value
-    cited = [labels[lbl.strip("[] ")].id for lbl in value.evidence if lbl.strip("[] ") in labels]
-    if choices:
-        index = int(value.answer)
-        answer = choices[index]
-    else:
-        index, answer = None, str(value.answer)
+    cited = cited_ids(value.evidence, labels)
+    index, answer = decided(value, choices)
     emit("answer", answer=answer, index=index, grounded=bool(cited))
     return {
         "answer": answer,
