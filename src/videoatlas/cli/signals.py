@@ -42,6 +42,7 @@ def raise_on_sigterm() -> None:
     """Outside :func:`run_stoppable`, SIGTERM raises :class:`Interrupted` where the program is, like SIGINT."""
 
     def handler(signum: int, _frame: Any) -> None:
+        stay_stopping()
         raise Interrupted(signum)
 
     signal.signal(signal.SIGTERM, handler)
@@ -89,3 +90,16 @@ async def _guarded(work: Coroutine[Any, Any, T]) -> T:
             handler = previous[sig]
             if callable(handler) or isinstance(handler, int):
                 signal.signal(sig, handler)
+        if received:
+            stay_stopping()
+
+
+def stay_stopping() -> None:
+    """Ignore SIGTERM from now on: the process is already on its way out.
+
+    A repeated SIGTERM (Slurm signals a job's script and its children) must not kill the process
+    with the default action while it writes its last line or while the interpreter shuts down,
+    which takes most of a second after a run: the exit code would be -15 instead of 143. An
+    ignored disposition also survives the interpreter's own reset of signal handlers at exit.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
