@@ -226,3 +226,28 @@ def test_runs_columns_fit_the_longest_id() -> None:
     starts = {line.index("finished") for line in lines[1:]}
     assert starts == {lines[0].index("status")}
     assert len({len(line) for line in lines[1:]}) == 1
+
+
+@pytest.mark.unit
+def test_runs_table_aligns_wide_characters_keeps_markup_literal_and_fits_a_terminal() -> None:
+    from rich.cells import cell_len
+
+    base = {"status": "finished", "created_at": "2026-11-23T10:00:00", "calls": 3, "tokens": 1200, "error": None}
+    data = [
+        {**base, "id": "a1", "question": "日本語の質問は何ですか", "answer": "答え", "error": "bad reply"},
+        {**base, "id": "b2", "question": "[bold]x[/bold] :smile: what?", "answer": "yes", "error": "timeout"},
+        {**base, "id": "c3", "question": "line1\nline2\x1b[31mRED", "answer": None, "calls": None, "tokens": None},
+    ]
+    lines = runs_lines(data)
+    assert len(lines) == 4
+    assert "[bold]x[/bold] :smile: what? -> yes" in lines[2]  # neither markup nor emoji codes are interpreted
+    assert "line1\\nline2\\x1b[31mRED -> -" in lines[3] and "\x1b" not in "".join(lines)
+    # The error column starts at the same terminal cell on every line, though a CJK character takes two.
+    header_error = cell_len(lines[0][: lines[0].index("error")])
+    assert cell_len(lines[1][: lines[1].index("bad reply")]) == header_error
+    assert cell_len(lines[2][: lines[2].index("timeout")]) == header_error
+
+    narrow = runs_lines(data, width=80)
+    assert all(cell_len(line) <= 80 for line in narrow) and len(narrow) == 4
+    assert all(line.startswith(("id", "a1", "b2", "c3")) for line in narrow)
+    assert "…" in narrow[1]  # the question column is cut to fit, not wrapped onto a second line

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -663,7 +664,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not data:
         _out("no runs")
         return 0
-    for line in runs_lines(data):
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    for line in runs_lines(data, width):
         sys.stdout.write(line + "\n")  # already escaped cell by cell (the table's own spacing is kept)
     return 0
 

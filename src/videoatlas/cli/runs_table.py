@@ -11,11 +11,6 @@ from videoatlas.persistence.store import TraceStore
 STATUSES = RUN_STATUSES
 
 
-def _brief(text: str, width: int) -> str:
-    text = escape(text)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def list_runs(store: TraceStore, status: str | None, limit: int, timing: LeaseTiming) -> list[dict[str, Any]]:
     """Recent runs as plain data, newest first; ``status`` filters on the status as shown (``stale`` included)."""
     stored = "running" if status == "stale" else status
@@ -60,32 +55,56 @@ def list_runs(store: TraceStore, status: str | None, limit: int, timing: LeaseTi
     return data
 
 
-def runs_lines(data: list[dict[str, Any]]) -> list[str]:
-    """The runs as an aligned table; every column is as wide as its longest entry, text escaped."""
-    cells = []
+def runs_lines(data: list[dict[str, Any]], width: int | None = None) -> list[str]:
+    """The runs as a table (rich), one line a run, every cell escaped and measured in terminal cells.
+
+    ``width``: the terminal's width, which the question and error columns shrink to fit (cut with
+    an ellipsis); None (a pipe, a file) lays the table out at its natural width. The error column
+    is shown only when some run has an error.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    show_error = any(d["error"] for d in data)
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="")
+    for name in ("id", "status", "created (UTC)"):
+        table.add_column(name, no_wrap=True)
+    for name in ("calls", "tokens"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("question -> answer", min_width=12)  # these two shrink to fit a narrow terminal
+    if show_error:
+        table.add_column("error", min_width=5)
     for d in data:
         answer = d["answer"] or "-"
-        cells.append(
-            (
-                escape(d["id"]),
-                d["status"],
-                d["created_at"][:19].replace("T", " "),
-                "" if d["calls"] is None else str(d["calls"]),
-                "" if d["tokens"] is None else f"{d['tokens']:,}",
-                _brief(f"{_brief(d['question'], 60)} -> {_brief(answer, 30)}", 94),
-                _brief(d["error"] or "", 100),
-            )
-        )
-    header = ("id", "status", "created (UTC)", "calls", "tokens", "question -> answer", "error")
-    widths = [max(len(row[i]) for row in [header, *cells]) for i in range(len(header))]
-    right = {3, 4}
-    show_error = any(row[6] for row in cells)
-    lines = []
-    for row in [header, *cells]:
-        shown = row if show_error else row[:6]
-        parts = [
-            cell.rjust(w) if i in right else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(shown, widths, strict=False))
+        row = [
+            _cell(d["id"]),
+            _cell(d["status"]),
+            _cell(d["created_at"][:19].replace("T", " ")),
+            _cell("" if d["calls"] is None else str(d["calls"])),
+            _cell("" if d["tokens"] is None else f"{d['tokens']:,}"),
+            _cell(f"{_brief(d['question'], 60)} -> {_brief(answer, 30)}"),
         ]
-        lines.append("  ".join(parts).rstrip())
-    return lines
+        if show_error:
+            row.append(_cell(_brief(d["error"] or "", 100)))
+        table.add_row(*row)
+    console = Console(
+        width=width or 100_000, color_system=None, force_terminal=False, emoji=False, markup=False, highlight=False
+    )
+    with console.capture() as captured:
+        console.print(table, crop=False)
+    return [line.rstrip() for line in captured.get().splitlines()]
+
+
+def _cell(text: str) -> Any:
+    """A table cell of plain text (never read as rich markup) kept on one line, cut with an ellipsis."""
+    from rich.text import Text
+
+    return Text(escape(text), no_wrap=True, overflow="ellipsis")
+
+
+def _brief(text: str, cells: int) -> str:
+    """``text`` escaped and cut to at most ``cells`` terminal cells (a wide character takes two)."""
+    from rich.cells import cell_len, set_cell_size
+
+    text = escape(text)
+    return text if cell_len(text) <= cells else set_cell_size(text, cells - 1) + "…"
