@@ -1,0 +1,67 @@
+"""SIGTERM in-process: the work is cancelled into :class:`Interrupted`, and the process then ignores
+repeats, so a second SIGTERM while it writes its last line or shuts down cannot kill it with -15."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from videoatlas.cli.signals import Interrupted, raise_on_sigterm, run_stoppable
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def keep_sigterm() -> Iterator[None]:
+    previous = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+def test_sigterm_during_async_work_cancels_it_and_later_sigterms_are_ignored() -> None:
+    raise_on_sigterm()
+    cancelled: list[str] = []
+
+    async def work() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append("clean-up ran")
+            raise
+
+    began = time.monotonic()
+    with pytest.raises(Interrupted) as stopped:
+        run_stoppable(work())
+    assert time.monotonic() - began < 10 and cancelled == ["clean-up ran"]
+    assert stopped.value.exit_code == 143 and stopped.value.message() == "stopped by SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    os.kill(os.getpid(), signal.SIGTERM)  # ignored: this process goes on
+
+
+def test_sigterm_outside_async_work_raises_where_the_program_is_then_repeats_are_ignored() -> None:
+    raise_on_sigterm()
+    with pytest.raises(Interrupted) as stopped:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the handler raises here, at once
+    assert stopped.value.exit_code == 143
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+
+
+def test_ctrl_c_during_async_work_exits_130_and_a_later_sigterm_is_ignored() -> None:
+    raise_on_sigterm()
+    assert callable(signal.getsignal(signal.SIGTERM))
+
+    async def work() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.sleep(30)
+
+    with pytest.raises(Interrupted) as stopped:
+        run_stoppable(work())
+    assert stopped.value.exit_code == 130
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN  # the process is on its way out either way
