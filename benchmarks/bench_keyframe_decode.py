@@ -52,11 +52,16 @@ def _cell_times(path: Path, cells: int) -> list[float]:
 
 def steps(path: Path, cells: int) -> dict[str, float]:
     """Seconds spent in each step over ``cells`` keyframe snaps, one container, slice threading."""
+    return _snap_all(path, _cell_times(path, cells))
+
+
+def _snap_all(path: Path, times: list[float]) -> dict[str, float]:
+    """Snap to the keyframe at each of ``times``: seek, decode it alone, convert it; seconds per step."""
     spent = {"seek": 0.0, "decode": 0.0, "convert": 0.0}
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         stream.thread_type = "SLICE"
-        for t in _cell_times(path, cells):
+        for t in times:
             a = time.perf_counter()
             packet = _keyframe_at(container, stream, t)
             b = time.perf_counter()
@@ -68,16 +73,6 @@ def steps(path: Path, cells: int) -> dict[str, float]:
             spent["decode"] += c - b
             spent["convert"] += d - c
     return spent
-
-
-def _snap_all(path: Path, times: list[float]) -> None:
-    with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        stream.thread_type = "SLICE"
-        for t in times:
-            packet = _keyframe_at(container, stream, t)
-            frames = packet.decode() + stream.codec_context.decode(None)
-            frames[0].to_ndarray(width=CELL_PX, height=CELL_PX * 9 // 16, format="rgb24", interpolation="AREA")
 
 
 def threaded(path: Path, cells: int, threads: int) -> float:
