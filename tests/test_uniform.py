@@ -103,7 +103,7 @@ async def test_both_agents_final_call_asks_for_the_same_answer(
     # The one difference: the labels each may cite are those it shows (none collected here; the
     # baseline's SHEET/CELL labels).
     rlm_labels, uniform_labels = _cited_labels(rlm_format), _cited_labels(uniform_format)
-    assert rlm_labels == {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 0}
+    assert rlm_labels == {"type": "array", "items": {"type": "string"}, "maxItems": 0}
     assert uniform_labels["items"]["enum"][:2] == ["1/0", "1/1"] and len(uniform_labels["items"]["enum"]) == 16
     assert rlm_format == uniform_format
     assert rlm_format["json_schema"]["strict"] is True

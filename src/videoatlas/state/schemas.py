@@ -2,9 +2,16 @@
 
 Every agent ends with :func:`decision_schema`, so answers are parsed and scored alike.
 
-Each schema says everything a constrained decoder can enforce: ids are enums of what can be chosen
-right now, id lists have ``uniqueItems`` and their lengths, times have bounds, objects forbid extra
-keys (added when the request is built, see :func:`videoatlas.llm.client.response_format`).
+Each schema says everything a constrained decoder can enforce, in keywords that every structured-
+output backend of vLLM both accepts and enforces (llguidance and xgrammar; see
+:mod:`videoatlas.llm.portable`): ids are enums of what can be chosen right now, id lists have
+their lengths, times have bounds, objects forbid extra keys (added when the request is built, see
+:func:`videoatlas.llm.client.response_format`). What no backend can express is left out of the
+schema and checked after parsing: that ids in a list are distinct (``uniqueItems`` is refused by
+llguidance and by vLLM's xgrammar check), and rules across fields (a range's start before its end).
+
+Every schema an agent sends is registered here (:func:`reply_schema`, :func:`reply_model`) with
+the argument shapes it is built with, so a test can compile all of them with vLLM's backends.
 
 Validation on our side is deliberately looser than what is sent: a reply that a model without
 constrained decoding got partly wrong (one explored cell among four, a range written backwards,
@@ -14,10 +21,77 @@ a reason a little too long) is kept, and the node drops the bad entries and reco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, Field, JsonValue, create_model
+
+SchemaFactory = Callable[..., type[BaseModel]]
+F = TypeVar("F", bound=SchemaFactory)
+M = TypeVar("M", bound=type[BaseModel])
+
+_FACTORIES: dict[str, tuple[SchemaFactory, Callable[[], Iterable[dict[str, Any]]]]] = {}
+_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def reply_schema(examples: Callable[[], Iterable[dict[str, Any]]]) -> Callable[[F], F]:
+    """Register a schema factory with the keyword arguments it is built with (every size and option).
+
+    The examples should span what runs send: each option count, grid size and label count that
+    changes the schema's shape, so a schema check covers every shape without running an agent.
+    """
+
+    def register(factory: F) -> F:
+        _FACTORIES[f"{factory.__module__}.{factory.__qualname__}"] = (factory, examples)
+        return factory
+
+    return register
+
+
+def reply_model(model: M) -> M:
+    """Register a fixed reply model (one that is sent as it is)."""
+    _MODELS[f"{model.__module__}.{model.__qualname__}"] = model
+    return model
+
+
+def registered_factories() -> dict[str, SchemaFactory]:
+    """Every registered schema factory by qualified name (import the agents first to register theirs)."""
+    return {name: factory for name, (factory, _) in _FACTORIES.items()}
+
+
+def registered_schemas() -> Iterator[tuple[str, type[BaseModel]]]:
+    """Every registered reply schema, built with each of its example arguments: ``(label, model)``."""
+    yield from _MODELS.items()
+    for name, (factory, examples) in _FACTORIES.items():
+        for kwargs in examples():
+            yield f"{name}({_brief(kwargs)})", factory(**kwargs)
+
+
+def _brief(kwargs: dict[str, Any]) -> str:
+    def short(v: Any) -> str:
+        if isinstance(v, (list, tuple, range)) and len(v) > 3:
+            return f"<{len(v)} items>"
+        return repr(list(v) if isinstance(v, range) else v)
+
+    return ", ".join(f"{k}={short(v)}" for k, v in kwargs.items())
+
+
+def distinct(values: Iterable[Any]) -> tuple[list[Any], list[Any]]:
+    """``values`` in order without repeats, and the repeats that were left out.
+
+    Lists of ids are meant to be distinct, but no vLLM backend can enforce it while decoding, so
+    each node that reads such a list drops the repeats and records that it did.
+    """
+    seen: set[Any] = set()
+    kept: list[Any] = []
+    repeated: list[Any] = []
+    for value in values:
+        if value in seen:
+            repeated.append(value)
+        else:
+            seen.add(value)
+            kept.append(value)
+    return kept, repeated
 
 
 def text(limit: int) -> Any:
@@ -32,10 +106,12 @@ def one_of(values: Sequence[int]) -> Any:
 
 
 def some_of(values: Sequence[int], lo: int = 0, hi: int | None = None) -> Any:
-    """Distinct integers from ``values``, ``lo`` to ``hi`` of them (enforced by the schema, checked by the node)."""
+    """Integers from ``values``, ``lo`` to ``hi`` of them (enforced by the schema).
+
+    They are meant to be distinct; the node that reads them drops repeats (:func:`distinct`).
+    """
     extra: dict[str, Any] = {
         "items": {"type": "integer", "enum": sorted(set(values))},
-        "uniqueItems": True,
         "minItems": lo,
     }
     if hi is not None:
@@ -44,9 +120,9 @@ def some_of(values: Sequence[int], lo: int = 0, hi: int | None = None) -> Any:
 
 
 def labels_of(labels: Sequence[str], hi: int) -> Any:
-    """Distinct evidence labels from ``labels`` (an empty list when there are none)."""
+    """Evidence labels from ``labels`` (an empty list when there are none); repeats are dropped by the reader."""
     items: dict[str, Any] = {"type": "string", "enum": list(labels)} if labels else {"type": "string"}
-    extra: dict[str, Any] = {"items": items, "uniqueItems": True, "maxItems": hi if labels else 0}
+    extra: dict[str, Any] = {"items": items, "maxItems": hi if labels else 0}
     return Annotated[list[str], Field(json_schema_extra=extra)]
 
 
@@ -58,6 +134,18 @@ class Judgement(BaseModel):
     evidence: list[str]
 
 
+def _decision_examples() -> Iterator[dict[str, Any]]:
+    for n_choices in (0, 2, 4, 5, 26):
+        for n_labels in (0, 1, 12, 40):
+            yield {"n_choices": n_choices, "labels": [_label(i) for i in range(n_labels)]}
+
+
+def _label(i: int) -> str:
+    """Evidence-like labels (A ... Z, then AA ...), only to give the examples their shape."""
+    return ("" if i < 26 else chr(ord("A") + i // 26 - 1)) + chr(ord("A") + i % 26)
+
+
+@reply_schema(_decision_examples)
 def decision_schema(n_choices: int, labels: Sequence[str] = ()) -> type[BaseModel]:
     """The final answer: a choice index (or free text when there are no choices), reasons, labels."""
     fields: dict[str, Any]
@@ -94,5 +182,6 @@ def decided(value: Any, choices: Sequence[str]) -> tuple[int | None, str]:
 
 
 def cited_ids(cited: Sequence[str], labels: dict[str, Any]) -> list[str]:
-    """The ids of the labelled items a reply cites (``[B]`` or ``B``); labels it does not hold are left out."""
-    return [labels[lbl.strip("[] ")].id for lbl in cited if lbl.strip("[] ") in labels]
+    """The ids of the labelled items a reply cites (``[B]`` or ``B``), each once; unknown labels are left out."""
+    ids, _ = distinct(labels[lbl.strip("[] ")].id for lbl in cited if lbl.strip("[] ") in labels)
+    return ids

@@ -6,23 +6,35 @@ nothing else; ids are enums of the cells that can be chosen (see :mod:`videoatla
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, JsonValue, create_model
 
-from videoatlas.state.schemas import labels_of, one_of, some_of, text
+from videoatlas.state.schemas import labels_of, one_of, reply_model, reply_schema, some_of, text
 
 ACTIONS = ("EXPAND", "BACKTRACK", "ZOOM", "INVESTIGATE", "ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED")
 MAX_RANGE_S = 60.0
+GRID_SIZES = (2, 4, 8, 16)
+"""K values the schema examples span (the limits allow 2 to 16; the schema's shape only grows with K)."""
 
 
+def _open_cells(k: int) -> Iterator[list[int]]:
+    """Open-cell sets of a K x K grid: all, about half, one."""
+    n = k * k
+    yield list(range(n))
+    yield list(range(0, n, 2))
+    yield [n - 1]
+
+
+@reply_model
 class SearchTask(BaseModel):
     """What to look for, written from the question before any frame is seen."""
 
     search_task: text(800)  # type: ignore[valid-type]
 
 
+@reply_model
 class TraversalChoice(BaseModel):
     """BFS for sequence, order and counting questions; DFS for one localized detail."""
 
@@ -30,6 +42,14 @@ class TraversalChoice(BaseModel):
     reason: text(300)  # type: ignore[valid-type]
 
 
+def _probe_examples() -> Iterator[dict[str, Any]]:
+    for k in GRID_SIZES:
+        for cells in _open_cells(k):
+            for n in sorted({1, min(4, len(cells)), min(16, len(cells))}):
+                yield {"n": n, "open_cells": cells}
+
+
+@reply_schema(_probe_examples)
 def probe_schema(n: int, open_cells: Sequence[int]) -> type[BaseModel]:
     """Exactly ``n`` distinct ids among ``open_cells`` (the cells not explored yet), and why."""
     fields: dict[str, Any] = {
@@ -40,6 +60,23 @@ def probe_schema(n: int, open_cells: Sequence[int]) -> type[BaseModel]:
     return model
 
 
+def _worker_examples() -> Iterator[dict[str, Any]]:
+    action_sets = [
+        ACTIONS,
+        ("EXPAND", "BACKTRACK", "ZOOM", "INVESTIGATE", "ADD_TO_SCRATCHPAD", "FINISHED"),
+        ("ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED"),
+        ("BACKTRACK", "FINISHED"),
+        ("FINISHED",),
+        ("EXPAND",),
+    ]
+    for k in GRID_SIZES:
+        for cells in _open_cells(k):
+            for allowed in action_sets:
+                yield {"allowed": allowed, "open_cells": cells}
+                yield {"allowed": allowed, "open_cells": cells, "expandable": cells[:1], "addable": []}
+
+
+@reply_schema(_worker_examples)
 def worker_step_schema(
     allowed: Sequence[str],
     open_cells: Sequence[int],
@@ -126,6 +163,21 @@ class TimeRange(BaseModel):
     end: float
 
 
+def _uncertainty_examples() -> Iterator[dict[str, Any]]:
+    for n_choices in (0, 2, 5, 26):
+        for k in GRID_SIZES:
+            for cells in _open_cells(k):
+                for labels in ([], ["A", "B", "C"], [f"{chr(65 + i // 26)}{chr(65 + i % 26)}" for i in range(40)]):
+                    yield {
+                        "n_choices": n_choices,
+                        "open_cells": cells,
+                        "max_suggestions": 4,
+                        "duration": 36_000.0,
+                        "labels": labels,
+                    }
+
+
+@reply_schema(_uncertainty_examples)
 def uncertainty_schema(
     n_choices: int,
     open_cells: Sequence[int],

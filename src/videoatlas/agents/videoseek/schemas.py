@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, JsonValue, create_model
 
-from videoatlas.state.schemas import one_of, some_of, text
+from videoatlas.state.schemas import one_of, reply_schema, some_of, text
 
 
+def _turn_examples() -> Iterator[dict[str, Any]]:
+    for tools in (("overview", "skim", "focus", "answer"), ("skim", "focus", "answer"), ("answer",)):
+        for duration in (60.0, 36_000.0):
+            yield {"tools": tools, "duration": duration}
+
+
+def _frame_ids() -> Iterator[list[int]]:
+    for n in (1, 8, 32, 128):
+        yield list(range(n))
+
+
+@reply_schema(_turn_examples)
 def turn_schema(tools: Sequence[str], duration: float) -> type[BaseModel]:
     """A planner turn: ``thought``, then ``call``, one variant per tool offered (spans bounded by the video)."""
     bound: dict[str, JsonValue] = {"minimum": 0.0, "maximum": round(duration, 3)}
@@ -26,6 +38,7 @@ def turn_schema(tools: Sequence[str], duration: float) -> type[BaseModel]:
     return model
 
 
+@reply_schema(lambda: ({"ids": ids, "flag": flag} for ids in _frame_ids() for flag in (False, True)))
 def describe_schema(ids: Sequence[int], flag: bool) -> type[BaseModel]:
     """What overview (``flag`` False) and skim (``flag`` True) report: each frame described, relevant ones flagged."""
     frame = create_model("FrameNote", id=(one_of(ids), ...), description=(text(300), ...))
@@ -37,6 +50,7 @@ def describe_schema(ids: Sequence[int], flag: bool) -> type[BaseModel]:
     return model
 
 
+@reply_schema(lambda: ({"ids": ids} for ids in _frame_ids()))
 def focus_schema(ids: Sequence[int]) -> type[BaseModel]:
     """What focus reports: whether the span answers the query, what the frames show, and which frames."""
     model: type[BaseModel] = create_model(

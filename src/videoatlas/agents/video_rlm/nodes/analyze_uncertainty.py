@@ -29,6 +29,7 @@ from videoatlas.errors import BadInputError, ModelReplyError
 from videoatlas.runtime.calls import as_image, ask, budget_exhausted, choices_block, emit, fallback, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Repair, zones_as_intervals
+from videoatlas.state.schemas import distinct
 
 
 async def analyze_uncertainty(
@@ -80,10 +81,13 @@ async def analyze_uncertainty(
         reply, repairs = None, [repair]
     value: Any = reply.value if reply is not None else None
     hints, dropped = _hints(value, root.grid.cells, open_ids, duration)
-    erased = [labels[lbl.strip("[] ")] for lbl in (value.erase if value else []) if lbl.strip("[] ") in labels]
-    unknown = [lbl for lbl in (value.erase if value else []) if lbl.strip("[] ") not in labels]
+    to_erase, repeated = distinct(lbl.strip("[] ") for lbl in (value.erase if value else []))
+    erased = [labels[lbl] for lbl in to_erase if lbl in labels]
+    unknown = [lbl for lbl in to_erase if lbl not in labels]
     if unknown:
         dropped.append("erase labels not in the scratchpad: " + ", ".join(unknown))
+    if repeated:
+        dropped.append("repeated erase labels: " + ", ".join(repeated))
     if dropped:
         repairs.append(Repair(node="analyze_uncertainty", round=round_no, kind="dropped", detail="; ".join(dropped)))
     check = RoundCheck(
@@ -127,8 +131,9 @@ def _hints(value: Any, cells: Sequence[Cell], open_ids: Sequence[int], duration:
     if value is None:
         return [], []
     hints: list[Hint] = []
-    bad_cells = [str(c) for c in value.explore_cells if c not in open_ids]
-    for cell_id in dict.fromkeys(c for c in value.explore_cells if c in open_ids):
+    suggested, repeated = distinct(value.explore_cells)
+    bad_cells = [str(c) for c in suggested if c not in open_ids]
+    for cell_id in (c for c in suggested if c in open_ids):
         hints.append(Hint(path=str(cells[cell_id].index)))
     bad_ranges = []
     for rng in value.explore_ranges:
@@ -142,6 +147,8 @@ def _hints(value: Any, cells: Sequence[Cell], open_ids: Sequence[int], duration:
         else:
             hints.append(Hint(start=iv.start, end=iv.end))
     dropped = []
+    if repeated:
+        dropped.append("repeated cells " + ", ".join(str(c) for c in repeated))
     if bad_cells:
         dropped.append("explored or unknown cells " + ", ".join(bad_cells))
     if bad_ranges:

@@ -20,6 +20,7 @@ from videoatlas.errors import BadInputError
 from videoatlas.runtime.calls import emit
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef, Repair
+from videoatlas.state.schemas import distinct
 
 
 class InvalidAction(Exception):
@@ -107,9 +108,15 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
     if action == "ADD_TO_SCRATCHPAD":
         return _add(state, ctx, decision, update)
     if action == "MARK_PROMISING":
-        ids = [int(c) for c in decision.get("cells") or []]
+        ids, repeated = distinct(int(c) for c in decision.get("cells") or [])
         if not ids:
             raise InvalidAction("MARK_PROMISING needs at least one cell id")
+        if repeated:
+            # No backend can make a list distinct while decoding: the repeats are dropped and recorded.
+            note = f"marked cells: repeated {', '.join(str(c) for c in repeated)} left out"
+            update["repairs"] = [
+                Repair(node="worker", round=state["round"], worker=state["worker"], kind="dropped", detail=note)
+            ]
         marked = []
         for order, index in enumerate(ids):
             if not 0 <= index < len(cells):

@@ -1,0 +1,184 @@
+"""vLLM's request contract, enforced by the stand-in with the libraries vLLM itself uses.
+
+A test that passes against the stand-in must not fail against vLLM for a protocol reason, so the
+stand-in refuses what vLLM 0.33's OpenAI server refuses, with the same status, error type and
+message: a reply schema its structured-output backend cannot take, more images than
+``--limit-mm-per-prompt`` allows, a prompt longer than ``--max-model-len``, a bad token limit.
+Reply schemas go through llguidance (the library behind vLLM's ``guidance`` backend) and, where the
+``xgrammar`` package is installed, through xgrammar too; the backend is chosen as vLLM's ``auto``
+does (xgrammar unless vLLM's feature check declines the schema, then guidance). Without xgrammar,
+a schema vLLM would give xgrammar is compiled with llguidance instead, and
+:attr:`StructuredOutputs.xgrammar_checked` says so.
+
+The stand-in's own replies are then decoded through the compiled grammar (:meth:`Grammar.accepts`)
+as a constrained decoder would produce them, so a reply the grammar forbids never leaves it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar, Literal
+
+import llguidance
+
+from videoatlas.llm.portable import guidance_unsupported, xgrammar_unsupported
+
+Backend = Literal["auto", "xgrammar", "guidance"]
+BACKENDS: tuple[Backend, ...] = ("auto", "xgrammar", "guidance")
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An error vLLM's server would answer with (its ``ErrorResponse``: message, type, param, code)."""
+
+    status: int
+    message: str
+    kind: str = "BadRequestError"
+    param: str | None = None
+
+
+class _ByteTokenizer:
+    """A tokenizer of single bytes: enough for llguidance to decide whether a text fits a grammar."""
+
+    eos_token_id = 256
+    bos_token_id = None
+    tokens: ClassVar[list[bytes]] = [bytes([i]) for i in range(256)] + [b"<|end|>"]
+    special_token_ids: ClassVar[list[int]] = [256]
+
+    def __call__(self, text: bytes | str) -> list[int]:
+        return list(text.encode() if isinstance(text, str) else text)
+
+
+@lru_cache(maxsize=1)
+def _tokenizer() -> llguidance.LLTokenizer:
+    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokenizer()), slices=[])
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """A reply schema compiled by llguidance, as vLLM's guidance backend compiles it."""
+
+    grammar: str
+
+    def accepts(self, text: str) -> tuple[bool, str]:
+        """Whether a constrained decoder could have produced ``text``; the parser's error otherwise."""
+        matcher = llguidance.LLMatcher(_tokenizer(), self.grammar, log_level=0)
+        for token in _tokenizer().tokenize_bytes(text.encode()):
+            if not matcher.consume_token(token):
+                return False, matcher.get_error().splitlines()[0] if matcher.get_error() else "rejected"
+        if not matcher.is_accepting():
+            return False, "the reply ends before the grammar does"
+        return True, ""
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredOutputs:
+    """The outcome of vLLM's structured-output validation for one request."""
+
+    backend: Literal["xgrammar", "guidance"]
+    grammar: Grammar
+    xgrammar_checked: bool
+    """False when vLLM would have used xgrammar but the package is not installed here."""
+
+
+def _xgrammar() -> Any | None:
+    try:
+        return importlib.import_module("xgrammar")
+    except ImportError:
+        return None
+
+
+def _guidance(schema: dict[str, Any]) -> Grammar | Refusal:
+    # vLLM's guidance backend: flexible whitespace, the schema as given (additionalProperties as sent).
+    try:
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": True})
+    except (ValueError, KeyError, TypeError) as exc:
+        return Refusal(400, f"Invalid grammar specification: {exc}")
+    error = llguidance.LLMatcher.validate_grammar(grammar, _tokenizer())
+    if error:
+        return Refusal(400, f"Grammar error: {error}")
+    return Grammar(grammar)
+
+
+def _xgrammar_refusal(schema: dict[str, Any]) -> Refusal | None:
+    if xgrammar_unsupported(schema) is not None:
+        return Refusal(400, "The provided JSON schema contains features not supported by xgrammar.")
+    xgr = _xgrammar()
+    if xgr is None:
+        return None
+    try:
+        xgr.Grammar.from_json_schema(json.dumps(schema))
+    except Exception as exc:  # xgrammar raises plain RuntimeErrors from C++; vLLM turns any of them into a 400
+        return Refusal(400, f"Failed to transform json schema into a grammar: {exc}")
+    return None
+
+
+def structured_outputs(schema: Any, backend: Backend = "auto") -> StructuredOutputs | Refusal:
+    """Validate a ``response_format`` schema as vLLM does under ``backend``; the grammar to decode with."""
+    if not isinstance(schema, dict):
+        return Refusal(400, "Invalid JSON grammar specification.")
+    if backend == "guidance":
+        compiled = _guidance(schema)
+        return compiled if isinstance(compiled, Refusal) else StructuredOutputs("guidance", compiled, False)
+    refused = _xgrammar_refusal(schema)
+    if backend == "xgrammar":
+        if refused is not None:
+            return refused
+    elif refused is not None:
+        # auto: xgrammar declined, so vLLM falls back to guidance (unless guidance cannot take it either).
+        if guidance_unsupported(schema) is not None:
+            return Refusal(400, f"{refused.message} No fallback backend accepts {guidance_unsupported(schema)}.")
+        compiled = _guidance(schema)
+        return compiled if isinstance(compiled, Refusal) else StructuredOutputs("guidance", compiled, False)
+    # xgrammar takes it; the reply is still decoded through llguidance's grammar of the same schema.
+    compiled = _guidance(schema)
+    if isinstance(compiled, Refusal):
+        return compiled
+    return StructuredOutputs("xgrammar", compiled, _xgrammar() is not None)
+
+
+def token_limit(body: dict[str, Any]) -> int | Refusal | None:
+    """The output-token limit a request asks for (``max_completion_tokens``, else the deprecated ``max_tokens``)."""
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = body.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            return Refusal(400, f"{name} must be an integer", param=name)
+        if value < 1:
+            return Refusal(400, f"{name} must be at least 1, got {value}.", param=name)
+        return value
+    return None
+
+
+def image_limit(count: int, limit: int) -> Refusal | None:
+    """The refusal vLLM answers to more images than ``--limit-mm-per-prompt`` allows."""
+    if count <= limit:
+        return None
+    return Refusal(
+        400,
+        f"At most {limit} image(s) may be provided in one prompt. Set `--limit-mm-per-prompt` to increase this limit.",
+        param="image",
+    )
+
+
+def context_limit(prompt_tokens: int, max_model_len: int) -> Refusal | None:
+    """The refusal vLLM answers to a prompt that leaves no room in the context (``--max-model-len``)."""
+    if prompt_tokens <= max_model_len:
+        return None
+    return Refusal(
+        400,
+        f"This model's maximum context length is {max_model_len} tokens. However, your prompt contains "
+        f"{prompt_tokens} input tokens, which exceeds this limit even without any output tokens. "
+        "Please reduce the length of the input prompt.",
+        param="input_tokens",
+    )
+
+
+def output_budget(prompt_tokens: int, requested: int | None, max_model_len: int) -> int:
+    """How many tokens the reply may have: what was asked for, within what the context leaves (as vLLM clamps)."""
+    room = max_model_len - prompt_tokens
+    return room if requested is None else min(room, requested)
