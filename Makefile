@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean browser
+.PHONY: demo test lint typecheck unit bench clean browser conformance
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,8 +20,8 @@ demo: $(STAMP)
 	$(BIN)/videoatlas demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks conformance
+	$(BIN)/ruff format --check src tests benchmarks conformance
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -35,6 +35,34 @@ test: lint typecheck browser
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_grid.py
+
+# `make conformance`: vLLM's own code checks every request the agents send (conformance/), and vLLM's own
+# argument parser checks the `videoatlas serve` presets. vLLM goes into its own cached venv, once: its wheel
+# without the CUDA stack (a CPU torch instead; its other requirements exactly as it states them), this
+# project, and the dashscope wheel, whose qwen.tiktoken gives the Qwen tokenizer (no hub download).
+# A few GB, so not part of `make test`.
+VLLM_VENV := .venv-vllm
+VLLM_VERSION := 0.33.0
+VLLM_STAMP := $(VLLM_VENV)/.installed-$(VLLM_VERSION)
+CONFORMANCE_OUT ?= out/conformance
+
+$(VLLM_STAMP): pyproject.toml conformance/vllm_requirements.py
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip packaging
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps vllm==$(VLLM_VERSION) dashscope==2.0.2
+	$(VLLM_VENV)/bin/python conformance/vllm_requirements.py > $(VLLM_VENV)/requirements-cpu.txt
+	$(VLLM_VENV)/bin/python -m pip install --quiet 'torch==2.13.0' -r $(VLLM_VENV)/requirements-cpu.txt \
+		-e . pytest pytest-asyncio
+	touch $@
+
+conformance: $(STAMP) $(VLLM_STAMP)
+	status=0; \
+	bash conformance/run_agents.sh $(CONFORMANCE_OUT) || status=1; \
+	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python conformance/check_requests.py \
+		$(CONFORMANCE_OUT)/requests-*.jsonl --json $(CONFORMANCE_OUT)/verdicts.json || status=1; \
+	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_serve_presets.py \
+		|| status=1; \
+	exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -149,7 +149,10 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
 # The stand-in's sources as of each behaviour version. Any change to them must bump
 # BEHAVIOUR_VERSION (its model id) and record the new hash here, so eval results measured with
 # other rules are never re-used as if they were measured with these.
-SOURCES_BY_VERSION = {6: "dce753a7be6325811685fb6056a54d8a7c2a7274a48722e95178d47de20cbf8d"}
+SOURCES_BY_VERSION = {
+    6: "dce753a7be6325811685fb6056a54d8a7c2a7274a48722e95178d47de20cbf8d",
+    7: "06d5fa44be29e8de11483498bbcd902eb2dd07dd828c57db392c6c4af5a0b5b1",
+}
 
 
 def _sources_sha() -> str:

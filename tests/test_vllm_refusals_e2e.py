@@ -44,9 +44,8 @@ async def test_a_refused_request_fails_the_run_at_its_node_and_resumes_after_the
         refused = server.sim.stats.as_dict()
     message = str(caught.value)
     assert "\n" not in message
-    assert message.startswith("node global_probe: ")
-    assert "the prompt's length (the server's --max-model-len)" in message
-    assert "HTTP 400" in message and "This model's maximum context length is 1500 tokens" in message
+    assert message.startswith("node global_probe: HTTP 400, the VLM endpoint refused the prompt's length ")
+    assert "(the server's --max-model-len): This model's maximum context length is 1500 tokens" in message
     assert refused["errors"] == {"refused_input_tokens": 1}  # a 400 is not retried
     assert _rows(db, "SELECT status FROM va_runs WHERE id = 'short-ctx'")[0][0] == "failed"
     calls_before = _rows(db, "SELECT COUNT(*) FROM va_model_calls WHERE run_id = 'short-ctx'")[0][0]

@@ -33,6 +33,11 @@ def _call_dict(c: Any) -> dict[str, Any]:
         "error": c.error,
         "template": c.template,
         "reply_text": c.reply_text,
+        "role": c.role,
+        "thinking": c.thinking,
+        "reasoning": c.reasoning or "",
+        "reasoning_tokens": c.reasoning_tokens or 0,
+        "reasoning_estimated": bool(c.reasoning_estimated),
     }
 
 
@@ -254,8 +259,9 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
         lines += _failure_lines(trace["failure"])
     elif cost:
         fell_back = f", {cost['fallbacks']} fallback(s)" if cost.get("fallbacks") else ""
+        thought = f" ({cost['reasoning_tokens']:,} reasoning)" if cost.get("reasoning_tokens") else ""
         lines.append(
-            f"  cost: {cost['calls']} calls, {cost['prompt_tokens'] + cost['completion_tokens']:,} tokens, "
+            f"  cost: {cost['calls']} calls, {cost['prompt_tokens'] + cost['completion_tokens']:,} tokens{thought}, "
             f"{cost['cached_tokens']:,} cached, {cost.get('frames_viewed', 0):,} distinct frames viewed "
             f"({cost.get('frames_sent', 0):,} sent){fell_back}"
         )
@@ -274,4 +280,26 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
         lines += _timeline_lines(trace["timeline"])
     for e in trace["evidence"]:
         lines.append(f"  [{e['label']}] {format_ts(e['time'], 1)} {e['cell'] or ''}: {e['description']}")
+    lines += _reasoning_lines(trace["calls"])
+    return lines
+
+
+REASONING_SHOWN = 160
+"""Characters of a call's reasoning that ``trace`` shows on its line (``trace --json`` has it whole)."""
+
+
+def _reasoning_lines(calls: list[dict[str, Any]]) -> list[str]:
+    """One line per call that came with reasoning: who thought, how many tokens, how it began."""
+    thought = [c for c in calls if c["reasoning"]]
+    if not thought:
+        return []
+    lines = [f"  reasoning ({len(thought)} of {len(calls)} calls; whole text: trace --json):"]
+    for call in thought:
+        where = "".join(
+            f" {part}" for part in (call["worker"], f"round {call['round']}" if call["round"] else None) if part
+        )
+        estimated = " (estimated)" if call["reasoning_estimated"] else ""
+        text = " ".join(call["reasoning"].split())
+        shown = text[:REASONING_SHOWN] + ("…" if len(text) > REASONING_SHOWN else "")
+        lines.append(f"    {call['node']}{where}, {call['reasoning_tokens']:,} tokens{estimated}: {shown}")
     return lines

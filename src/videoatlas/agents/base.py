@@ -46,6 +46,8 @@ SHARED_SOURCES = (
     "videoatlas.llm.chat_model",
     "videoatlas.llm.client",
     "videoatlas.llm.images",
+    "videoatlas.llm.portable",
+    "videoatlas.llm.reasoning",
     "videoatlas.llm.records",
     "videoatlas.llm.repair",
     "videoatlas.llm.settings",
@@ -88,6 +90,8 @@ class Agent:
     """(checkpointed state, model calls) -> the agent's own view of a run, as plain data (``trace --json``)."""
     trace_lines: Callable[[dict[str, Any], dict[int, list[str]]], list[str]] | None = None
     """(that view, repair lines by round or turn) -> lines for ``trace``; without it the timeline alone is shown."""
+    roles: tuple[str, ...] = ("master",)
+    """Who makes the agent's model calls (``--thinking ROLE=on|off`` names them)."""
 
     @property
     def sources(self) -> tuple[str, ...]:

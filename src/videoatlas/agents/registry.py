@@ -75,7 +75,27 @@ def knobs(config: RunConfig) -> dict[str, Any]:
     carries as a hash, not where the set lives. Concurrency changes when, not what, it answers.
     """
     shared = {"agent", "k", "cell_px", "token_budget", "call_budget"}
-    return {**{k: v for k, v in config.model_dump().items() if k in shared}, **settings_of(config).model_dump()}
+    out = {**{k: v for k, v in config.model_dump().items() if k in shared}, **settings_of(config).model_dump()}
+    roles = get_agent(config.agent).roles
+    thinking = {role: config.thinking_for(role) for role in roles}
+    if any(value is not None for value in thinking.values()):  # left out when unset: older keys stay valid
+        out["thinking"] = thinking
+    return out
+
+
+def check_thinking(config: RunConfig) -> None:
+    """Refuse a thinking setting naming a role no agent has (a typo would otherwise be silently ignored).
+
+    A role of another agent is allowed (one setting can serve runs of several agents) and means nothing here.
+    """
+    from videoatlas.runtime.config import ALL_ROLES
+
+    known = {role for agent in all_agents().values() for role in agent.roles}
+    unknown = sorted(set(config.thinking) - known - {ALL_ROLES})
+    if unknown:
+        raise BadInputError(
+            f"thinking setting: unknown role(s) {', '.join(unknown)}; roles: {', '.join(sorted(known))} (or all)"
+        )
 
 
 async def saved_snapshot(url: str, agent: str, run_id: str) -> StateSnapshot:

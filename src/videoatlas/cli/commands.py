@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -243,10 +244,12 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
     """
     from pydantic import ValidationError
 
-    from videoatlas.agents.registry import settings_model
-    from videoatlas.runtime.config import RunConfig
+    from videoatlas.agents.registry import check_thinking, settings_model
+    from videoatlas.runtime.config import RunConfig, parse_thinking
 
     limits.check_grid(args.k, args.cell_px)
+    spec = getattr(args, "thinking", None) or os.environ.get("VIDEOATLAS_THINKING", "").strip()
+    thinking = parse_thinking(spec) if spec else {}
     model = settings_model(args.agent)
     given = {
         key.removeprefix("setting__"): value
@@ -267,12 +270,14 @@ def run_config_from(args: argparse.Namespace) -> RunConfig:
             prompts=args.prompts,
             max_concurrency=args.max_concurrency,
             settings=given,
+            thinking=thinking,
         )
         model.model_validate(given)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = str(first["loc"][0]) if first["loc"] else "settings"
         raise BadInputError(f"--{where.replace('_', '-')}: {first['msg']}") from None
+    check_thinking(config)
     return config
 
 
@@ -298,7 +303,9 @@ def endpoint_from(args: argparse.Namespace, config: RunConfig | None = None) -> 
     if getattr(args, "standin", False):
         from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 
-        sim = SimConfig() if pixels is None else SimConfig(max_image_pixels=pixels)
+        sim = SimConfig(reasoning=getattr(args, "standin_reasoning", "off"))
+        if pixels is not None:
+            sim.max_image_pixels = pixels
         if config is not None:
             limits.check_image_fits(config.k, config.cell_px, sim.max_image_pixels)
         sys.stderr.write("starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process\n")
@@ -577,6 +584,8 @@ def cmd_sim_server(args: argparse.Namespace) -> int:
     unknown = set(faults) - set(FAULTS)
     if unknown:
         raise BadInputError(f"unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
+    if args.record and not Path(args.record).parent.is_dir():
+        raise BadInputError(f"--record: folder {Path(args.record).parent} does not exist")
     config = SimConfig(
         model=args.model or STANDIN_MODEL,
         seed=args.seed,
@@ -586,6 +595,11 @@ def cmd_sim_server(args: argparse.Namespace) -> int:
         cache_blocks=args.cache_blocks,
         min_text_px=args.min_text_px,
         faults=faults,
+        record=Path(args.record) if args.record else None,
+        reasoning=args.reasoning,
+        max_model_len=args.max_model_len,
+        max_images=args.limit_mm_per_prompt,
+        structured_outputs_backend=args.structured_outputs_backend,
     )
     _check_port_free(args.host, args.port)
     sys.stderr.write(
@@ -622,11 +636,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     opts = ServeOptions(
         model=args.model,
+        preset=args.preset,
         gpus=args.gpus,
         host=args.host,
         port=args.port,
         max_images=args.max_images,
         max_model_len=args.max_model_len,
+        max_pixels=args.max_pixels,
         gpu_memory_utilization=args.gpu_memory_utilization,
         served_name=args.served_name,
     )

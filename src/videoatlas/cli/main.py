@@ -89,6 +89,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+def context_length(text: str) -> int | str:
+    """An argparse type: a context length in tokens, or ``auto`` (the longest that fits the GPU)."""
+    return "auto" if text.strip().lower() == "auto" else positive_int(text)
+
+
 def port(text: str) -> int:
     """An argparse type: a TCP port, 1 to 65535."""
     value = positive_int(text)
@@ -129,6 +134,14 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
     p.add_argument("--call-budget", type=positive_int, default=None, help="stop exploring after this many model calls")
     p.add_argument(
         "--max-concurrency", type=positive_int, default=8, help="model tasks running at once at most (default 8)"
+    )
+    p.add_argument(
+        "--thinking",
+        default=None,
+        metavar="on|off|ROLE=on,...",
+        help="a reasoning model's thinking, for every role or per role (video-rlm: master, worker; videoseek: "
+        "planner, looker; uniform: answerer), sent as enable_thinking (env VIDEOATLAS_THINKING; default: "
+        "nothing sent, the server's default)",
     )
     if not with_settings:
         return
@@ -172,6 +185,13 @@ def add_endpoint_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="pixels per image the server accepts (env VIDEOATLAS_MAX_IMAGE_PIXELS; default 12845056, "
         "Qwen2.5-VL's); K x cell-px squared must fit, checked before the run starts",
+    )
+    p.add_argument(
+        "--standin-reasoning",
+        choices=["off", "field", "tags"],
+        default="off",
+        help="with --standin: the stand-in replies like a reasoning model, its reasoning in a field of the "
+        "reply (field) or in <think> tags before the answer (tags); default off",
     )
 
 
@@ -378,15 +398,69 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
         help="inject a fault per request (repeat for more): http500, http429, hang, drop, malformed, schema, range",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the injected faults (default 0)")
+    p.add_argument(
+        "--max-model-len",
+        type=positive_int,
+        default=65536,
+        metavar="TOKENS",
+        help="context length; a longer prompt is refused with vLLM's error, as vLLM --max-model-len (default 65536)",
+    )
+    p.add_argument(
+        "--limit-mm-per-prompt",
+        type=positive_int,
+        default=16,
+        metavar="IMAGES",
+        help="images per prompt; more are refused with vLLM's error, as vLLM --limit-mm-per-prompt (default 16)",
+    )
+    p.add_argument(
+        "--structured-outputs-backend",
+        choices=["auto", "xgrammar", "guidance"],
+        default="auto",
+        help="whose rules reply schemas are held to, as vLLM's structured-outputs backend (default auto: xgrammar, "
+        "then guidance for what xgrammar declines)",
+    )
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="append every chat request it receives to FILE, one JSON line each (make conformance checks them)",
+    )
+    p.add_argument(
+        "--reasoning",
+        choices=["off", "field", "tags"],
+        default="off",
+        help="reply like a reasoning model: its reasoning in the reply's reasoning fields with reasoning tokens "
+        "counted (field: vLLM with a reasoning parser) or in <think> tags before the answer (tags: without one); "
+        "a request with enable_thinking false gets no reasoning (default off)",
+    )
     p.set_defaults(func=commands.cmd_sim_server)
 
     p = sub.add_parser("serve", help="build and run the vLLM server command for a real VLM (needs a GPU)")
     p.add_argument("--model", required=True, help="Hugging Face id or local path, e.g. Qwen/Qwen2.5-VL-7B-Instruct")
+    p.add_argument(
+        "--preset",
+        choices=["qwen2.5-vl", "qwen3-vl", "qwen3.5"],
+        default=None,
+        help="model family whose vLLM flags to use (qwen3.5 also covers Qwen3.6; default: told from --model)",
+    )
     p.add_argument("--gpus", type=positive_int, default=1, help="tensor-parallel GPUs")
     p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     p.add_argument("--port", type=port, default=8000, help="port to listen on (default 8000)")
     p.add_argument("--max-images", type=positive_int, default=16, help="images per prompt")
-    p.add_argument("--max-model-len", type=positive_int, default=65536, help="context length (default 65536)")
+    p.add_argument(
+        "--max-model-len",
+        type=context_length,
+        default=None,
+        metavar="N|auto",
+        help="context length (default: the preset's, 65536 for Qwen2.5-VL and Qwen3-VL, auto for Qwen3.5: "
+        "the longest that fits the GPU)",
+    )
+    p.add_argument(
+        "--max-pixels",
+        type=positive_int,
+        default=2560 * 2560,
+        help="pixels an image may have before the server's processor shrinks it (default 6553600: 2560 x 2560)",
+    )
     p.add_argument(
         "--gpu-memory-utilization", type=float, default=0.90, help="share of GPU memory vLLM takes (default 0.90)"
     )

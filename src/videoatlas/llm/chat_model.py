@@ -22,6 +22,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
+from videoatlas.llm.reasoning import REASONING_FIELDS, field_reasoning
 from videoatlas.llm.settings import EndpointSettings
 
 
@@ -65,17 +66,25 @@ class OpenAICompatibleChat(BaseChatModel):
         return self._sync_client
 
     def _request(self, messages: Sequence[BaseMessage], stop: list[str] | None, **kwargs: Any) -> dict[str, Any]:
+        # vLLM's chat template arguments are no OpenAI parameter: the openai client sends them in the body as
+        # given. vLLM accepts them for any model and drops those its template does not declare.
+        template_kwargs = kwargs.pop("chat_template_kwargs", None)
+        thinking = bool(template_kwargs and template_kwargs.get("enable_thinking"))
+        budget = self.settings.thinking_max_tokens if thinking else self.settings.max_tokens
         request: dict[str, Any] = {
             "model": self.settings.model,
             "messages": convert_to_openai_messages(list(messages)),
             "temperature": kwargs.pop("temperature", self.settings.temperature),
-            "max_tokens": kwargs.pop("max_tokens", self.settings.max_tokens),
+            # max_tokens is deprecated in vLLM (and OpenAI) in favour of max_completion_tokens.
+            "max_completion_tokens": kwargs.pop("max_completion_tokens", kwargs.pop("max_tokens", budget)),
         }
         if stop:
             request["stop"] = stop
         response_format = kwargs.pop("response_format", None)
         if response_format is not None:
             request["response_format"] = response_format
+        if template_kwargs:
+            request["extra_body"] = {**kwargs.pop("extra_body", {}), "chat_template_kwargs": template_kwargs}
         request.update(kwargs)
         return request
 
@@ -86,6 +95,7 @@ class OpenAICompatibleChat(BaseChatModel):
         usage = response.usage
         usage_metadata: UsageMetadata | None = None
         cached = 0
+        reasoning_tokens: int | None = None
         if usage is not None:
             details = getattr(usage, "prompt_tokens_details", None)
             cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
@@ -95,13 +105,21 @@ class OpenAICompatibleChat(BaseChatModel):
                 total_tokens=int(usage.total_tokens or 0),
                 input_token_details={"cache_read": cached},
             )
+            counted = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None)
+            if counted is not None:
+                reasoning_tokens = int(counted)
+                usage_metadata["output_token_details"] = {"reasoning": reasoning_tokens}
+        # vLLM's own message fields are no part of the openai types: they arrive as the message's extra attributes.
+        reasoning = field_reasoning({name: getattr(choice.message, name, None) for name in REASONING_FIELDS})
         message = AIMessage(
             content=text,
+            additional_kwargs={"reasoning_content": reasoning} if reasoning else {},
             usage_metadata=usage_metadata,
             response_metadata={
                 "model_name": response.model,
                 "finish_reason": choice.finish_reason,
                 "cached_tokens": cached,
+                "reasoning_tokens": reasoning_tokens,
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])

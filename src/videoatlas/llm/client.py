@@ -33,6 +33,8 @@ from videoatlas.errors import (
     VideoAtlasError,
 )
 from videoatlas.llm.images import ImagePart, check_limits
+from videoatlas.llm.portable import unportable
+from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CallRecord, CallTotals
 from videoatlas.llm.repair import repair_json
 from videoatlas.llm.settings import EndpointSettings
@@ -84,7 +86,8 @@ def closed_schema(schema: type[BaseModel]) -> dict[str, Any]:
 
     Every object lists all its properties as required and forbids others (``additionalProperties:
     false``); a union is ``anyOf`` (pydantic writes a discriminated union as ``oneOf`` with a
-    ``discriminator`` keyword, which strict modes refuse).
+    ``discriminator`` keyword, which strict modes refuse). Only keywords every vLLM backend enforces
+    may appear (:mod:`videoatlas.llm.portable`); any other raises ``ValueError``.
     """
 
     def close(node: Any) -> Any:
@@ -101,6 +104,10 @@ def closed_schema(schema: type[BaseModel]) -> dict[str, Any]:
         return out
 
     closed: dict[str, Any] = close(schema.model_json_schema())
+    bad = unportable(closed)
+    if bad:
+        # A programming error, not a user's: the schema would be refused or not enforced by vLLM.
+        raise ValueError(f"reply schema {schema.__name__} uses keywords vLLM's backends refuse or ignore: {bad}")
     return closed
 
 
@@ -164,8 +171,14 @@ class VLMClient:
         images: Sequence[ImagePart] = (),
         node: str = "",
         meta: dict[str, Any] | None = None,
+        role: str = "",
+        thinking: bool | None = None,
     ) -> Reply[T]:
-        """Ask for one ``schema`` object; raises :class:`ModelReplyError` or :class:`EndpointError`."""
+        """Ask for one ``schema`` object; raises :class:`ModelReplyError` or :class:`EndpointError`.
+
+        ``thinking`` turns a reasoning model's thinking on or off for this call (vLLM's
+        ``chat_template_kwargs.enable_thinking``); None sends nothing and leaves the server's default.
+        """
         check_limits(images, self.settings)
         record = CallRecord(
             node=node,
@@ -174,6 +187,8 @@ class VLMClient:
             images=len(images),
             image_pixels=sum(i.pixels for i in images),
             meta=dict(meta or {}),
+            role=role,
+            thinking=thinking,
         )
         messages = self.build_messages(system, images, text)
         began = time.perf_counter()
@@ -247,10 +262,10 @@ class VLMClient:
             record.attempts += 1
             try:
                 async with self._semaphore:
-                    message = await self.model.ainvoke(messages, response_format=fmt)
+                    message = await self.model.ainvoke(messages, response_format=fmt, **_thinking_kwargs(record))
             except Exception as exc:
                 if not _retryable(exc):
-                    raise await self._translate(exc) from None
+                    raise await self._translate(exc, record) from None
                 if attempt > self.settings.max_retries:
                     raise EndpointError(
                         f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: {_describe(exc)}"
@@ -264,15 +279,19 @@ class VLMClient:
             record.completion_tokens += completion
             record.cached_tokens += cached
             content = message.content
-            return content if isinstance(content, str) else str(content)
+            return _take_reasoning(message, content if isinstance(content, str) else str(content), record)
 
     async def _backoff(self, attempt: int) -> None:
         """Sleep before retry ``attempt``: exponential, capped, with full jitter."""
         cap = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2 ** (attempt - 1))
         await self._sleep(self._rng.uniform(0, cap))
 
-    async def _translate(self, exc: Exception) -> Exception:
-        """Turn a non-retryable failure into a user-facing error with what the user needs to fix it."""
+    async def _translate(self, exc: Exception, record: CallRecord | None = None) -> Exception:
+        """Turn a non-retryable failure into a user-facing error with what the user needs to fix it.
+
+        A refusal names the node that asked, what the server refused (the reply schema, the number of
+        images, the prompt's length...) and the server's own message, on one line.
+        """
         if isinstance(exc, openai.NotFoundError) or (
             isinstance(exc, openai.BadRequestError) and "model" in str(exc).lower() and "exist" in str(exc).lower()
         ):
@@ -283,8 +302,11 @@ class VLMClient:
                     f"served: {', '.join(served) or 'none'}"
                 )
         if isinstance(exc, openai.APIStatusError):
+            where = f"node {record.node}: " if record is not None and record.node else ""
+            what = _refused_feature(exc, record.schema if record is not None else "")
             return EndpointError(
-                f"VLM endpoint {self.settings.base_url} refused the request (HTTP {exc.status_code}): {_describe(exc)}"
+                f"{where}HTTP {exc.status_code}, the VLM endpoint refused {what}: {_server_message(exc)} "
+                f"(endpoint {self.settings.base_url})"
             )
         return exc
 
@@ -336,12 +358,81 @@ class VLMClient:
         return self.settings.model
 
 
+def _thinking_kwargs(record: CallRecord) -> dict[str, Any]:
+    """What the request says about thinking: nothing unless the call's setting says on or off."""
+    if record.thinking is None:
+        return {}
+    return {"chat_template_kwargs": {"enable_thinking": record.thinking}}
+
+
+def _take_reasoning(message: BaseMessage, content: str, record: CallRecord) -> str:
+    """The answer in a reply's content; its reasoning (a field of its own or a think block) goes to ``record``.
+
+    Reasoning tokens are the server's count when it gives one, else estimated from the text (and marked so).
+    """
+    thought, answer = split_reasoning(content)
+    field = message.additional_kwargs.get("reasoning_content")
+    parts = [p for p in (field if isinstance(field, str) else "", thought) if p]
+    details = (getattr(message, "usage_metadata", None) or {}).get("output_token_details") or {}
+    counted = details.get("reasoning")
+    if counted is not None:
+        record.reasoning_tokens += int(counted)
+    elif parts:
+        record.reasoning_tokens += sum(estimate_tokens(p) for p in parts)
+        record.reasoning_tokens_estimated = True
+    if parts:
+        reasoning = "\n\n".join(parts)
+        record.reasoning = f"{record.reasoning}\n\n{reasoning}" if record.reasoning else reasoning
+    if message.response_metadata.get("finish_reason") == "length":
+        log.warning(
+            "model_reply_cut",
+            node=record.node,
+            reasoning_tokens=record.reasoning_tokens,
+            answered=bool(answer.strip()),
+            hint="the reply reached its token limit; with thinking on, raise thinking_max_tokens",
+        )
+    return answer
+
+
 def _short_error(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:3]:
         where = ".".join(str(p) for p in err.get("loc", ())) or "reply"
         parts.append(f"{where}: {err.get('msg', 'invalid')}")
     return "; ".join(parts)
+
+
+_REFUSED_PARAMS = {
+    "image": "the number of images in the prompt (the server's --limit-mm-per-prompt)",
+    "input_tokens": "the prompt's length (the server's --max-model-len)",
+    "input_text": "the prompt's length (the server's --max-model-len)",
+    "max_completion_tokens": "the output-token limit",
+    "max_tokens": "the output-token limit",
+    "messages": "the messages",
+    "response_format": "the reply schema",
+}
+
+
+def _refused_feature(exc: openai.APIStatusError, schema: str) -> str:
+    """What a refusal was about: the error's ``param`` where the server names one, else the reply schema."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error") if isinstance(body.get("error"), dict) else body
+    param = error.get("param") if isinstance(error, dict) else None
+    if isinstance(param, str) and param in _REFUSED_PARAMS:
+        feature = _REFUSED_PARAMS[param]
+        return f"reply schema {schema}" if param == "response_format" and schema else feature
+    message = _server_message(exc).lower()
+    if schema and any(word in message for word in ("grammar", "schema", "json", "structured")):
+        return f"reply schema {schema} (structured outputs)"
+    return f"the request for {schema}" if schema else "the request"
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    """The server's own message, as its error body gives it."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error") if isinstance(body.get("error"), dict) else body
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message or exc.message)
 
 
 def _describe(exc: BaseException) -> str:

@@ -30,6 +30,16 @@ class CallRecord:
     parse_errors: list[str] = field(default_factory=list)
     reply_text: str = ""
     error: str | None = None
+    role: str = ""
+    """Whose call this is in its agent (``master``, ``worker``, ``planner``...): what a thinking setting names."""
+    thinking: bool | None = None
+    """What the request asked of a reasoning model (``enable_thinking``); None: nothing, the server's default."""
+    reasoning: str = ""
+    """The model's reasoning before its answer (a field of the reply, or a ``<think>`` block taken out of it)."""
+    reasoning_tokens: int = 0
+    """Completion tokens spent thinking (part of ``completion_tokens``)."""
+    reasoning_tokens_estimated: bool = False
+    """The server did not count ``reasoning_tokens``: they were estimated from the reasoning's length."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Caller's labels: prompt set, template hash, worker, round."""
 
@@ -46,6 +56,9 @@ class CallTotals:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    reasoning_estimated_calls: int = 0
+    """Calls whose reasoning tokens were estimated, not counted by the server."""
     images: int = 0
     latency_s: float = 0.0
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -58,6 +71,8 @@ class CallTotals:
             self.prompt_tokens += record.prompt_tokens
             self.completion_tokens += record.completion_tokens
             self.cached_tokens += record.cached_tokens
+            self.reasoning_tokens += record.reasoning_tokens
+            self.reasoning_estimated_calls += record.reasoning_tokens_estimated
             self.images += record.images
             self.latency_s += record.latency_s
             self.outcomes[record.outcome] += 1
@@ -75,6 +90,8 @@ class CallTotals:
             "completion_tokens": self.completion_tokens,
             "cached_tokens": self.cached_tokens,
             "cache_hit_rate": round(self.cache_hit_rate, 4),
+            "reasoning_tokens": self.reasoning_tokens,
+            "reasoning_estimated_calls": self.reasoning_estimated_calls,
             "images": self.images,
             "latency_s": round(self.latency_s, 3),
             "outcomes": dict(self.outcomes),

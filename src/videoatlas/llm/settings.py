@@ -28,7 +28,13 @@ class EndpointSettings:
     backoff_cap_s: float = 8.0
     max_concurrency: int = 16
     """Requests in flight at once, across every node and worker."""
-    max_tokens: int = 1024
+    max_tokens: int = 4096
+    """Completion tokens a call may take (sent as ``max_completion_tokens``): room for the longest reply a schema
+    allows (a report on 32 frames with a description each runs past 2,000), since a reply cut at the limit is
+    broken JSON and costs a re-ask."""
+    thinking_max_tokens: int = 8192
+    """Completion tokens of a call with thinking on: the reasoning comes out of the same budget as the answer,
+    and a model that runs out while thinking never answers."""
     temperature: float = 0.0
     max_images: int = 16
     """Images per prompt the server accepts (vLLM ``--limit-mm-per-prompt``)."""
@@ -43,7 +49,14 @@ class EndpointSettings:
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
             raise BadInputError(f"endpoint URL must start with http:// or https://, got {self.base_url!r}")
-        for name in ("timeout_s", "max_concurrency", "max_tokens", "max_images", "max_image_pixels"):
+        for name in (
+            "timeout_s",
+            "max_concurrency",
+            "max_tokens",
+            "thinking_max_tokens",
+            "max_images",
+            "max_image_pixels",
+        ):
             if getattr(self, name) <= 0:
                 raise BadInputError(f"{name} must be positive")
         if self.max_retries < 0:

@@ -28,14 +28,16 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    inspect,
     select,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.sql import text as sql_text
 
 from videoatlas.errors import BadInputError
 from videoatlas.persistence.db import is_sqlite, redact_url, sqlalchemy_url
@@ -122,6 +124,12 @@ class ModelCallRow(Base):
     reply_text: Mapped[str] = mapped_column(Text)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     template: Mapped[str | None] = mapped_column(Text, nullable=True)
+    role: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    thinking: Mapped[bool | None] = mapped_column(nullable=True)
+    """What the call asked of a reasoning model (None: nothing, the server's default)."""
+    reasoning: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reasoning_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    reasoning_estimated: Mapped[bool | None] = mapped_column(nullable=True)
 
 
 class ArtifactRow(Base):
@@ -134,6 +142,26 @@ class ArtifactRow(Base):
     height: Mapped[int] = mapped_column(Integer)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Add the nullable columns a table gained after a database was made (``create_all`` adds only tables).
+
+    Two processes may do it at once: a column the other one added first is not an error.
+    """
+    for table in Base.metadata.sorted_tables:
+        present = {c["name"] for c in inspect(engine).get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present or not column.nullable:
+                continue
+            kind = column.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as conn:
+                    conn.execute(sql_text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}'))
+            except (OperationalError, ProgrammingError):
+                if column.name not in {c["name"] for c in inspect(engine).get_columns(table.name)}:
+                    raise
+            log.info("trace_store_column_added", table=table.name, column=column.name)
 
 
 _STOP = object()
@@ -205,6 +233,7 @@ class TraceStore:
         try:
             Base.metadata.create_all(self.engine)
             LeaseBase.metadata.create_all(self.engine)  # added later: created here in databases made before it
+            _add_missing_columns(self.engine)
         except SQLAlchemyError as exc:
             self.engine.dispose()
             reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
@@ -366,6 +395,11 @@ class TraceStore:
                 reply_text=record.reply_text[:20000],
                 error=record.error,
                 template=meta.get("template"),
+                role=record.role or None,
+                thinking=record.thinking,
+                reasoning=record.reasoning[:100000] or None,
+                reasoning_tokens=record.reasoning_tokens,
+                reasoning_estimated=record.reasoning_tokens_estimated,
             )
         )
 

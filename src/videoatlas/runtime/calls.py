@@ -73,6 +73,7 @@ async def ask(
     *,
     system: str,
     role: str = "master",
+    thinker: str | None = None,
     meta: dict[str, Any] | None = None,
 ) -> tuple[Reply[T], Cost]:
     """A structured call with the node's templates; returns the reply and its cost.
@@ -81,7 +82,10 @@ async def ask(
     ``role`` says whose tokens these are: ``master`` (coordination) or ``worker`` (exploration). A
     worker's call first reserves room in the run's shared budget (:class:`BudgetSpent` when there
     is none left); every call's real cost is settled in the ledger, failed ones included.
+    ``thinker`` names the caller among its agent's roles (default ``role``): the run's thinking
+    setting for that role decides whether a reasoning model thinks.
     """
+    thinker = thinker or role
     system_text = ctx.prompts.render(system, k=ctx.config.k)
     text = ctx.prompts.render(f"{template}.user", **values)
     reservation = ctx.ledger.reserve(estimate_tokens(images, system_text + text)) if role == "worker" else None
@@ -97,7 +101,16 @@ async def ask(
         **(meta or {}),
     }
     try:
-        reply = await ctx.vlm.ask(schema, system=system_text, text=text, images=images, node=node, meta=labels)
+        reply = await ctx.vlm.ask(
+            schema,
+            system=system_text,
+            text=text,
+            images=images,
+            node=node,
+            meta=labels,
+            role=thinker,
+            thinking=ctx.config.thinking_for(thinker),
+        )
     except BaseException as exc:
         ctx.ledger.settle(reservation, failed_call_cost(exc, role))
         raise
@@ -108,6 +121,7 @@ async def ask(
         prompt_tokens=record.prompt_tokens,
         completion_tokens=record.completion_tokens,
         cached_tokens=record.cached_tokens,
+        reasoning_tokens=record.reasoning_tokens,
         images=record.images,
         master_tokens=tokens if role == "master" else 0,
         worker_tokens=tokens if role == "worker" else 0,
@@ -154,6 +168,7 @@ def failed_call_cost(exc: BaseException, role: str) -> Cost:
         prompt_tokens=prompt,
         completion_tokens=completion,
         cached_tokens=int(getattr(record, "cached_tokens", 0)),
+        reasoning_tokens=int(getattr(record, "reasoning_tokens", 0)),
         images=int(getattr(record, "images", 0)),
         master_tokens=prompt + completion if role == "master" else 0,
         worker_tokens=prompt + completion if role == "worker" else 0,

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from videoatlas import limits
+from videoatlas.errors import BadInputError
 
 
 class AgentSettings(BaseModel):
@@ -43,6 +44,9 @@ class RunConfig(BaseModel):
     """Top-level LangGraph concurrency: tasks running at once (never more than the agent runs in parallel)."""
     settings: dict[str, Any] = Field(default_factory=dict)
     """The agent's own settings, as given (defaults are the agent's settings model's)."""
+    thinking: dict[str, bool] = Field(default_factory=dict)
+    """A reasoning model's thinking per role (``master``, ``worker``, ``planner``...; ``all`` for every role not
+    named), sent as ``enable_thinking``. A role in none of these is sent nothing: the server's default."""
 
     @model_validator(mode="before")
     @classmethod
@@ -70,3 +74,34 @@ class RunConfig(BaseModel):
     def with_settings(self, **values: Any) -> RunConfig:
         """A copy with some of the agent's settings changed."""
         return self.model_copy(update={"settings": {**self.settings, **values}})
+
+    def thinking_for(self, role: str) -> bool | None:
+        """Whether calls of ``role`` ask the model to think (None: the setting says nothing of it)."""
+        return self.thinking.get(role, self.thinking.get(ALL_ROLES))
+
+
+ALL_ROLES = "all"
+"""The key of a thinking setting that applies to every role it does not name."""
+_SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False}
+
+
+def parse_thinking(spec: str) -> dict[str, bool]:
+    """``on``, ``off`` or ``ROLE=on,ROLE=off`` (also ``on,worker=off``) as a role -> thinking map.
+
+    Checks the form only; which roles exist is the agents' business (:func:`videoatlas.agents.registry.check_thinking`).
+    """
+    out: dict[str, bool] = {}
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        role, _, value = item.rpartition("=")
+        role = role.strip().lower() or ALL_ROLES
+        switch = _SWITCH.get(value.strip().lower())
+        if switch is None or not role.replace("_", "").replace("-", "").isalnum():
+            raise BadInputError(f"thinking setting {item!r} must be on, off or ROLE=on|off")
+        if role in out:
+            raise BadInputError(f"thinking setting names {role!r} twice")
+        out[role] = switch
+    if not out:
+        raise BadInputError("thinking setting is empty: give on, off or ROLE=on|off")
+    return out

@@ -58,6 +58,8 @@ class Cost(Frozen):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Completion tokens a reasoning model spent thinking (part of ``completion_tokens``)."""
     images: int = 0
     master_tokens: int = 0
     worker_tokens: int = 0

@@ -48,7 +48,9 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
     try:
         labels = [f"{n + 1}/{cell.index}" for n, view in enumerate(views) for cell in view.grid.cells]
         schema = decision_schema(len(choices), labels)
-        reply, cost = await ask(ctx, schema, "answer_uniform", "answer", images, values, system="system")
+        reply, cost = await ask(
+            ctx, schema, "answer_uniform", "answer", images, values, system="system", thinker="answerer"
+        )
     except (ModelReplyError, EndpointError) as exc:
         return {
             "answer": "",

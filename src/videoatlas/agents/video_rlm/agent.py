@@ -7,4 +7,13 @@ from videoatlas.agents.video_rlm import trace
 from videoatlas.agents.video_rlm.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.video_rlm.settings import Settings
 
-AGENT = Agent(AGENT_NAME, build_graph, TEMPLATES, "videoatlas.agents.video_rlm", Settings, trace.detail, trace.lines)
+AGENT = Agent(
+    AGENT_NAME,
+    build_graph,
+    TEMPLATES,
+    "videoatlas.agents.video_rlm",
+    Settings,
+    trace.detail,
+    trace.lines,
+    roles=("master", "worker"),
+)

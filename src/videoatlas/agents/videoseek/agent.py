@@ -7,4 +7,13 @@ from videoatlas.agents.videoseek import trace
 from videoatlas.agents.videoseek.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.videoseek.settings import Settings
 
-AGENT = Agent(AGENT_NAME, build_graph, TEMPLATES, "videoatlas.agents.videoseek", Settings, trace.detail, trace.lines)
+AGENT = Agent(
+    AGENT_NAME,
+    build_graph,
+    TEMPLATES,
+    "videoatlas.agents.videoseek",
+    Settings,
+    trace.detail,
+    trace.lines,
+    roles=("planner", "looker"),
+)

@@ -69,7 +69,14 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
     emit("decide")
     try:
         reply, cost = await ask(
-            ctx, decision_schema(len(choices), list(labels)), "answer", "answer", [], values, system=PLANNER_SYSTEM
+            ctx,
+            decision_schema(len(choices), list(labels)),
+            "answer",
+            "answer",
+            [],
+            values,
+            system=PLANNER_SYSTEM,
+            thinker="planner",
         )
     except (ModelReplyError, EndpointError) as exc:
         return {

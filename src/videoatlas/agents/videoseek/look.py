@@ -29,6 +29,7 @@ from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Cost, Repair
+from videoatlas.state.schemas import distinct
 
 COLUMNS = 4
 """Frames to a row in overview and skim mosaics."""
@@ -110,7 +111,16 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
         turn = turn.model_copy(update={"start": span.start, "end": span.end})
     try:
         reply, cost = await ask(
-            ctx, schema, tool, tool, images, values, system=TOOL_SYSTEM, role="worker", meta={"round": turn_no}
+            ctx,
+            schema,
+            tool,
+            tool,
+            images,
+            values,
+            system=TOOL_SYSTEM,
+            role="worker",
+            thinker="looker",
+            meta={"round": turn_no},
         )
     except ModelReplyError as exc:
         cost = failed_call_cost(exc, "worker") + _ledger_only(images)
@@ -119,6 +129,10 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
         cost = cost + Cost(fallbacks=1)
     else:
         turn = _reported(turn, reply.value, actual)
+        _, repeated = distinct(int(i) for i in getattr(reply.value, "relevant", []))
+        if repeated:
+            note = "repeated relevant frames left out: " + ", ".join(str(i) for i in repeated)
+            repairs.append(Repair(node="look", round=turn_no, kind="dropped", detail=note))
     return {"turns": [turn], "planned": None, "cost": cost, "repairs": repairs, "round": turn_no}
 
 
@@ -135,7 +149,7 @@ def _reported(turn: Turn, value: Any, actual: Sequence[float | None]) -> Turn:
         if t is not None:
             notes[int(frame.id)] = frame.description
             lines.append(f"frame at {at(t)}: {frame.description}")
-    flagged = [int(i) for i in getattr(value, "relevant", []) if moment(int(i)) is not None]
+    flagged, _ = distinct(int(i) for i in getattr(value, "relevant", []) if moment(int(i)) is not None)
     if turn.tool == "focus":
         verdict = "found" if value.found else "not found"
         lines.insert(0, f"{verdict}: {value.description}")

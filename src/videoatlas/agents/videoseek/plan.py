@@ -55,6 +55,7 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
             [],
             values,
             system=PLANNER_SYSTEM,
+            thinker="planner",
             meta={"round": turn_no},
         )
     except ModelReplyError as exc:

@@ -161,11 +161,15 @@ class Filler:
             out = [self._fit_text(str(v), items) for v in out]
         lo = int(node.get("minItems", 0))
         pad = 0
-        while len(out) < lo and pad < 1000:  # pad with the simplest values the items allow, distinct if asked
-            extra = _smallest(items) if not node.get("uniqueItems") else _distinct(items, pad)
-            if not node.get("uniqueItems") or extra not in out:
+        # Pad to the minimum as someone listing things does: with values not listed yet, as long as the
+        # items allow new ones (an id list has no uniqueItems, which vLLM's backends cannot enforce),
+        # then with the simplest value.
+        while len(out) < lo and pad < 1000:
+            extra = _distinct(items, pad)
+            if extra not in out:
                 out.append(extra)
             pad += 1
+        out += [_smallest(items) for _ in range(lo - len(out))]
         return out[: int(node["maxItems"])] if "maxItems" in node else out
 
     def _items(self, node: dict[str, Any], name: str) -> list[Any]:
@@ -804,7 +808,7 @@ def _smallest(node: dict[str, Any]) -> Any:
 
 
 def _distinct(node: dict[str, Any], n: int) -> Any:
-    """The ``n``-th of a run of different values a schema allows (to pad an array of unique items)."""
+    """The ``n``-th of a run of different values a schema allows (to pad an array with new items)."""
     kind = node.get("type")
     if node.get("enum"):
         values = node["enum"]

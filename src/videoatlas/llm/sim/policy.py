@@ -46,7 +46,7 @@ from videoatlas.llm.sim.language import (
 )
 from videoatlas.llm.sim.perception import Sight, Tile
 
-BEHAVIOUR_VERSION = 6
+BEHAVIOUR_VERSION = 7
 """Bumped whenever a rule here or in perception changes what the stand-in answers (part of its model id)."""
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""

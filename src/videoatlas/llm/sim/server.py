@@ -19,14 +19,18 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
 from aiohttp import web
 
+from videoatlas.llm.sim import contract
 from videoatlas.llm.sim.filler import respond
 from videoatlas.llm.sim.perception import EncodedImage, Reader, Sight, decode_data_url
 from videoatlas.llm.sim.policy import BEHAVIOUR_VERSION, Request
+from videoatlas.llm.sim.thinking import MODES as REASONING_MODES
+from videoatlas.llm.sim.thinking import reasoning_text
 from videoatlas.llm.sim.tokens import PrefixCache, prompt_tokens, text_pieces
 
 log = structlog.get_logger(__name__)
@@ -60,14 +64,33 @@ class SimConfig:
     fault_budget: int | None = None
     """Stop injecting after this many faults (None: no limit); makes "fail, then recover" exact."""
     max_images: int = 16
+    """Images per prompt (vLLM ``--limit-mm-per-prompt``); more are refused with vLLM's error."""
     max_image_pixels: int = 12_845_056
+    max_model_len: int = 65_536
+    """Context length in tokens (vLLM ``--max-model-len``); a longer prompt is refused with vLLM's error."""
+    structured_outputs_backend: contract.Backend = "auto"
+    """Which vLLM structured-output backend's rules reply schemas are held to: auto, xgrammar or guidance."""
+    record: Path | None = None
+    """Append every chat request body to this file, one JSON line each, before any validation."""
+
+    reasoning: str = "off"
+    """Reply like a reasoning model: ``off``, ``field`` (the reasoning in the message's ``reasoning`` field and
+    counted in ``usage.completion_tokens_details``, as vLLM 0.33 with a reasoning parser) or ``tags`` (in
+    ``<think>`` tags before the answer, as vLLM without one). A request with ``chat_template_kwargs.enable_thinking``
+    false gets no reasoning, as from Qwen3."""
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
+        if self.reasoning not in REASONING_MODES:
+            raise ValueError(f"reasoning must be one of {', '.join(REASONING_MODES)}")
         if self.patch not in (14, 16, 28, 32):
             raise ValueError("patch must be 14, 16, 28 or 32")
+        if self.structured_outputs_backend not in contract.BACKENDS:
+            raise ValueError(f"structured-outputs backend must be one of {', '.join(contract.BACKENDS)}")
+        if self.max_model_len < 1 or self.max_images < 0:
+            raise ValueError("max_model_len must be positive and max_images not negative")
 
 
 @dataclass(slots=True)
@@ -82,6 +105,9 @@ class SimStats:
     prompt_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    enable_thinking: Counter[str] = field(default_factory=Counter)
+    """Chat requests by the ``enable_thinking`` they sent (``true``, ``false``, ``null`` when none)."""
     images: int = 0
     completions_by_request: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
@@ -99,12 +125,20 @@ class SimStats:
             "prompt_tokens": self.prompt_tokens,
             "cached_tokens": self.cached_tokens,
             "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "enable_thinking": dict(self.enable_thinking),
             "images": self.images,
             "in_flight_max": self.in_flight_max,
             "distinct_requests_completed": len(self.completions_by_request),
             "repeated_completions": repeated,
             "cache_hit_rate": round(self.cached_tokens / self.prompt_tokens, 4) if self.prompt_tokens else 0.0,
         }
+
+
+def _record_request(path: Path, body: object) -> None:
+    """Append one request body as one JSON line (``make conformance`` checks each with vLLM's own code)."""
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
@@ -194,6 +228,8 @@ class SimServer:
         except (json.JSONDecodeError, UnicodeDecodeError):
             self.stats.errors["bad_json"] += 1
             return _error(400, "request body is not valid JSON", "BadRequestError")
+        if self.config.record is not None:
+            _record_request(self.config.record, body)
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             self.stats.errors["bad_request"] += 1
             return _error(400, "'messages' must be a list", "BadRequestError", "messages")
@@ -206,19 +242,16 @@ class SimServer:
         except ValueError as exc:
             self.stats.errors["bad_request"] += 1
             return _error(400, str(exc), "BadRequestError", "messages")
-        if len(images) > self.config.max_images:
-            self.stats.errors["too_many_images"] += 1
-            return _error(
-                400,
-                f"At most {self.config.max_images} image(s) may be provided in one request.",
-                "BadRequestError",
-                "messages",
-            )
         for img in images:
             if img.width * img.height > self.config.max_image_pixels:
                 self.stats.errors["image_too_large"] += 1
                 return _error(400, "image exceeds max_pixels", "BadRequestError", "messages")
         schema = _schema_of(body.get("response_format"))
+        tokens = prompt_tokens(parts, self.config.patch)
+        checked = self._check_contract(body, len(images), len(tokens), schema)
+        if isinstance(checked, contract.Refusal):
+            return _error(checked.status, checked.message, checked.kind, checked.param)
+        grammar, budget = checked
 
         fault = self._draw_fault()
         if fault == "http500":
@@ -238,11 +271,23 @@ class SimServer:
         understood = Request.understand(texts, sights, schema)
         value = respond(schema, understood, self.config.seed)
         content = value if isinstance(value, str) and schema is None else json.dumps(value)
+        if grammar is not None and fault is None:
+            fits, why = grammar.accepts(content)
+            if not fits:
+                # A constrained decoder cannot produce this: a defect of the stand-in's filler, shown, never sent.
+                self.stats.errors["reply_outside_grammar"] += 1
+                log.error("standin_reply_outside_grammar", error=why, reply=content[:200])
+                return _error(
+                    500, f"the stand-in's reply does not fit the schema's grammar: {why}", "InternalServerError"
+                )
         content = self._corrupt(content, fault, value)
+        switch = _enable_thinking(body)
+        self.stats.enable_thinking[json.dumps(switch)] += 1
+        thinks = self.config.reasoning != "off" and switch is not False
+        reply = _reply(content, reasoning_text(understood, value) if thinks else "", self.config.reasoning, budget)
 
-        tokens = prompt_tokens(parts, self.config.patch)
         cached = self.cache.lookup_and_insert(tokens)
-        completion = len(text_pieces(content))
+        completion = reply.completion_tokens
         delay = self.config.latency_s + self.config.per_token_s * completion
         if delay > 0:
             await asyncio.sleep(delay)
@@ -252,28 +297,51 @@ class SimServer:
         self.stats.prompt_tokens += len(tokens)
         self.stats.cached_tokens += cached
         self.stats.completion_tokens += completion
+        self.stats.reasoning_tokens += reply.reasoning_tokens
         self.stats.images += len(images)
+        usage: dict[str, Any] = {
+            "prompt_tokens": len(tokens),
+            "completion_tokens": completion,
+            "total_tokens": len(tokens) + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        if self.config.reasoning == "field":  # a server with a reasoning parser counts them, zero included
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
         return web.json_response(
             {
                 "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": self.config.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": len(tokens),
-                    "completion_tokens": completion,
-                    "total_tokens": len(tokens) + completion,
-                    "prompt_tokens_details": {"cached_tokens": cached},
-                },
+                "choices": [{"index": 0, "message": reply.message, "finish_reason": reply.finish_reason}],
+                "usage": usage,
             }
         )
+
+    def _check_contract(
+        self, body: dict[str, Any], n_images: int, n_tokens: int, schema: dict[str, Any] | None
+    ) -> contract.Refusal | tuple[contract.Grammar | None, int]:
+        """The checks vLLM makes before generating: token limit, images per prompt, context length, reply schema.
+
+        Returns the grammar replies must fit (None without a schema) and the output-token budget.
+        """
+        limit = contract.token_limit(body)
+        refusal = limit if isinstance(limit, contract.Refusal) else None
+        refusal = refusal or contract.image_limit(n_images, self.config.max_images)
+        refusal = refusal or contract.context_limit(n_tokens, self.config.max_model_len)
+        grammar: contract.Grammar | None = None
+        if refusal is None and schema is not None:
+            checked = contract.structured_outputs(schema, self.config.structured_outputs_backend)
+            if isinstance(checked, contract.Refusal):
+                refusal = checked
+            else:
+                grammar = checked.grammar
+        if refusal is not None:
+            self.stats.errors[f"refused_{refusal.param or 'request'}"] += 1
+            log.info("standin_refused", status=refusal.status, message=refusal.message)
+            return refusal
+        requested = limit if isinstance(limit, int) else None
+        return grammar, contract.output_budget(n_tokens, requested, self.config.max_model_len)
 
     def _draw_fault(self) -> str | None:
         budget = self.config.fault_budget
@@ -295,6 +363,55 @@ class SimServer:
         if fault == "range":
             return json.dumps(_out_of_range(value))
         return content
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """The assistant message of a completion, what it cost and why it ended."""
+
+    message: dict[str, Any]
+    completion_tokens: int
+    reasoning_tokens: int
+    finish_reason: str
+
+
+def _enable_thinking(body: dict[str, Any]) -> bool | None:
+    """The request's ``chat_template_kwargs.enable_thinking`` (None when it sends none)."""
+    kwargs = body.get("chat_template_kwargs")
+    value = kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def _reply(content: str, reasoning: str, mode: str, limit: int) -> _Reply:
+    """The message carrying ``content`` and, when there is any, ``reasoning`` the way ``mode`` says.
+
+    Reasoning is generated first and spends the same budget as the answer: a reply that would pass
+    ``limit`` is cut there, and one cut while still reasoning has no answer (``finish_reason`` length).
+    """
+    if not reasoning:
+        pieces = text_pieces(content)
+        if len(pieces) > limit:  # the token limit is reached mid-answer, as on any server
+            return _Reply({"role": "assistant", "content": "".join(pieces[:limit])}, limit, 0, "length")
+        return _Reply({"role": "assistant", "content": content}, len(pieces), 0, "stop")
+    thought, answer = text_pieces(reasoning), text_pieces(content)
+    tags = 2 if mode == "tags" else 0  # <think> and </think>, one special token each
+    finish = "stop"
+    if len(thought) + tags + len(answer) > limit:
+        finish = "length"
+        if len(thought) + tags >= limit:  # the budget ran out while thinking: no close, no answer
+            tags //= 2
+            thought = thought[: max(0, limit - tags)]
+            reasoning, content, answer = "".join(thought).strip(), "", []
+        else:
+            answer = answer[: limit - len(thought) - tags]
+            content = "".join(answer).strip()
+    completion = len(thought) + tags + len(answer)
+    if mode == "tags":
+        closed = finish == "stop" or bool(answer)
+        text = f"<think>\n{reasoning}\n</think>\n\n{content}" if closed else f"<think>\n{reasoning}"
+        return _Reply({"role": "assistant", "content": text}, completion, len(thought), finish)
+    message = {"role": "assistant", "content": content or None, "reasoning": reasoning}
+    return _Reply(message, completion, len(thought), finish)
 
 
 def _out_of_range(value: Any, key: str = "") -> Any:

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Answer real questions about the demo video with every agent and mode, against stand-in servers that
+# record every chat request they receive (`videoatlas sim-server --record FILE`); check_requests.py then
+# checks each recorded request with vLLM's own code.
+#
+#   bash conformance/run_agents.sh OUT_DIR
+#
+# Writes OUT_DIR/video/ (the demo's synthetic video: 10 minutes, seed 7, made once), OUT_DIR/requests-*.jsonl
+# (one file per server mode; emptied at each run) and OUT_DIR/runs.log. Exits 1 if any run failed, after
+# running the others. Runs that need an option this checkout lacks are skipped with a note, and counted.
+set -u -o pipefail
+
+OUT=${1:?usage: run_agents.sh OUT_DIR}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VA=${VIDEOATLAS:-$ROOT/.venv/bin/videoatlas}
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+LOG=$OUT/runs.log
+: >"$LOG"
+rm -f "$OUT"/requests-*.jsonl
+
+say() { printf '%s\n' "$*" | tee -a "$LOG"; }
+
+if [ ! -f "$OUT/video/video.json" ]; then
+    say "synthesising the demo video (10 minutes, seed 7) into $OUT/video"
+    "$VA" synth --duration 10m --seed 7 --out "$OUT/video" --json >>"$LOG" 2>&1 || { say "synth failed"; exit 1; }
+fi
+VIDEO=$OUT/video/video.mp4
+
+# The demo's questions: each run asks one, with its choices.
+mapfile -t QUESTIONS < <("$PY" - "$OUT/video/video.json" <<'EOF'
+import json, sys
+for q in json.load(open(sys.argv[1]))["questions"]:
+    print(json.dumps({"q": q["question"], "c": q["choices"]}))
+EOF
+)
+[ "${#QUESTIONS[@]}" -gt 0 ] || { say "the demo video has no questions"; exit 1; }
+
+has_option() {  # has_option COMMAND OPTION: does `videoatlas COMMAND --help` list OPTION?
+    "$VA" "$1" --help 2>/dev/null | grep -q -- "$2"
+}
+
+free_port() {
+    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+SERVER_PIDS=()
+stop_servers() {
+    for pid in "${SERVER_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    done
+    SERVER_PIDS=()
+}
+trap stop_servers EXIT
+
+URL=""
+start_server() {  # start_server MODE [sim-server options...]: sets URL
+    local mode=$1
+    shift
+    local port
+    port=$(free_port)
+    "$VA" sim-server --host 127.0.0.1 --port "$port" --record "$OUT/requests-$mode.jsonl" "$@" \
+        >>"$OUT/server-$mode.log" 2>&1 &
+    SERVER_PIDS+=("$!")
+    URL=http://127.0.0.1:$port/v1
+    for _ in $(seq 1 300); do
+        if "$PY" -c "import urllib.request, sys; urllib.request.urlopen(sys.argv[1] + '/models', timeout=2)" "$URL" 2>/dev/null; then
+            return 0
+        fi
+        kill -0 "${SERVER_PIDS[-1]}" 2>/dev/null || break
+        sleep 0.2
+    done
+    say "the stand-in ($mode) did not start: see $OUT/server-$mode.log"
+    return 1
+}
+
+FAILED=0
+SKIPPED=0
+RAN=0
+run() {  # run LABEL QUESTION_INDEX [ask options...]
+    local label=$1 index=$2
+    shift 2
+    local q=${QUESTIONS[$((index % ${#QUESTIONS[@]}))]}
+    local question choices=()
+    question=$("$PY" -c 'import json, sys; print(json.loads(sys.argv[1])["q"])' "$q")
+    mapfile -t choices < <("$PY" -c 'import json, sys; [print(c) for c in json.loads(sys.argv[1])["c"]]' "$q")
+    local args=()
+    for c in "${choices[@]}"; do args+=(-c "$c"); done
+    local start=$SECONDS
+    if "$VA" ask "$VIDEO" -q "$question" "${args[@]}" --base-url "$URL" --no-persist --quiet --json "$@" \
+        >"$OUT/run-$label.json" 2>>"$LOG"; then
+        RAN=$((RAN + 1))
+        say "ok     $label ($((SECONDS - start)) s): ask $*"
+    else
+        FAILED=$((FAILED + 1))
+        say "FAILED $label ($((SECONDS - start)) s, exit $?): ask $*"
+    fi
+}
+
+skip() {
+    SKIPPED=$((SKIPPED + 1))
+    say "SKIPPED $1: $2"
+}
+
+# Plain server: every agent, every video-rlm traversal, a call budget.
+start_server plain || exit 1
+run rlm-dfs 0 --agent video-rlm --traversal dfs
+run rlm-bfs 1 --agent video-rlm --traversal bfs
+run rlm-budget 2 --agent video-rlm --call-budget 6
+run videoseek 0 --agent videoseek
+run uniform 1 --agent uniform
+stop_servers
+
+# Reasoning servers: vLLM with a reasoning parser (field) and without one (<think> tags), thinking on and off.
+if has_option sim-server --reasoning && has_option ask --thinking; then
+    for mode in field tags; do
+        start_server "reasoning-$mode" --reasoning "$mode" || { FAILED=$((FAILED + 1)); continue; }
+        run "rlm-$mode-thinking" 0 --agent video-rlm --thinking on
+        run "rlm-bfs-$mode-nothinking" 1 --agent video-rlm --traversal bfs --thinking off
+        run "videoseek-$mode-thinking" 2 --agent videoseek --thinking on
+        run "uniform-$mode-thinking" 0 --agent uniform --thinking on
+        stop_servers
+    done
+else
+    skip reasoning "this checkout has no 'sim-server --reasoning' and 'ask --thinking' yet"
+fi
+
+REQUESTS=$(cat "$OUT"/requests-*.jsonl 2>/dev/null | wc -l)
+say "runs: $RAN ok, $FAILED failed, $SKIPPED skipped; $REQUESTS chat requests recorded in $OUT/requests-*.jsonl"
+[ "$FAILED" -eq 0 ]
