@@ -10,8 +10,8 @@ import av
 import numpy as np
 import pytest
 
-from videoatlas.environment.synth import SynthSpec, synthesize
-from videoatlas.environment.synth_counter import write_counter_video
+from videoatlas.synth import SynthSpec, synthesize
+from videoatlas.synth.counter import write_counter_video
 
 COUNTER_FPS = 25.0
 COUNTER_FRAMES = 2000  # 80 s: long enough for deep grids and several GOPs

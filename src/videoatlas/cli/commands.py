@@ -194,7 +194,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     width, height = _size(args.size)
     out = output_folder(args.out)
     name = _file_stem(args.name)
-    from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
+    from videoatlas.synth import SynthSpec, default_fps, synthesize
 
     spec = SynthSpec(
         duration=duration,
@@ -475,10 +475,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import shlex
 
     from videoatlas.environment.render import ScratchTile
-    from videoatlas.environment.synth import SynthSpec, load_current, plan_timeline, synthesize
     from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
     from videoatlas.runs import run_question
     from videoatlas.runtime.config import RunConfig
+    from videoatlas.synth import SynthSpec, load_current, synthesize
+    from videoatlas.synth.chapters import plan_timeline
 
     out = output_folder(args.out) if args.out else home_dir() / "demo"
     spec = SynthSpec(duration=600, seed=7)

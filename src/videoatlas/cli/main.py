@@ -67,7 +67,7 @@ class _Lazy:
 
 
 def _styles() -> Iterable[str]:
-    from videoatlas.environment.synth import STYLES
+    from videoatlas.synth import STYLES
 
     return STYLES
 
