@@ -18,12 +18,12 @@ import pytest
 from agent_helpers import ScriptedChat, default_reply, step
 from test_persistence import EXE, db_url, rows
 from videoatlas.cli.runs_table import runs_lines
-from videoatlas.cli.terminal import escape, escape_lines
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.textsafe import escape, escape_lines
 
 __all__ = ["db_url"]  # the fixture, parametrized over SQLite and PostgreSQL
 

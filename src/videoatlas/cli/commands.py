@@ -21,12 +21,12 @@ from videoatlas import limits
 from videoatlas.cli.outputs import command_name, image_output, output_folder, undo_on_failure, write_image
 from videoatlas.cli.progress import Progress
 from videoatlas.cli.signals import Interrupted, run_stoppable
-from videoatlas.cli.terminal import escape
 from videoatlas.environment.geometry import Interval, format_path, parse_path
 from videoatlas.environment.timefmt import format_ts, parse_range, parse_time
 from videoatlas.errors import BadInputError, EndpointUnreachableError
 from videoatlas.llm.settings import DEFAULT_BASE_URL, EndpointSettings
 from videoatlas.paths import home_dir, render_cache_dir
+from videoatlas.textsafe import escape
 
 if TYPE_CHECKING:
     from videoatlas.environment.atlas import VideoAtlas

@@ -17,9 +17,9 @@ from videoatlas.cli.commands import endpoint_from, run_config_from
 from videoatlas.cli.outputs import command_name, output_folder
 from videoatlas.cli.progress import EvalProgressBar
 from videoatlas.cli.signals import Interrupted, run_stoppable
-from videoatlas.cli.terminal import escape_lines
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
+from videoatlas.textsafe import escape_lines
 
 if TYPE_CHECKING:
     from videoatlas.synth import Style
