@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from videoatlas.agents.video_rlm.settings import VideoRLMSettings
-from videoatlas.environment.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
 from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
@@ -38,6 +37,7 @@ from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.logging import configure_logging
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
 
 DATA = Path("bench-data/agent")
 VIDEOS = {

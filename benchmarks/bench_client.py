@@ -48,7 +48,7 @@ def free_port() -> int:
 def grid_image() -> ImagePart:
     from videoatlas.environment.atlas import VideoAtlas
     from videoatlas.environment.frames import FrameSource
-    from videoatlas.environment.synth import SynthSpec, synthesize
+    from videoatlas.synth import SynthSpec, synthesize
 
     out = Path("bench-data/client")
     if not (out / "video.mp4").is_file():

@@ -62,7 +62,7 @@ STAT_KEYS = ("seeks", "frames_decoded", "packets_decoded", "keyframe_snaps", "ex
 
 
 def ensure_videos(data: Path, names: set[str]) -> dict[str, Path]:
-    from videoatlas.environment.synth import SynthSpec, synthesize
+    from videoatlas.synth import SynthSpec, synthesize
 
     paths = {}
     for name in sorted(names):

@@ -26,12 +26,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from agent_helpers import ScriptedChat, default_reply, step
-from videoatlas.environment.synth_counter import write_counter_video
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import configure_logging
 from videoatlas.persistence import checkpoint
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.synth.counter import write_counter_video
 
 WRITE_TIMES: list[float] = []
 

@@ -34,11 +34,11 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from agent_helpers import ScriptedChat, actions_of, default_reply, step
-from videoatlas.environment.synth_counter import write_counter_video
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.synth.counter import write_counter_video
 
 EXE = str(Path(sys.executable).parent / "videoatlas")
 STATUSES = ("finished", "finished", "finished", "failed", "interrupted")

@@ -22,7 +22,8 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 from videoatlas.environment.render import load_font
-from videoatlas.environment.synth import SynthSpec, write_frames
+from videoatlas.synth import SynthSpec
+from videoatlas.synth.encode import write_frames
 
 DURATION = 320.0
 SIZE = (640, 360)

@@ -17,7 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from videoatlas.agents.registry import get_agent
+from videoatlas.agents.registry import get_agent, settings_of
 from videoatlas.agents.video_rlm.graph import build_graph
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
@@ -189,7 +189,10 @@ def make_context(
     settings = EndpointSettings(model="scripted")
     prompts = get_agent(cfg.agent).load_prompts(cfg.prompts)
     vlm = VLMClient(chat, settings, reask=prompts["reask"])
-    return AgentContext(atlas=atlas, vlm=vlm, prompts=prompts, config=cfg, subtitles=subtitles), chat, source
+    context = AgentContext(
+        atlas=atlas, vlm=vlm, prompts=prompts, config=cfg, subtitles=subtitles, settings=settings_of(cfg)
+    )
+    return context, chat, source
 
 
 async def run_graph(

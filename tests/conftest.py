@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import av
 import numpy as np
 import pytest
 
-from videoatlas.environment.synth import SynthSpec, synthesize
-from videoatlas.environment.synth_counter import write_counter_video
+from db_helpers import fresh_pg_database, pg_available
+from videoatlas.synth import SynthSpec, synthesize
+from videoatlas.synth.counter import write_counter_video
 
 COUNTER_FPS = 25.0
 COUNTER_FRAMES = 2000  # 80 s: long enough for deep grids and several GOPs
@@ -21,6 +23,28 @@ COUNTER_FRAMES = 2000  # 80 s: long enough for deep grids and several GOPs
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test gets its own data directory (render cache, demo files)."""
     monkeypatch.setenv("VIDEOATLAS_HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A run store for one test, on each backend: a SQLite file, or a database of its own on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'runs.db'}"
+        return
+    request.applymarker(pytest.mark.postgres)
+    if not pg_available():
+        pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 (the postgres tests need it)")
+    with fresh_pg_database() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A database of its own on the PostgreSQL test server, for a test that runs on PostgreSQL only."""
+    if not pg_available():
+        pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 (the postgres tests need it)")
+    with fresh_pg_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,21 @@
-"""The PostgreSQL server the postgres-marked tests use (CI and this machine kind run one)."""
+"""The databases tests run on: a SQLite file, or a fresh database on the PostgreSQL server CI and this machine run."""
 
 from __future__ import annotations
 
 import os
 import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from sqlalchemy import create_engine, text
+
+from videoatlas.persistence.db import sqlalchemy_url
 
 PG_URL = os.environ.get("VIDEOATLAS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+"""The server's maintenance database; tests get databases of their own beside it (:func:`fresh_pg_database`)."""
 
 
 def pg_available() -> bool:
@@ -15,3 +25,27 @@ def pg_available() -> bool:
             return True
     except OSError:
         return False
+
+
+@contextmanager
+def fresh_pg_database() -> Iterator[str]:
+    """A new, empty database on the test server for one test, dropped after it: tests never see each other's runs."""
+    name = f"va_test_{uuid.uuid4().hex[:16]}"
+    base, _, _ = PG_URL.rpartition("/")
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')  # a name of our own making: hex digits only
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def rows(url: str, query: str, **params: Any) -> list[Any]:
+    """The rows a query returns on the database at ``url`` (SQLite or PostgreSQL)."""
+    engine = create_engine(sqlalchemy_url(url))
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(text(query), params))
+    finally:
+        engine.dispose()

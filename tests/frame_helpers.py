@@ -6,8 +6,8 @@ import pytest
 
 from conftest import COUNTER_FPS
 from videoatlas.environment.geometry import Interval
-from videoatlas.environment.synth_counter import read_counter
 from videoatlas.environment.video import DecodedFrame
+from videoatlas.synth.counter import read_counter
 
 FRAME_DT = 1 / COUNTER_FPS
 

@@ -12,12 +12,12 @@ from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.concat import ConcatSource, media_duration, open_source, write_manifest
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.environment.synth_counter import read_counter, write_counter_video
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError, VideoError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.items import EvalItem
 from videoatlas.evals.variants import build_long_variants
+from videoatlas.synth.counter import read_counter, write_counter_video
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from db_helpers import PG_URL, pg_available
 from prompt_helpers import copy_default
 from videoatlas.cli.main import main
 from videoatlas.evals.datasets.synthetic import ensure_video
@@ -158,10 +157,8 @@ def test_missing_videos_are_refused_before_anything_runs(tmp_path: Path, capsys:
 
 @pytest.mark.postgres
 async def test_shards_share_a_folder_and_a_postgres_database(
-    suite_root: Path, standin: RunningServer, tmp_path: Path
+    suite_root: Path, standin: RunningServer, tmp_path: Path, pg_url: str
 ) -> None:
-    if not pg_available():
-        pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 (the postgres tests need it)")
     endpoint = EndpointSettings(base_url=standin.base_url, model="", timeout_s=120)
     out = tmp_path / "sharded"
     done = []
@@ -174,7 +171,7 @@ async def test_shards_share_a_folder_and_a_postgres_database(
             limit=5,
             durations=[60.0],
             shard=Shard(index, 2),
-            db_url=PG_URL,
+            db_url=pg_url,
         )
         done.append((await run_eval(spec, endpoint)).progress.done)
     assert done == [3, 2]

@@ -11,15 +11,13 @@ import pytest
 from sqlalchemy import update
 
 from agent_helpers import ScriptedChat, default_reply
-from test_persistence import db_url, rows
+from db_helpers import rows
 from videoatlas.errors import BadInputError, RunOwnedError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.lease import LeaseRow, LeaseTiming, claim, effective_status, renew
 from videoatlas.persistence.store import TraceStore, make_engine
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
-
-__all__ = ["db_url"]  # the fixture, parametrized over SQLite and PostgreSQL
 
 TIMING = LeaseTiming(heartbeat_s=0.2, timeout_s=2.0)
 

@@ -6,9 +6,9 @@ import pytest
 from pydantic import ValidationError
 
 from videoatlas import limits
-from videoatlas.environment.synth import SynthSpec
 from videoatlas.errors import BadInputError, ImageLimitError
 from videoatlas.runtime.config import RunConfig
+from videoatlas.synth import SynthSpec
 
 pytestmark = pytest.mark.unit
 

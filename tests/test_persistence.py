@@ -16,36 +16,16 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
 from agent_helpers import ScriptedChat, default_reply, step
-from db_helpers import PG_URL, pg_available
+from db_helpers import rows
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.persistence.db import redact_url, sqlalchemy_url
+from videoatlas.persistence.db import redact_url
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
 
 EXE = str(Path(sys.executable).parent / "videoatlas")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'runs.db'}"
-    request.applymarker(pytest.mark.postgres)
-    if not pg_available():
-        pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 (the postgres tests need it)")
-    return PG_URL
-
-
-def rows(url: str, query: str, **params: Any) -> list[Any]:
-    engine = create_engine(sqlalchemy_url(url))
-    try:
-        with engine.connect() as conn:
-            return list(conn.execute(text(query), params))
-    finally:
-        engine.dispose()
 
 
 # -- kill -9 and resume -------------------------------------------------------------------------------

@@ -16,16 +16,15 @@ import openai
 import pytest
 
 from agent_helpers import ScriptedChat, default_reply, step
-from test_persistence import EXE, db_url, rows
+from db_helpers import rows
+from test_persistence import EXE
 from videoatlas.cli.runs_table import runs_lines
-from videoatlas.cli.terminal import escape, escape_lines
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
-
-__all__ = ["db_url"]  # the fixture, parametrized over SQLite and PostgreSQL
+from videoatlas.textsafe import escape, escape_lines
 
 BAD_REPLY = '{"search_task": "look for the \x1b[31mred\x1b[0m card", '  # cut off: not JSON
 

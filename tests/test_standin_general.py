@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 
 import videoatlas
-from videoatlas.environment import synth_broadcast
-from videoatlas.environment.synth import STYLES, SynthSpec, Timeline, narration, plan_timeline
 from videoatlas.llm.sim.language import FUNCTION_WORDS
 from videoatlas.llm.sim.policy import BEHAVIOUR_VERSION
 from videoatlas.llm.sim.server import STANDIN_MODEL
+from videoatlas.synth import STYLES, SynthSpec
+from videoatlas.synth import broadcast as synth_broadcast
+from videoatlas.synth.chapters import narration, plan_timeline
+from videoatlas.synth.spec import Timeline
 
 pytestmark = pytest.mark.unit
 

@@ -16,14 +16,13 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from test_persistence import EXE, StandIn, db_url, rows
+from db_helpers import rows
+from test_persistence import EXE, StandIn
 from videoatlas.cli.runs_table import list_runs
 from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.runner import read_rows
 from videoatlas.persistence.lease import LeaseTiming
 from videoatlas.persistence.store import TraceStore
-
-__all__ = ["db_url"]  # the fixture, parametrized over SQLite and PostgreSQL
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

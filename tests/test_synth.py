@@ -11,10 +11,11 @@ import pytest
 
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.environment.synth import SynthSpec, plan_timeline
-from videoatlas.environment.synth_counter import counter_frame, read_counter
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
+from videoatlas.synth import SynthSpec
+from videoatlas.synth.chapters import plan_timeline
+from videoatlas.synth.counter import counter_frame, read_counter
 
 
 @pytest.mark.unit
@@ -108,7 +109,7 @@ def test_written_video_matches_its_ground_truth(synth_video: tuple[Path, dict[st
 
 @pytest.mark.e2e
 def test_same_seed_same_file(tmp_path: Path) -> None:
-    from videoatlas.environment.synth import synthesize
+    from videoatlas.synth import synthesize
 
     spec = SynthSpec(duration=40, seed=9, width=320, height=180, fps=2, subtitles=False)
     synthesize(spec, tmp_path / "a")
@@ -121,7 +122,8 @@ def test_same_seed_same_file(tmp_path: Path) -> None:
 def test_a_video_drawn_by_an_older_version_is_not_reused(tmp_path: Path) -> None:
     import json
 
-    from videoatlas.environment.synth import SCHEMA_VERSION, load_current, synthesize
+    from videoatlas.synth import load_current, synthesize
+    from videoatlas.synth.chapters import SCHEMA_VERSION
 
     spec = SynthSpec(duration=40, seed=9, width=320, height=180, fps=2, subtitles=False)
     truth = synthesize(spec, tmp_path)

@@ -11,15 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from videoatlas.environment import synth
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import cell_span
 from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.environment.synth import SynthSpec, load_current, stretches, synthesize
-from videoatlas.environment.synth_broadcast import BroadcastPlan, min_event_s, plan_broadcast
-from videoatlas.environment.synth_broadcast_draw import event_sprite, frame_planes, make_texture
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
+from videoatlas.synth import SynthSpec, load_current, synthesize
+from videoatlas.synth import chapters as synth
+from videoatlas.synth.broadcast import BroadcastPlan, min_event_s, plan_broadcast
+from videoatlas.synth.broadcast_draw import event_sprite, frame_planes, make_texture
+from videoatlas.synth.encode import stretches
 
 KINDS = {"needle_in_chapter", "counting", "order", "after_anchor"}
 CHAPTERS_WORDS = {"CHAPTER", "CODE", "STAR", "BELL", "CARD"} | set(synth.TOPICS + synth.ORDER_WORDS + synth.AFTER_WORDS)

@@ -25,12 +25,12 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agent_helpers import ScriptedChat, default_reply, step
-from videoatlas.environment.synth_counter import write_counter_video
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.synth.counter import write_counter_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 

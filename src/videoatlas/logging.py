@@ -63,7 +63,7 @@ def _stderr_logger(*_args: Any) -> _StderrLogger:
 
 def _escape_for_terminal(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """Console view only: control characters in logged text (model replies, questions) shown escaped."""
-    from videoatlas.cli.terminal import escape
+    from videoatlas.textsafe import escape
 
     for key, value in event_dict.items():
         if isinstance(value, str):

@@ -18,7 +18,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from videoatlas import limits
-from videoatlas.agents.registry import all_agents, get_agent, saved_snapshot
+from videoatlas.agents.registry import all_agents, get_agent, saved_snapshot, settings_of
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.concat import open_source
@@ -189,7 +189,15 @@ async def _prepare(
     except BaseException:
         source.close()
         raise
-    context = AgentContext(atlas=atlas, vlm=vlm, prompts=prompts, config=config, subtitles=subs, tracer=tracer)
+    context = AgentContext(
+        atlas=atlas,
+        vlm=vlm,
+        prompts=prompts,
+        config=config,
+        subtitles=subs,
+        tracer=tracer,
+        settings=settings_of(config),
+    )
     return _Prepared(context, source, model, chat_model is None, records)
 
 

@@ -22,12 +22,12 @@ from videoatlas import limits
 from videoatlas.cli.outputs import command_name, image_output, output_folder, undo_on_failure, write_image
 from videoatlas.cli.progress import Progress
 from videoatlas.cli.signals import Interrupted, run_stoppable
-from videoatlas.cli.terminal import escape
 from videoatlas.environment.geometry import Interval, format_path, parse_path
 from videoatlas.environment.timefmt import format_ts, parse_range, parse_time
 from videoatlas.errors import BadInputError, EndpointUnreachableError
 from videoatlas.llm.settings import DEFAULT_BASE_URL, EndpointSettings
 from videoatlas.paths import home_dir, render_cache_dir
+from videoatlas.textsafe import escape
 
 if TYPE_CHECKING:
     from videoatlas.environment.atlas import VideoAtlas
@@ -195,7 +195,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     width, height = _size(args.size)
     out = output_folder(args.out)
     name = _file_stem(args.name)
-    from videoatlas.environment.synth import SynthSpec, default_fps, synthesize
+    from videoatlas.synth import SynthSpec, default_fps, synthesize
 
     spec = SynthSpec(
         duration=duration,
@@ -482,10 +482,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import shlex
 
     from videoatlas.environment.render import ScratchTile
-    from videoatlas.environment.synth import SynthSpec, load_current, plan_timeline, synthesize
     from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
     from videoatlas.runs import run_question
     from videoatlas.runtime.config import RunConfig
+    from videoatlas.synth import SynthSpec, load_current, synthesize
+    from videoatlas.synth.chapters import plan_timeline
 
     out = output_folder(args.out) if args.out else home_dir() / "demo"
     spec = SynthSpec(duration=600, seed=7)

@@ -17,12 +17,12 @@ from videoatlas.cli.commands import endpoint_from, run_config_from
 from videoatlas.cli.outputs import command_name, output_folder
 from videoatlas.cli.progress import EvalProgressBar
 from videoatlas.cli.signals import Interrupted, run_stoppable
-from videoatlas.cli.terminal import escape_lines
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
+from videoatlas.textsafe import escape_lines
 
 if TYPE_CHECKING:
-    from videoatlas.environment.synth import Style
+    from videoatlas.synth import Style
 
 
 def _durations(text: str | None) -> list[float] | None:
@@ -31,7 +31,7 @@ def _durations(text: str | None) -> list[float] | None:
     values = [parse_time(part) for part in text.split(",") if part.strip()]
     if not values:
         raise BadInputError("--durations needs at least one length, e.g. 1m,10m,1h")
-    from videoatlas.environment.synth import default_fps
+    from videoatlas.synth import default_fps
 
     for value in values:  # the synthetic suite's videos are made at the default size and rate
         problem = limits.synth_problem(value, default_fps(value), 640, 360)
@@ -43,7 +43,7 @@ def _durations(text: str | None) -> list[float] | None:
 def _styles(text: str | None) -> list[Style] | None:
     if text is None:
         return None
-    from videoatlas.environment.synth import STYLES
+    from videoatlas.synth import STYLES
 
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in STYLES]

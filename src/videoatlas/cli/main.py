@@ -15,8 +15,9 @@ from typing import Any, NoReturn
 from videoatlas import __version__, limits
 from videoatlas.cli import commands, eval_commands
 from videoatlas.cli.signals import Interrupted, raise_on_sigterm
-from videoatlas.cli.terminal import RUN_STATUSES, escape
 from videoatlas.errors import VideoAtlasError
+from videoatlas.persistence.statuses import RUN_STATUSES
+from videoatlas.textsafe import escape
 
 EXIT_CODES = (
     (0, "success"),
@@ -67,7 +68,7 @@ class _Lazy:
 
 
 def _styles() -> Iterable[str]:
-    from videoatlas.environment.synth import STYLES
+    from videoatlas.synth import STYLES
 
     return STYLES
 

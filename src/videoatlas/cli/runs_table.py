@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from videoatlas.cli.terminal import RUN_STATUSES, escape
 from videoatlas.persistence.lease import LeaseTiming, effective_status
+from videoatlas.persistence.statuses import RUN_STATUSES
 from videoatlas.persistence.store import TraceStore
+from videoatlas.textsafe import escape
 
 STATUSES = RUN_STATUSES
 

@@ -36,7 +36,6 @@ from videoatlas import __version__, limits
 from videoatlas.agents.registry import get_agent
 from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.concat import media_duration
-from videoatlas.environment.synth import Style
 from videoatlas.errors import BadInputError, NothingToResumeError, VideoAtlasError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.items import EvalItem, interleave
@@ -47,6 +46,7 @@ from videoatlas.persistence.db import resolve_db_url
 from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import RunResult, load_finished, resume_run, run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.synth import Style
 
 log = structlog.get_logger(__name__)
 

@@ -31,15 +31,14 @@ class AgentContext:
     tracer: Any = None
     """A :class:`~videoatlas.runtime.tracing.RunTracer` when the run is traced, else None."""
     settings: Any = None
-    """The agent's own settings (its :class:`AgentSettings` subclass, validated from ``config.settings``)."""
+    """The agent's own settings (its :class:`AgentSettings` subclass, validated from ``config.settings``); required:
+    the caller passes ``agents.registry.settings_of(config)``, so this layer never imports the agents."""
     ledger: BudgetLedger = field(init=False)
     """The token and call budget shared by the calls in flight (see :mod:`videoatlas.runtime.budget`)."""
 
     def __post_init__(self) -> None:
         if self.settings is None:
-            from videoatlas.agents.registry import settings_of  # agents' settings import this module's siblings
-
-            self.settings = settings_of(self.config)
+            raise ValueError("AgentContext needs the agent's settings (agents.registry.settings_of(config))")
         self.ledger = BudgetLedger(self.config.token_budget, self.config.call_budget)
 
     @property

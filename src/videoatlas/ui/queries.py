@@ -15,8 +15,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
-from videoatlas.cli.terminal import RUN_STATUSES
 from videoatlas.persistence.lease import LeaseRow, LeaseTiming, db_now
+from videoatlas.persistence.statuses import RUN_STATUSES
 from videoatlas.persistence.store import ArtifactRow, RunRow
 
 STATUSES = RUN_STATUSES

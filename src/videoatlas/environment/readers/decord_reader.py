@@ -27,7 +27,7 @@ from videoatlas.environment.geometry import Interval
 from videoatlas.environment.keyframes import KeyframeIndex, read_keyframe_index
 from videoatlas.environment.orientation import displayed_size, rotate_tag_degrees, upright
 from videoatlas.environment.plan import FrameTarget, plan_frames
-from videoatlas.environment.readers import ReaderStats
+from videoatlas.environment.readers.base import ReaderStats
 from videoatlas.environment.video import DecodedFrame, VideoInfo, fit_within
 from videoatlas.errors import VideoError
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from videoatlas.environment.synth import Style
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import egoschema, jsonl, longvideobench, lvbench, synthetic, videomme
 from videoatlas.evals.items import EvalItem
+from videoatlas.synth import Style
 
 DATASETS = (
     longvideobench.NAME,

@@ -21,9 +21,9 @@ from typing import Any
 
 import structlog
 
-from videoatlas.environment.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.evals.items import EvalItem
+from videoatlas.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
 
 NAME = "synthetic"
 DEFAULT_DURATIONS = (60.0, 600.0, 3600.0, 3 * 3600.0, 10 * 3600.0)

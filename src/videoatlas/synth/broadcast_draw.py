@@ -21,7 +21,7 @@ import av
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from videoatlas.environment.synth import Event
+from videoatlas.synth.spec import Event
 
 Layout = Literal["lower_third", "corner_tag", "side_panel", "headline_bar"]
 LAYOUTS: tuple[Layout, ...] = ("lower_third", "corner_tag", "side_panel", "headline_bar")

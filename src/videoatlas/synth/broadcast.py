@@ -1,7 +1,7 @@
 """The ``broadcast`` style of synthetic long video: a TV channel's day, with its own look and questions.
 
 The stand-in VLM and the agent were developed against the ``chapters`` style
-(:mod:`videoatlas.environment.synth`); this style measures them on video they were not built for.
+(:mod:`videoatlas.synth`); this style measures them on video they were not built for.
 Everything differs except the four question kinds, kept so accuracy per kind compares across styles:
 
 * the video is a run of programme *segments* ("WEATHER DESK", "ROWING FINAL"...) cut into shots;
@@ -36,21 +36,9 @@ import structlog
 
 from videoatlas.environment.geometry import cell_span
 from videoatlas.environment.subtitles import SubtitleLine, write_srt
-from videoatlas.environment.synth import (
-    Chapter,
-    Event,
-    Progress,
-    Question,
-    Scene,
-    SynthSpec,
-    Timeline,
-    encode_frames,
-    frame_count,
-    ground_truth,
-    stretches,
-    unique_code,
-)
-from videoatlas.environment.synth_broadcast_draw import (
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import BadInputError
+from videoatlas.synth.broadcast_draw import (
     LAYOUTS,
     SLOTS,
     TITLE_FONTS,
@@ -63,8 +51,8 @@ from videoatlas.environment.synth_broadcast_draw import (
     palette,
     title_sprite,
 )
-from videoatlas.environment.timefmt import format_ts
-from videoatlas.errors import BadInputError
+from videoatlas.synth.encode import Progress, encode_frames, frame_count, ground_truth, stretches
+from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
 log = structlog.get_logger(__name__)
 

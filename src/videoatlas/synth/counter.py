@@ -13,8 +13,9 @@ from pathlib import Path
 import av
 import numpy as np
 
-from videoatlas.environment.synth import Codec, SynthSpec, open_encoder
 from videoatlas.errors import BadInputError
+from videoatlas.synth.encode import open_encoder
+from videoatlas.synth.spec import Codec, SynthSpec
 
 _COLS = 5
 
@@ -63,7 +64,7 @@ def write_counter_video(
     ``width`` x ``height`` is the size as displayed. With a ``rotation`` (degrees counter-clockwise,
     a multiple of 90) the pictures are stored turned the other way, with a display matrix (or, with
     ``rotation_tag``, the older ``rotate`` stream tag) that a player applies to show them upright.
-    B-frames are placed at every opportunity (see :func:`~videoatlas.environment.synth.encoder_options`).
+    B-frames are placed at every opportunity (see :func:`~videoatlas.synth.encoder_options`).
     """
     if rotation % 90:
         raise BadInputError(f"rotation must be a multiple of 90 degrees, got {rotation}")

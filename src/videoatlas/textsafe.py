@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import unicodedata
 
-RUN_STATUSES = ("running", "stale", "finished", "failed", "interrupted")
-"""Run statuses as shown (``stale``: stored as running, but its owner stopped renewing the run's lease:
-killed, or lost with its node). Here, in a module with no heavy imports, for the parser."""
-
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 """Directional formatting characters: they reorder what is shown ("Trojan Source")."""

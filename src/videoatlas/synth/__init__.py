@@ -1,0 +1,47 @@
+"""Synthetic test videos with ground truth, deterministic by seed, for the demo, tests and benchmarks.
+
+Not part of the environment an agent moves through: these generators make the videos it is tested
+on. Two styles draw the same four question kinds: ``chapters`` (:mod:`.chapters`) and ``broadcast``
+(:mod:`.broadcast`); :mod:`.counter` makes the video whose frames show their own number.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from videoatlas.synth import broadcast, chapters
+from videoatlas.synth.encode import Progress
+from videoatlas.synth.spec import CODECS, STYLES, Codec, Style, SynthSpec, default_fps
+
+__all__ = ["CODECS", "STYLES", "Codec", "Progress", "Style", "SynthSpec", "default_fps", "load_current", "synthesize"]
+
+
+def synthesize(
+    spec: SynthSpec, out_dir: str | Path, name: str = "video", progress: Progress | None = None
+) -> dict[str, Any]:
+    """Write ``name.mp4``, ``name.json`` (ground truth) and maybe ``name.srt`` into ``out_dir``, in ``spec.style``."""
+    if spec.style == "broadcast":
+        return broadcast.synthesize(spec, out_dir, name, progress)
+    return chapters.synthesize(spec, out_dir, name, progress)
+
+
+def schema_version(style: Style) -> int:
+    """The current drawing version of ``style`` (a video of an older one is made again)."""
+    return broadcast.SCHEMA_VERSION if style == "broadcast" else chapters.SCHEMA_VERSION
+
+
+def load_current(out_dir: str | Path, name: str = "video", style: Style = "chapters") -> dict[str, Any] | None:
+    """The ground truth of a ``style`` video already in ``out_dir``, or None to make it (again).
+
+    None when the files are missing, are of another style, or were drawn by an older version.
+    """
+    out = Path(out_dir)
+    truth_path = out / f"{name}.json"
+    if not (truth_path.is_file() and (out / f"{name}.mp4").is_file()):
+        return None
+    truth: dict[str, Any] = json.loads(truth_path.read_text(encoding="utf-8"))
+    # Records written before styles existed carry no "style": they are all chapters videos.
+    current = truth.get("style", "chapters") == style and truth.get("schema") == schema_version(style)
+    return truth if current else None
