@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 LAYERS: list[set[str]] = [
     {"cli"},
-    {"ui"},
+    {"ui", "gym"},
     {"evals"},
     {"runs", "inspect"},
     {"agents"},

@@ -1,0 +1,127 @@
+"""Where episodes come from: a question about a video, its answer, and the moment it refers to.
+
+A task source is a list of :class:`Task`; an episode draws one with the environment's seeded
+generator. Sources are built from the synthetic generators (:class:`SyntheticTasks`) or from an eval
+dataset through its adapter (:class:`DatasetTasks`). A task whose video cannot be opened is left
+out when the source is built, with a warning naming the file and why, never found in the middle of
+a vectorised rollout.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from videoatlas.environment.concat import open_source
+from videoatlas.errors import BadInputError, VideoAtlasError
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One episode's question: a video, the question and choices, the answer, the referred moment."""
+
+    id: str
+    video: str
+    question: str
+    choices: tuple[str, ...]
+    answer_index: int | None
+    """The correct choice (None when the source has no answer: such a task has no QA reward)."""
+    target: tuple[float, float] | None
+    """The annotated moment ``(start, end)`` in seconds (None when the source gives none: no grounding reward)."""
+
+
+def usable(tasks: Iterable[Task]) -> list[Task]:
+    """The tasks whose video opens and decodes; each other one is left out with a warning."""
+    kept: list[Task] = []
+    checked: dict[str, str | None] = {}
+    for task in tasks:
+        if task.video not in checked:
+            try:
+                source = open_source(task.video)  # a file or a concatenation manifest
+                checked[task.video] = None if source.duration > 0 else "the video has no duration"
+                source.close()
+            except VideoAtlasError as exc:
+                checked[task.video] = str(exc)
+        problem = checked[task.video]
+        if problem is None:
+            kept.append(task)
+            continue
+        log.warning("gym_task_skipped", task=task.id, video=task.video, reason=problem)
+        warnings.warn(f"task {task.id} skipped: {problem}", RuntimeWarning, stacklevel=2)
+    if not kept:
+        raise BadInputError("no task of this source has a video that can be decoded")
+    return kept
+
+
+class SyntheticTasks(list[Task]):
+    """The questions of one synthetic video (made once under ``root``, reused after), with their moments."""
+
+    def __init__(
+        self,
+        root: str | Path,
+        duration: float = 120.0,
+        seed: int = 1,
+        style: str = "chapters",
+        size: tuple[int, int] = (320, 180),
+    ) -> None:
+        from videoatlas.synth import SynthSpec, load_current, synthesize
+        from videoatlas.synth.spec import default_fps
+
+        spec = SynthSpec(
+            duration=duration,
+            seed=seed,
+            width=size[0],
+            height=size[1],
+            fps=default_fps(duration),
+            style=style,  # type: ignore[arg-type]
+            subtitles=False,
+        )
+        out = Path(root) / f"synth-{int(duration)}s-seed{seed}-{style}-{size[0]}x{size[1]}"
+        truth = load_current(out, style=spec.style) or synthesize(spec, out)
+        video = str(out / truth["video"])
+        super().__init__(
+            usable(
+                Task(
+                    id=str(q["id"]),
+                    video=video,
+                    question=str(q["question"]),
+                    choices=tuple(q["choices"]),
+                    answer_index=int(q["answer_index"]),
+                    target=_first_range(q.get("evidence") or []),
+                )
+                for q in truth["questions"]
+            )
+        )
+
+
+class DatasetTasks(list[Task]):
+    """The items of an eval dataset (any adapter of ``videoatlas eval run``), as tasks."""
+
+    def __init__(self, name: str, root: str | Path, limit: int | None = None) -> None:
+        from videoatlas.evals.datasets import load_items
+
+        items = load_items(name, root)[:limit] if limit else load_items(name, root)
+        super().__init__(
+            usable(
+                Task(
+                    id=item.id,
+                    video=item.video,
+                    question=item.question,
+                    choices=tuple(item.choices),
+                    answer_index=item.answer_index,
+                    target=_first_range(item.evidence),
+                )
+                for item in items
+            )
+        )
+
+
+def _first_range(evidence: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+    ranges = [(float(r[0]), float(r[1])) for r in evidence if len(r) == 2 and float(r[1]) > float(r[0])]
+    return ranges[0] if ranges else None
