@@ -281,6 +281,7 @@ def _row(
         "evidence": len(result.evidence),
         "evidence_times": [round(e.time, 3) for e in result.evidence],
         "cited_times": [round(e.time, 3) for e in cited],
+        "cited_ranges": [[round(e.start, 3), round(e.end, 3)] for e in cited],
         "stop_reason": result.stop_reason,
         "run_id": result.run_id,
         "source": source,
