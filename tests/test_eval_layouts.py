@@ -280,3 +280,16 @@ def test_egoschema_questions_without_public_answers_are_counted(
     rep = json.loads(capsys.readouterr().out)
     assert rep["questions"] == 1 and rep["skipped"] == 2 and rep["malformed"] == []
     assert rep["skipped_by_reason"] == {"no public answer (not in subset_answers.json)": 2}
+
+
+def test_eval_run_prints_the_check_before_it_starts(lvbench_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = lvbench_root.parent / "ev"
+    args = ["eval", "run", "--dataset", "lvbench", "--root", str(lvbench_root), "--out", str(out)]
+    code = main([*args, "--subset", "TG", "--base-url", "http://127.0.0.1:9/v1", "--agent", "uniform"])
+    err = capsys.readouterr().err
+    assert code != 0  # nothing answers at that address; the pre-flight came first
+    assert err.index("lvbench subset TG under") < err.index("error")
+    assert "malformed records (skipped)" in err and "yt_one/2" in err
+    assert main([*args, "--subset", "long"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "choose from ER, EU, KIR, TG, Rea, Sum" in line
