@@ -107,3 +107,21 @@ def test_eval_report_shows_iou_per_question_type_with_subset_and_skipped(
     text = capsys.readouterr().out
     assert "| IoU |" in text and "| 0.33 |" in text
     assert "subset: KIR, TG" in text and "1 malformed" in text
+
+
+def test_the_ui_eval_page_shows_iou_per_category(tmp_path: Path) -> None:
+    from videoatlas.evals.report import load_eval
+    from videoatlas.ui import evals as ui_evals
+    from videoatlas.ui.render import render
+
+    rows = [_row("a", "TG", [[0, 10]], [[0, 10]]), _row("b", "KIR", [[0, 10]], [[5, 15]])]
+    meta = {"dataset": "lvbench", "agent": "video-rlm", "prompt_set": "d", "prompt_sha": "p", "model": "m"}
+    meta |= {"results": "results.jsonl", "keys": {r["item"]: r["key"] for r in rows}}
+    (tmp_path / "eval.json").write_text(json.dumps(meta))
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = load_eval(tmp_path)
+    page = render(
+        "eval.html", index=0, name="x", rep=ui_evals.report_of(data), questions=ui_evals.question_rows(data, {})
+    )
+    assert '<span id="iou">0.67</span>' in page
+    assert "<td>KIR</td>" in page and '<td class="num">0.33</td>' in page
