@@ -74,6 +74,18 @@ def test_lvbench_finds_videos_in_video2dataset_shards_by_sidecar_and_by_name(lvb
     assert by_id["1"].evidence == [[10.0, 20.0]]
 
 
+def test_lvbench_shard_table_and_the_repository_data_folder(tmp_path: Path, counter_video: Path) -> None:
+    # No sidecars this time: video2dataset's videos/00000.parquet maps each file's key to its url.
+    (tmp_path / "videos" / "00000").mkdir(parents=True)
+    shutil.copy(counter_video, tmp_path / "videos" / "00000" / "00000007.mp4")
+    table = {"key": ["00000007", "00000008"], "url": ["https://www.youtube.com/watch?v=yt_x", "https://youtu.be/z"]}
+    pq.write_table(pa.table(table), tmp_path / "videos" / "00000.parquet")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "video_info.meta.jsonl").write_text(json.dumps({"key": "yt_x", "qa": [_qa("1")]}) + "\n")
+    [item] = load_items("lvbench", tmp_path)
+    assert item.video == str(tmp_path / "videos" / "00000" / "00000007.mp4")
+
+
 def test_lvbench_flat_layout_still_read(tmp_path: Path, counter_video: Path) -> None:
     (tmp_path / "videos").mkdir()
     shutil.copy(counter_video, tmp_path / "videos" / "k.mp4")

@@ -1,10 +1,11 @@
-"""LVBench: ``video_info.meta.jsonl`` (one video per line, its questions under ``qa``) and the videos.
+"""LVBench: ``video_info.meta.jsonl`` (or ``data/video_info.meta.jsonl``; one video per line) and the videos.
 
 Videos are read where the official download script's video2dataset puts them,
-``videos/<shard>/<key>.mp4`` with a ``<key>.json`` sidecar per sample naming the source video (the
-file is found by that id, or by its own name), or flat as ``videos/{key}.mp4``. Options are embedded
-in the question text as ``(A) ...`` lines; ``time_reference`` gives the ground-truth range. A
-question counts once in each of its ``question_type`` categories.
+``videos/<shard>/<n>.mp4`` with a ``<n>.json`` sidecar per sample and a ``videos/<shard>.parquet``
+table, both naming the source video (the file is found by that id, or by its own name), or flat as
+``videos/{key}.mp4``. Options are embedded in the question text as ``(A) ...`` lines;
+``time_reference`` gives the ground-truth range. A question counts once in each of its
+``question_type`` categories.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import structlog
+
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets._common import Loaded, annotation, field, record_id
 from videoatlas.evals.items import EvalItem, letter_index
+
+log = structlog.get_logger(__name__)
 
 NAME = "lvbench"
 QUESTION_TYPES = {
@@ -68,6 +73,21 @@ def _source_ids(sidecar: dict[str, Any]) -> list[str]:
     return ids
 
 
+def _shard_rows(table: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        rows: list[dict[str, Any]] = pq.read_table(table, columns=["key", "url"]).to_pylist()
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning(
+            "video2dataset shard table unreadable; its videos are found by sidecar or name",
+            table=str(table),
+            error=str(exc),
+        )
+        return []
+    return rows
+
+
 def video_index(root: Path) -> dict[str, Path]:
     """Video files under ``videos/`` by every name they are known by (flat files win over shards)."""
     folder = root / "videos"
@@ -86,6 +106,13 @@ def video_index(root: Path) -> dict[str, Path]:
         if isinstance(data, dict):
             for source_id in _source_ids(data):
                 index.setdefault(source_id, video)
+    for table in sorted(folder.glob("*.parquet")):
+        # video2dataset's per-shard table: one row per sample, its ``key`` (the file name) and ``url``.
+        for row in _shard_rows(table):
+            video = folder / table.stem / f"{row.get('key')}.mp4"
+            if video.is_file():
+                for source_id in _source_ids({"url": row.get("url")}):
+                    index.setdefault(source_id, video)
     for video in sorted(folder.glob("*/*.mp4")):
         index.setdefault(video.stem, video)
     for video in sorted(folder.glob("*.mp4")):
@@ -128,7 +155,8 @@ def _items(rec: dict[str, Any], video: Path, path: Path, where: str, loaded: Loa
 
 def load(root: Path) -> Loaded:
     """Every question of every video in the metadata file."""
-    path = annotation(root, "video_info.meta.jsonl", NAME)
+    data_copy = root / "data" / "video_info.meta.jsonl"  # where the official repository keeps it
+    path = data_copy if data_copy.is_file() else annotation(root, "video_info.meta.jsonl", NAME)
     videos = video_index(root)
     loaded = Loaded()
     for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
