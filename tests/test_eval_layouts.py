@@ -305,3 +305,15 @@ def test_eval_run_prints_the_check_before_it_starts(lvbench_root: Path, capsys: 
     assert main([*args, "--subset", "long"]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert "choose from ER, EU, KIR, TG, Rea, Sum" in line
+
+
+def test_eval_check_on_the_video_mme_download(videomme_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["eval", "check", "--dataset", "videomme", "--root", str(videomme_root), "--json"]
+    assert main([*args, "--subset", "short"]) == 1  # the malformed record is reported whatever the subset
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["questions"] == 1 and rep["videos"] == 1 and rep["missing_videos"] == []
+    assert [m["record"] for m in rep["malformed"]] == ["302-1"]
+    (videomme_root / "data" / "vidShort.mp4").unlink()
+    assert main([*args, "--subset", "long,short"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["questions"] == 3 and rep["missing_videos"] == [str(videomme_root / "data" / "vidShort.mp4")]
