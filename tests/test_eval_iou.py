@@ -115,7 +115,8 @@ def test_the_ui_eval_page_shows_iou_per_category(tmp_path: Path) -> None:
     from videoatlas.ui.render import render
 
     rows = [_row("a", "TG", [[0, 10]], [[0, 10]]), _row("b", "KIR", [[0, 10]], [[5, 15]])]
-    meta = {"dataset": "lvbench", "agent": "video-rlm", "prompt_set": "d", "prompt_sha": "p", "model": "m"}
+    meta: dict[str, Any] = {"dataset": "lvbench", "agent": "video-rlm", "prompt_set": "d", "prompt_sha": "p"}
+    meta |= {"model": "m"}
     meta |= {"results": "results.jsonl", "keys": {r["item"]: r["key"] for r in rows}}
     (tmp_path / "eval.json").write_text(json.dumps(meta))
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
