@@ -207,11 +207,13 @@ def test_longvideobench_parquet_form_with_na_padding_and_test_split(tmp_path: Pa
     ]
     (tmp_path / "data").mkdir()
     pq.write_table(pa.Table.from_pylist(recs), tmp_path / "data" / "validation-00000-of-00001.parquet")
+    test_split = [{k: v for k, v in _lvb_record(9, 60, option0="a", option1="b").items() if k != "correct_choice"}]
+    pq.write_table(pa.Table.from_pylist(test_split), tmp_path / "data" / "test-00000-of-00001.parquet")
     loaded = load_dataset("longvideobench", tmp_path)
     by_id = {i.id: i for i in loaded.items}
     assert by_id["v0_0"].choices == ["red", "blue"] and by_id["v0_0"].answer_index == 1
     assert len(by_id["v1_0"].choices) == 5 and by_id["v1_0"].groups["duration_group"] == "3600"
-    assert {s.record: s.malformed for s in loaded.skipped} == {"v2_0": False, "v3_0": True}
+    assert {s.record: s.malformed for s in loaded.skipped} == {"v2_0": False, "v3_0": True, "v9_0": False}
     assert [i.id for i in load_items("longvideobench", tmp_path, subset=["3600"])] == ["v1_0"]
 
 
@@ -234,7 +236,7 @@ def _lvb_json_root(tmp_path: Path, counter_video: Path) -> Path:
     (root / "videos").mkdir(parents=True)
     (root / "subtitles").mkdir()
     recs = [_lvb_record(0, 15, candidates=["x", "y"]), _lvb_record(1, 15, candidates=["x", "y"])]
-    recs.append({"id": "broken", "candidates": ["x"], "correct_choice": 3})
+    recs += [{"id": "broken", "candidates": ["x"], "correct_choice": 3}, "not a record"]
     (root / "lvb_val.json").write_text(json.dumps(recs))
     shutil.copy(counter_video, root / "videos" / "v0.mp4")
     (root / "subtitles" / "v0_en.json").write_text(json.dumps([{"timestamp": [1.5, None], "text": "hi"}]))
@@ -251,8 +253,9 @@ def test_eval_check_counts_and_lists_every_problem(
     assert rep["questions"] == 2 and rep["videos"] == 2 and not rep["ok"]
     assert rep["missing_videos"] == [str(root / "videos" / "v1.mp4")]
     assert [u["path"] for u in rep["unreadable_subtitles"]] == [str(root / "subtitles" / "v1_en.json")]
-    [bad] = rep["malformed"]
+    bad, stray = rep["malformed"]
     assert bad["record"] == "broken" and bad["file"] == str(root / "lvb_val.json")
+    assert stray["record"] == "#3" and "not a JSON object" in stray["reason"]
     assert main(["eval", "check", "--dataset", "longvideobench", "--root", str(root)]) == 1
     text = capsys.readouterr().out
     assert "missing videos" in text and "v1.mp4" in text and "problems found" in text
