@@ -15,10 +15,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from agent_helpers import ScriptedChat, default_reply
 from videoatlas.cli.main import main
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import load_dataset, load_items, parse_subset
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.runs import _prepare
+from videoatlas.runtime.context import RunConfig
 
 pytestmark = pytest.mark.unit
 
@@ -320,3 +324,18 @@ def test_eval_check_on_the_video_mme_download(videomme_root: Path, capsys: pytes
     assert main([*args, "--subset", "long,short"]) == 1
     rep = json.loads(capsys.readouterr().out)
     assert rep["questions"] == 3 and rep["missing_videos"] == [str(videomme_root / "data" / "vidShort.mp4")]
+
+
+async def test_a_run_ends_an_open_longvideobench_cue_at_the_clip_end(counter_video: Path, tmp_path: Path) -> None:
+    subs = tmp_path / "v_en.json"
+    subs.write_text(json.dumps([{"timestamp": [1.0, None], "text": "open cue"}]))
+    endpoint = EndpointSettings(base_url="http://127.0.0.1:9/v1", model="scripted")
+    prepared = await _prepare(
+        counter_video, RunConfig.of(agent="uniform"), endpoint, str(subs), 0.0, ScriptedChat(script=default_reply), None
+    )
+    try:
+        assert prepared.context.subtitles is not None
+        [cue] = prepared.context.subtitles.lines
+        assert cue.end == pytest.approx(prepared.source.info.duration) and cue.end > 1.0
+    finally:
+        await prepared.aclose()
