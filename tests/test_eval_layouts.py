@@ -239,7 +239,7 @@ def _lvb_json_root(tmp_path: Path, counter_video: Path) -> Path:
     root = tmp_path / "LongVideoBench"
     (root / "videos").mkdir(parents=True)
     (root / "subtitles").mkdir()
-    recs = [_lvb_record(0, 15, candidates=["x", "y"]), _lvb_record(1, 15, candidates=["x", "y"])]
+    recs: list[object] = [_lvb_record(0, 15, candidates=["x", "y"]), _lvb_record(1, 15, candidates=["x", "y"])]
     recs += [{"id": "broken", "candidates": ["x"], "correct_choice": 3}, "not a record"]
     (root / "lvb_val.json").write_text(json.dumps(recs))
     shutil.copy(counter_video, root / "videos" / "v0.mp4")
