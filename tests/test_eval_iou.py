@@ -126,3 +126,19 @@ def test_the_ui_eval_page_shows_iou_per_category(tmp_path: Path) -> None:
     )
     assert '<span id="iou">0.67</span>' in page
     assert "<td>KIR</td>" in page and '<td class="num">0.33</td>' in page
+
+
+_META = {"agent": "video-rlm", "prompt_set": "default"}
+
+
+def test_compare_puts_both_sides_iou_beside_accuracy(tmp_path: Path) -> None:
+    from videoatlas.evals.report import EvalData, compare, render_comparison
+
+    a = EvalData(tmp_path / "a", [_META], [_row("q", "TG", [[0, 10]], [[0, 10]]), _row("r", "TG", [], [[0, 10]])], 0)
+    b = EvalData(
+        tmp_path / "b", [_META], [_row("q", "TG", [[0, 20]], [[0, 10]]), _row("r", "TG", [[0, 5]], [[0, 10]])], 0
+    )
+    cmp = compare(a, b, resamples=100)
+    assert cmp["overall"]["iou_a"] == pytest.approx(0.5) and cmp["overall"]["iou_b"] == pytest.approx(0.5)
+    assert cmp["categories"]["TG"]["iou_b"] == pytest.approx(0.5)
+    assert "| IoU A | IoU B |" in render_comparison(cmp) and "| 0.50 | 0.50 |" in render_comparison(cmp)
