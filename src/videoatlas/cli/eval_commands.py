@@ -74,12 +74,15 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         subtitles=not args.no_subtitles,
         subset=parse_subset(args.dataset, args.subset),
     )
-    if not (args.quiet or args.json):
-        _preflight(spec)
     created = not out.exists()
     try:
-        with endpoint_from(args, spec.config) as endpoint, EvalProgressBar(quiet=args.quiet or args.json) as bar:
-            outcome = run_stoppable(run_eval(spec, endpoint, bar))
+        with endpoint_from(args, spec.config) as endpoint:
+            if not (args.quiet or args.json):
+                # The cheap refusals first: the pre-flight may make the synthetic suite's videos.
+                limits.check_image_fits(spec.config.k, spec.config.cell_px, endpoint.max_image_pixels)
+                _preflight(spec)
+            with EvalProgressBar(quiet=args.quiet or args.json) as bar:
+                outcome = run_stoppable(run_eval(spec, endpoint, bar))
     except BaseException as exc:
         if created and out.is_dir() and not any(out.iterdir()):
             out.rmdir()  # refused or failed before writing anything: no empty folder left behind
