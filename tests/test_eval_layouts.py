@@ -299,6 +299,10 @@ def test_egoschema_questions_without_public_answers_are_counted(
     rep = json.loads(capsys.readouterr().out)
     assert rep["questions"] == 1 and rep["skipped"] == 2 and rep["malformed"] == []
     assert rep["skipped_by_reason"] == {"no public answer (not in subset_answers.json)": 2}
+    (tmp_path / "subset_answers.json").write_text(json.dumps({"b": 2, "c": 7}))
+    assert main(["eval", "check", "--dataset", "egoschema", "--root", str(tmp_path), "--json"]) == 1
+    [bad] = json.loads(capsys.readouterr().out)["malformed"]
+    assert bad["record"] == "c" and "must be 0..4, got 7" in bad["reason"] and bad["file"].endswith("subset_answers.json")
 
 
 def test_eval_run_prints_the_check_before_it_starts(lvbench_root: Path, capsys: pytest.CaptureFixture[str]) -> None:

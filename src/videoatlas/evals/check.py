@@ -115,7 +115,7 @@ def render_check(rep: CheckReport) -> str:
         ("questions", rep.questions),
         ("videos", rep.videos),
         ("missing videos", len(rep.missing_videos)),
-        ("unreadable videos", len(rep.unreadable_videos)),
+        ("undecodable or unreadable videos", len(rep.unreadable_videos)),
         ("missing subtitle files", len(rep.missing_subtitles)),
         ("unreadable subtitle files", len(rep.unreadable_subtitles)),
         ("malformed records (skipped)", len(rep.malformed)),
@@ -125,7 +125,7 @@ def render_check(rep: CheckReport) -> str:
     lines = [f"{rep.dataset}{subset} under {rep.root}:"]
     lines += [f"  {name:<{width}}  {n:>6}" for name, n in rows]
     lines += _listed("missing videos", rep.missing_videos)
-    lines += _listed("unreadable videos", [f"{p}: {r}" for p, r in rep.unreadable_videos])
+    lines += _listed("undecodable or unreadable videos", [f"{p}: {r}" for p, r in rep.unreadable_videos])
     lines += _listed("missing subtitle files", rep.missing_subtitles)
     lines += _listed("unreadable subtitle files", [f"{p}: {r}" for p, r in rep.unreadable_subtitles])
     lines += _listed("malformed records", [f"{s.file} record {s.record}: {s.reason}" for s in rep.malformed])

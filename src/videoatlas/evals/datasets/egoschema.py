@@ -34,7 +34,8 @@ def load(root: Path) -> Loaded:
             options = [str(field(rec, f"option {i}", where)) for i in range(5)]
             answer = answers[uid]
             if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < 5:
-                raise BadInputError(f"subset_answers.json: answer for {uid} must be 0..4, got {answer!r}")
+                loaded.skip(afile, uid, f"subset_answers.json: answer for {uid} must be 0..4, got {answer!r}")
+                continue
             loaded.items.append(
                 EvalItem(
                     dataset=NAME,
