@@ -302,7 +302,8 @@ def test_egoschema_questions_without_public_answers_are_counted(
     (tmp_path / "subset_answers.json").write_text(json.dumps({"b": 2, "c": 7}))
     assert main(["eval", "check", "--dataset", "egoschema", "--root", str(tmp_path), "--json"]) == 1
     [bad] = json.loads(capsys.readouterr().out)["malformed"]
-    assert bad["record"] == "c" and "must be 0..4, got 7" in bad["reason"] and bad["file"].endswith("subset_answers.json")
+    assert bad["record"] == "c" and "must be 0..4, got 7" in bad["reason"]
+    assert bad["file"].endswith("subset_answers.json")
 
 
 def test_eval_run_prints_the_check_before_it_starts(lvbench_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
