@@ -20,7 +20,7 @@ from videoatlas.evals.runner import EvalSpec, read_rows, run_eval
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult
 from videoatlas.runtime.context import RunConfig
-from videoatlas.state.models import Cost
+from videoatlas.state.models import Cost, Evidence, FrameRef
 
 pytestmark = pytest.mark.unit
 
@@ -150,3 +150,67 @@ async def test_a_failed_final_call_is_scored_wrong_for_every_agent(
     assert (p.scored, p.correct, p.parse_failures, p.errors) == (3, 1, 1, 0)
     row = next(r for r in read_rows(outcome.results_file) if r["item"] == "q0")
     assert row["agent"] == agent and row["parse_failed"] and not row["correct"]
+
+
+def _lvbench_root(tmp_path: Path) -> Path:
+    """Two LVBench videos in a video2dataset shard, four questions of two types, one malformed record."""
+    root = tmp_path / "LVBench"
+    shard = root / "videos" / "00000"
+    shard.mkdir(parents=True)
+    lines = []
+    for n, key in enumerate(("k0", "k1")):
+        (shard / f"00000000{n}.mp4").write_bytes(b"never decoded: the runs are scripted")
+        (shard / f"00000000{n}.json").write_text(json.dumps({"url": f"https://www.youtube.com/watch?v={key}"}))
+        qa = [
+            {
+                "uid": f"{key}-{kind}",
+                "question": f"{key} {kind}? (A) x (B) y",
+                "answer": "A",
+                "question_type": [kind],
+                "time_reference": "00:10-00:20",
+            }
+            for kind in ("temporal grounding", "reasoning")
+        ]
+        lines.append({"key": key, "video_info": {"duration_minutes": 1}, "qa": qa})
+    lines.append({"key": "k2", "qa": [{"uid": "bad", "question": "no options here", "answer": "A"}]})
+    (root / "video_info.meta.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return root
+
+
+async def test_a_subset_runs_only_its_questions_and_records_iou_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    async def cite(video: str, question: str, choices: list[str], *args: Any, **kwargs: Any) -> RunResult:
+        asked.append(question)
+        frame = FrameRef(video=video, time=12.0, px=64)
+        found = Evidence(
+            id="r1-w0-0", time=12.0, start=10.0, end=30.0, depth=1, cell="3", description="d",
+            confidence=0.9, frame=frame, round=1, worker="w0",
+        )  # fmt: skip
+        return RunResult(
+            run_id=kwargs["run_id"], question=question, choices=choices, answer="x", answer_index=0,
+            reasoning="", evidence=[found], cited=["r1-w0-0"], cost=Cost(calls=1), rounds=1,
+            stop_reason="answered", search_task="", traversal="", wall_s=0.1,
+        )  # fmt: skip
+
+    async def model(endpoint: EndpointSettings) -> str:
+        return "scripted-model"
+
+    monkeypatch.setattr("videoatlas.evals.runner.resolve_model", model)
+    monkeypatch.setattr("videoatlas.evals.runner.run_question", cite)
+    out = tmp_path / "ev"
+    spec = EvalSpec("lvbench", str(_lvbench_root(tmp_path)), str(out), RunConfig.of(agent="uniform"), subset=["TG"])
+    outcome = await run_eval(spec, ENDPOINT)
+    assert sorted(asked) == ["k0 temporal grounding?", "k1 temporal grounding?"]
+    assert outcome.progress.total == 2
+    meta = json.loads((out / "eval.json").read_text())
+    assert meta["subset"] == ["TG"]
+    [bad] = meta["skipped"]["malformed"]
+    assert bad["record"] == "k2/bad" and "cannot find options" in bad["reason"]
+    rows = read_rows(outcome.results_file)
+    assert all(r["cited_ranges"] == [[10.0, 30.0]] for r in rows)
+    rep = report(load_eval(out))
+    assert rep["overall"]["mean_iou"] == pytest.approx(0.5) and rep["skipped"]["malformed"] == 1
+    assert list(rep["categories"]) == ["temporal grounding"]

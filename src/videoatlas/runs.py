@@ -170,8 +170,13 @@ async def _prepare(
     tracer: RunTracer | None,
 ) -> _Prepared:
     prompts = get_agent(config.agent).load_prompts(config.prompts)
-    subs = load_subtitles(subtitles, subtitle_offset) if subtitles else None
     source = open_source(video)
+    try:
+        # The clip's length ends a LongVideoBench cue whose end is not a number.
+        subs = load_subtitles(subtitles, subtitle_offset, source.info.duration) if subtitles else None
+    except BaseException:
+        source.close()
+        raise
     records: list[CallRecord] = []
 
     def on_record(record: CallRecord) -> None:

@@ -22,6 +22,7 @@ from videoatlas.errors import BadInputError
 from videoatlas.textsafe import escape_lines
 
 if TYPE_CHECKING:
+    from videoatlas.evals.runner import EvalSpec
     from videoatlas.synth import Style
 
 
@@ -54,6 +55,7 @@ def _styles(text: str | None) -> list[Style] | None:
 
 def cmd_eval_run(args: argparse.Namespace) -> int:
     """``videoatlas eval run``: exit 0 when every question has a result, 1 when some failed to run."""
+    from videoatlas.evals.datasets import parse_subset
     from videoatlas.evals.runner import EvalSpec, Shard, run_eval
 
     out = output_folder(args.out)
@@ -70,11 +72,17 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         styles=_styles(args.styles),
         db_url=args.db,
         subtitles=not args.no_subtitles,
+        subset=parse_subset(args.dataset, args.subset),
     )
     created = not out.exists()
     try:
-        with endpoint_from(args, spec.config) as endpoint, EvalProgressBar(quiet=args.quiet or args.json) as bar:
-            outcome = run_stoppable(run_eval(spec, endpoint, bar))
+        with endpoint_from(args, spec.config) as endpoint:
+            if not (args.quiet or args.json):
+                # The cheap refusals first: the pre-flight may make the synthetic suite's videos.
+                limits.check_image_fits(spec.config.k, spec.config.cell_px, endpoint.max_image_pixels)
+                _preflight(spec)
+            with EvalProgressBar(quiet=args.quiet or args.json) as bar:
+                outcome = run_stoppable(run_eval(spec, endpoint, bar))
     except BaseException as exc:
         if created and out.is_dir() and not any(out.iterdir()):
             out.rmdir()  # refused or failed before writing anything: no empty folder left behind
@@ -111,6 +119,29 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"videoatlas eval: {p.errors} question(s) failed to run; re-run the command to retry them\n")
         return 1
     return 0
+
+
+def _preflight(spec: EvalSpec) -> None:
+    """The ``eval check`` summary of the questions this run will take, on stderr before it starts."""
+    from videoatlas.evals.check import check_loaded, render_check
+    from videoatlas.evals.runner import load_selected
+
+    rep = check_loaded(spec.dataset, spec.root, spec.subset, load_selected(spec))
+    sys.stderr.write(escape_lines(render_check(rep)))
+
+
+def cmd_eval_check(args: argparse.Namespace) -> int:
+    """``videoatlas eval check``: exit 0 when every question would run, 1 when something would fail."""
+    from videoatlas.evals.check import check_loaded, render_check
+    from videoatlas.evals.datasets import load_dataset, parse_subset
+
+    subset = parse_subset(args.dataset, args.subset)
+    rep = check_loaded(args.dataset, args.root, subset, load_dataset(args.dataset, args.root, subset=subset))
+    if args.json:
+        sys.stdout.write(json.dumps(rep.as_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(escape_lines(render_check(rep)))
+    return 0 if rep.ok else 1
 
 
 def cmd_eval_report(args: argparse.Namespace) -> int:

@@ -196,8 +196,14 @@ def add_endpoint_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+_SUBSET_HELP = (
+    "only these published splits, comma-separated: videomme short,medium,long; longvideobench 15,60,600,3600 "
+    "(duration groups, s); lvbench ER,EU,KIR,TG,Rea,Sum (question types)"
+)
+
+
 def add_eval_parsers(sub: Any, with_settings: bool = True) -> None:
-    """``videoatlas eval run|report|compare|make-long``."""
+    """``videoatlas eval run|check|report|compare|make-long``."""
     ev = sub.add_parser("eval", help="run benchmarks, report and compare results (see `eval --help`)")
     evsub = ev.add_subparsers(dest="eval_command", required=True, metavar="EVAL_COMMAND", parser_class=_Parser)
 
@@ -212,12 +218,20 @@ def add_eval_parsers(sub: Any, with_settings: bool = True) -> None:
     p.add_argument("--seed", type=int, default=1, help="synthetic only: video seed (default 1)")
     p.add_argument("--styles", default=None, help="synthetic only: comma-separated, e.g. broadcast (default: all)")
     p.add_argument("--no-subtitles", action="store_true", help="run without the benchmark's subtitles")
+    p.add_argument("--subset", default=None, metavar="NAMES", help=_SUBSET_HELP)
     add_agent_options(p, with_settings)
     add_endpoint_options(p)
     p.add_argument("--db", default=None, help="database for checkpoints, traces and the result cache (VIDEOATLAS_DB)")
     p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar or lines")
     p.set_defaults(func=eval_commands.cmd_eval_run)
+
+    p = evsub.add_parser("check", help="pre-flight: count questions, list missing or unreadable videos and subtitles")
+    p.add_argument("--dataset", required=True, choices=_Lazy(_datasets), metavar="NAME", help="benchmark: %(choices)s")
+    p.add_argument("--root", required=True, metavar="DIR", help="the dataset's folder")
+    p.add_argument("--subset", default=None, metavar="NAMES", help=_SUBSET_HELP)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=eval_commands.cmd_eval_check)
 
     p = evsub.add_parser("report", help="accuracy per category, costs, grounding; writes report.md and a plot")
     p.add_argument("folder", metavar="DIR", help="an eval's results folder (eval run --out)")

@@ -17,6 +17,8 @@ from videoatlas.errors import SubtitleError
 
 _TS = r"(?:(\d+):)?(\d{1,2}):(\d{1,2})(?:[.,](\d{1,3}))?"
 _CUE_TIMING = re.compile(rf"^\s*{_TS}\s*-->\s*{_TS}")
+# LongVideoBench clock times: the official loader reads them as floats, so any number of decimals.
+_LVB_TS = re.compile(r"(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)")
 _TAG = re.compile(r"<[^>]+>")
 
 
@@ -63,17 +65,32 @@ def parse_srt_or_vtt(text: str, source: str) -> list[SubtitleLine]:
 
 
 def _lvb_time(value: Any, source: str) -> float:
-    if isinstance(value, int | float):
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
-        match = re.fullmatch(_TS, value.strip())
+        match = _LVB_TS.fullmatch(value.strip())
         if match:
-            return _seconds(*match.groups())
+            h, m, sec = match.groups()
+            return int(h or 0) * 3600 + int(m) * 60 + float(sec)
     raise SubtitleError(f"{source}: unreadable time {value!r} in LongVideoBench subtitles")
 
 
-def parse_lvb_json(text: str, source: str) -> list[SubtitleLine]:
-    """LongVideoBench subtitle JSON: ``{"timestamp": [s, e], "text"}`` or ``{"start", "end", "line"}``."""
+def _lvb_end(value: Any, start: float, duration: float | None, source: str) -> float:
+    """A cue's end; a non-numeric one (``null``) lasts to the clip's end, as the official loader reads it."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if value is None or (isinstance(value, str) and not _LVB_TS.fullmatch(value.strip())):
+        # The official loader puts the clip's duration there (on the subtitles' own clock).
+        return max(duration, start) if duration is not None else start
+    return _lvb_time(value, source)
+
+
+def parse_lvb_json(text: str, source: str, duration: float | None = None) -> list[SubtitleLine]:
+    """LongVideoBench subtitle JSON: ``{"timestamp": [s, e], "text"}`` or ``{"start", "end", "line"}``.
+
+    ``duration``: the clip's length, the end of a cue whose end is not a number (without it, such
+    a cue lasts no time past its start).
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -88,10 +105,12 @@ def parse_lvb_json(text: str, source: str) -> list[SubtitleLine]:
             stamp = item["timestamp"]
             if not (isinstance(stamp, list) and len(stamp) == 2):
                 raise SubtitleError(f"{source}: cue {n} timestamp must be [start, end]")
-            start, end = _lvb_time(stamp[0], source), _lvb_time(stamp[1], source)
+            start = _lvb_time(stamp[0], source)
+            end = _lvb_end(stamp[1], start, duration, source)
             text_value = item.get("text", "")
         elif "start" in item and "end" in item:
-            start, end = _lvb_time(item["start"], source), _lvb_time(item["end"], source)
+            start = _lvb_time(item["start"], source)
+            end = _lvb_end(item["end"], start, duration, source)
             text_value = item.get("line", item.get("text", ""))
         else:
             raise SubtitleError(f"{source}: cue {n} has neither 'timestamp' nor 'start'/'end'")
@@ -154,8 +173,11 @@ class Subtitles:
         return joined if len(joined) <= max_chars else joined[: max_chars - 1].rstrip() + "…"
 
 
-def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0) -> Subtitles:
-    """Read ``.srt``, ``.vtt`` or LongVideoBench ``.json`` subtitles, adding ``offset`` s to each cue."""
+def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0, duration: float | None = None) -> Subtitles:
+    """Read ``.srt``, ``.vtt`` or LongVideoBench ``.json`` subtitles, adding ``offset`` s to each cue.
+
+    ``duration`` (seconds): where a LongVideoBench cue without a numeric end stops.
+    """
     p = Path(path)
     if not p.is_file():
         raise SubtitleError(f"no such subtitle file: {p}")
@@ -167,7 +189,7 @@ def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0) -> Subtitl
         raise SubtitleError(f"{p}: cannot read ({exc.strerror})") from None
     suffix = p.suffix.lower()
     if suffix == ".json":
-        lines = parse_lvb_json(text, str(p))
+        lines = parse_lvb_json(text, str(p), duration)
     elif suffix in (".srt", ".vtt"):
         if suffix == ".vtt" and not text.lstrip("\ufeff").startswith("WEBVTT"):
             raise SubtitleError(f"{p}: a WebVTT file must start with 'WEBVTT'")

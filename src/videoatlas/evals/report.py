@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from videoatlas.errors import BadInputError
+from videoatlas.evals.iou import row_iou
 from videoatlas.evals.runner import read_rows
 
 GROUNDING_TOLERANCE_S = 1.0
@@ -118,6 +119,11 @@ def grounding_hit(row: dict[str, Any], tolerance: float = GROUNDING_TOLERANCE_S)
     return any(s - tolerance <= t <= e + tolerance for t in times for s, e in ranges)
 
 
+def _mean_or_none(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.fmean(known) if known else None
+
+
 def _mean(values: Iterable[float]) -> float:
     data = list(values)
     return statistics.fmean(data) if data else 0.0
@@ -133,6 +139,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     marked = [r for r in rows if scored(r)]
     prompt = sum(r["prompt_tokens"] for r in answered)
     hits = [h for h in (grounding_hit(r) for r in rows) if h is not None]
+    ious = [v for v in (row_iou(r) for r in rows) if v is not None]
     return {
         "questions": len(rows),
         "answered": len(answered),
@@ -155,6 +162,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_evidence": _mean(r["evidence"] for r in answered),
         "grounding_hit_rate": sum(hits) / len(hits) if hits else None,
         "grounded_questions": len(hits),
+        "mean_iou": statistics.fmean(ious) if ious else None,
+        "iou_questions": len(ious),
     }
 
 
@@ -199,6 +208,8 @@ def report(data: EvalData) -> dict[str, Any]:
         "model": meta["model"],
         "pending": data.pending,
         "errors": len(data.errors),
+        "subset": meta.get("subset"),
+        "skipped": _skipped(data.metas),
         "overall": summarize(data.rows),
         "categories": {cat: summarize(rows) for cat, rows in by_category(data.rows).items()},
         "groups": {
@@ -206,6 +217,18 @@ def report(data: EvalData) -> dict[str, Any]:
             for axis, values in by_group(data.rows).items()
         },
     }
+
+
+def _skipped(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The records the dataset skipped (the same in every shard's ``eval.json``): malformed ones and the rest."""
+    recorded = metas[0].get("skipped") or {}
+    malformed = recorded.get("malformed") or []
+    excluded: dict[str, int] = recorded.get("excluded") or {}
+    return {"malformed": len(malformed), "excluded": excluded, "records": malformed}
+
+
+def _iou(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _pct(value: float | None) -> str:
@@ -216,8 +239,8 @@ def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
         f"| {title} | questions | accuracy | errors | parse fail | no evidence | fallbacks | "
         "mean tokens (master / workers) | cache hit | frames viewed (sent) | calls | rounds | evidence | wall | "
-        "grounding |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "grounding | IoU |",
+        "| --- |" + " ---: |" * 15,
     ]
     for name, s in summaries.items():
         lines.append(
@@ -226,9 +249,21 @@ def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"{s['mean_tokens']:,.0f} ({s['mean_master_tokens']:,.0f} / {s['mean_worker_tokens']:,.0f}) | "
             f"{_pct(s['cache_hit_rate'])} | {s['mean_frames_viewed']:,.0f} ({s['mean_frames_sent']:,.0f}) | "
             f"{s['mean_calls']:.1f} | {s['mean_rounds']:.1f} | "
-            f"{s['mean_evidence']:.1f} | {s['mean_wall_s']:.1f} s | {_pct(s['grounding_hit_rate'])} |"
+            f"{s['mean_evidence']:.1f} | {s['mean_wall_s']:.1f} s | {_pct(s['grounding_hit_rate'])} | "
+            f"{_iou(s['mean_iou'])} |"
         )
     return lines
+
+
+def _skipped_lines(rep: dict[str, Any]) -> list[str]:
+    lines = [f"subset: {', '.join(rep['subset'])}"] if rep.get("subset") else []
+    skipped = rep.get("skipped") or {}
+    parts = [f"{n} {reason}" for reason, n in (skipped.get("excluded") or {}).items()]
+    if skipped.get("malformed"):
+        parts.insert(0, f"{skipped['malformed']} malformed (see report.json)")
+    if parts:
+        lines.append("records skipped by the dataset: " + "; ".join(parts))
+    return [*lines, ""] if lines else []
 
 
 def render_markdown(rep: dict[str, Any]) -> str:
@@ -243,8 +278,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "Accuracy counts every attempted question: a run that failed (errors) or gave no valid answer "
         "(parse fail) is wrong. No evidence: answers whose final decision cited no evidence (a pick, counted "
         "in accuracy like any answer). Fallbacks: runs that went on without a model reply they could not use "
-        "(see `videoatlas trace RUN`). Costs are over the runs that finished.",
+        "(see `videoatlas trace RUN`). Costs are over the runs that finished. IoU: mean temporal IoU between "
+        "the cells the answer cited and the annotated ranges, over the questions that have ranges (a failed "
+        "run or an answer citing nothing: 0).",
         "",
+        *_skipped_lines(rep),
         *_table("overall", {"all": rep["overall"]}),
         "",
         *_table("category", rep["categories"]),
@@ -305,6 +343,8 @@ def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> d
             "difference": diff,
             "ci_low": low,
             "ci_high": high,
+            "iou_a": _mean_or_none(row_iou(rows_a[i]) for i in items),
+            "iou_b": _mean_or_none(row_iou(rows_b[i]) for i in items),
             "tokens_a": _mean(rows_a[i]["tokens"] for i in items if not failed(rows_a[i])),
             "tokens_b": _mean(rows_b[i]["tokens"] for i in items if not failed(rows_b[i])),
         }
@@ -334,15 +374,15 @@ def render_comparison(cmp: dict[str, Any]) -> str:
         f"95% CI from {cmp['resamples']} bootstrap resamples of videos",
         "",
         "| category | questions | videos | accuracy A | accuracy B | errors A | errors B | B - A | 95% CI | "
-        "tokens A | tokens B |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+        "IoU A | IoU B | tokens A | tokens B |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for name, s in [("overall", cmp["overall"]), *cmp["categories"].items()]:
         lines.append(
             f"| {name} | {s['questions']} | {s['videos']} | {s['accuracy_a']:.1%} | {s['accuracy_b']:.1%} | "
             f"{s['error_rate_a']:.1%} | {s['error_rate_b']:.1%} | "
             f"{s['difference']:+.1%} | [{s['ci_low']:+.1%}, {s['ci_high']:+.1%}] | "
-            f"{s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} |"
+            f"{_iou(s['iou_a'])} | {_iou(s['iou_b'])} | {s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} |"
         )
     return "\n".join(lines) + "\n"
 

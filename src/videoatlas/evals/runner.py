@@ -37,7 +37,7 @@ from videoatlas.agents.registry import get_agent
 from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.concat import media_duration
 from videoatlas.errors import BadInputError, NothingToResumeError, VideoAtlasError
-from videoatlas.evals.datasets import load_items
+from videoatlas.evals.datasets import Loaded, load_dataset
 from videoatlas.evals.items import EvalItem, interleave
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
@@ -96,6 +96,8 @@ class EvalSpec:
     db_url: str | None = None
     subtitles: bool = True
     """False: run without the benchmark's subtitles (Video-MME reports both settings)."""
+    subset: list[str] | None = None
+    """Only these published splits of the benchmark (``--subset``; names checked by ``parse_subset``)."""
 
 
 @dataclass(slots=True)
@@ -163,9 +165,13 @@ def result_key(
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def select_items(spec: EvalSpec) -> list[EvalItem]:
-    """The dataset's items spread over videos, cut to ``--limit``, then this shard's share."""
-    items = interleave(load_items(spec.dataset, spec.root, spec.durations, spec.seed, spec.styles))
+def load_selected(spec: EvalSpec) -> Loaded:
+    """The dataset's items (its ``--subset``) spread over videos, cut to ``--limit``, then this shard's share.
+
+    The skipped records come along, to be counted in ``eval.json`` and the report.
+    """
+    loaded = load_dataset(spec.dataset, spec.root, spec.durations, spec.seed, spec.styles, spec.subset)
+    items = interleave(loaded.items)
     if spec.limit is not None:
         if spec.limit < 1:
             raise BadInputError("--limit must be at least 1")
@@ -173,6 +179,16 @@ def select_items(spec: EvalSpec) -> list[EvalItem]:
     mine = items[spec.shard.index :: spec.shard.count]
     if not spec.subtitles:
         mine = [replace(i, subtitles=None, subtitle_offset=0.0) for i in mine]
+    return Loaded(mine, loaded.skipped)
+
+
+def select_items(spec: EvalSpec) -> list[EvalItem]:
+    """The items :func:`load_selected` picks, refused when any lacks an answer or a video file."""
+    return runnable(load_selected(spec).items)
+
+
+def runnable(mine: list[EvalItem]) -> list[EvalItem]:
+    """``mine``, or a one-line refusal when any question lacks an answer or its video file."""
     unanswerable = [i.id for i in mine if i.answer_index is None and i.choices]
     if unanswerable:
         raise BadInputError(f"{len(unanswerable)} question(s) have no ground-truth answer (first: {unanswerable[0]})")
@@ -180,6 +196,15 @@ def select_items(spec: EvalSpec) -> list[EvalItem]:
     if missing:
         raise BadInputError(f"{len(missing)} video file(s) are missing (first: {missing[0]})")
     return mine
+
+
+def skipped_summary(loaded: Loaded) -> dict[str, Any]:
+    """What ``eval.json`` keeps of the skipped records: each malformed one, and the others by reason."""
+    excluded: dict[str, int] = {}
+    for s in loaded.skipped:
+        if not s.malformed:
+            excluded[s.reason] = excluded.get(s.reason, 0) + 1
+    return {"malformed": [s.as_dict() for s in loaded.skipped if s.malformed], "excluded": excluded}
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -256,6 +281,7 @@ def _row(
         "evidence": len(result.evidence),
         "evidence_times": [round(e.time, 3) for e in result.evidence],
         "cited_times": [round(e.time, 3) for e in cited],
+        "cited_ranges": [[round(e.start, 3), round(e.end, 3)] for e in cited],
         "stop_reason": result.stop_reason,
         "run_id": result.run_id,
         "source": source,
@@ -310,7 +336,9 @@ async def run_eval(
     prompts = agent.load_prompts(spec.config.prompts)
     prompt_sha = prompts.sha256
     agent_code = agent.code_version()
-    items = select_items(spec)
+    selected = load_selected(spec)
+    items = runnable(selected.items)
+    skipped = skipped_summary(selected)
     model = await resolve_model(endpoint)
     endpoint = endpoint.with_model(model)
     knobs = agent_knobs(spec.config)
@@ -333,6 +361,8 @@ async def run_eval(
         "base_url": endpoint.base_url,
         "limit": spec.limit,
         "subtitles": spec.subtitles,
+        "subset": spec.subset,
+        "skipped": skipped,
         "shard": [spec.shard.index, spec.shard.count],
         "results": results_file.name,
         "keys": keys,

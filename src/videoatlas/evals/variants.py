@@ -128,7 +128,8 @@ def _write_variant(folder: Path, layout: Layout, videos: dict[str, SourceVideo])
     for vid in layout.order:
         video = videos[vid]
         if video.subtitles and Path(video.subtitles).is_file():
-            for ln in load_subtitles(video.subtitles, video.subtitle_offset + offset).lines:
+            subs = load_subtitles(video.subtitles, video.subtitle_offset + offset, video.duration)
+            for ln in subs.lines:
                 # Cues outside their own clip (LongVideoBench clips of a longer upload) are dropped.
                 if ln.end > offset and ln.start < offset + video.duration:
                     cues.append(SubtitleLine(max(ln.start, offset), min(ln.end, offset + video.duration), ln.text))

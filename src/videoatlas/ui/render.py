@@ -35,6 +35,10 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def _iou(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _when(value: datetime | str | None) -> str:
     if value is None:
         return ""
@@ -64,7 +68,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, secs=_secs, pct=_pct, when=_when, ts=_ts, basename=_basename)
+    env.filters.update(num=_num, secs=_secs, pct=_pct, iou=_iou, when=_when, ts=_ts, basename=_basename)
     env.globals.update(url=_url)
     return env
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
 from videoatlas.errors import BadInputError
+from videoatlas.evals.items import EvalItem
 
 
 def annotation(root: Path, name: str, dataset: str) -> Path:
@@ -40,3 +43,50 @@ def first_existing(*paths: Path) -> Path:
         if p.exists():
             return p
     return paths[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A record that gave no question, and why (reported by ``eval check`` and counted in the report)."""
+
+    file: str
+    record: str
+    """The record's id where it has one, else its position in the file."""
+    reason: str
+    malformed: bool = True
+    """True: the record is broken (a fault to fix); False: left out by the benchmark's rules (no public answer)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (``--json``, ``eval.json``)."""
+        return {"file": self.file, "record": self.record, "reason": self.reason, "malformed": self.malformed}
+
+
+@dataclass(slots=True)
+class Loaded:
+    """What an adapter read: the questions, and the records it could not turn into one."""
+
+    items: list[EvalItem] = dc_field(default_factory=list)
+    skipped: list[Skipped] = dc_field(default_factory=list)
+
+    def skip(self, file: Path | str, record: object, reason: str, *, malformed: bool = True) -> None:
+        """Record one skipped record (the rest of the file is still read)."""
+        self.skipped.append(Skipped(str(file), str(record), reason, malformed))
+
+
+def record_id(record: Any, key: str, fallback: int) -> str:
+    """A record's id for messages: ``record[key]`` when it has one, else ``#n`` (its position)."""
+    if isinstance(record, dict) and record.get(key) not in (None, ""):
+        return str(record[key])
+    return f"#{fallback}"
+
+
+def parquet_rows(path: Path, loaded: Loaded) -> list[dict[str, Any]] | None:
+    """The rows of one parquet file, or None with the file recorded as skipped when it cannot be read."""
+    import pyarrow.parquet as pq
+
+    try:
+        rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+    except (OSError, ValueError) as exc:
+        loaded.skip(path, "(whole file)", f"not a readable parquet file ({exc})")
+        return None
+    return rows

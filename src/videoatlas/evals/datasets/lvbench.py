@@ -1,7 +1,11 @@
-"""LVBench: ``video_info.meta.jsonl`` (one video per line, its questions under ``qa``), ``videos/{key}.mp4``.
+"""LVBench: ``video_info.meta.jsonl`` (or ``data/video_info.meta.jsonl``; one video per line) and the videos.
 
-Options are embedded in the question text as ``(A) ...`` lines; ``time_reference`` gives the
-ground-truth range. A question counts once in each of its ``question_type`` categories.
+Videos are read where the official download script's video2dataset puts them,
+``videos/<shard>/<n>.mp4`` with a ``<n>.json`` sidecar per sample and a ``videos/<shard>.parquet``
+table, both naming the source video (the file is found by that id, or by its own name), or flat as
+``videos/{key}.mp4``. Options are embedded in the question text as ``(A) ...`` lines;
+``time_reference`` gives the ground-truth range. A question counts once in each of its
+``question_type`` categories.
 """
 
 from __future__ import annotations
@@ -9,14 +13,30 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import structlog
 
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
-from videoatlas.evals.datasets._common import annotation, field
+from videoatlas.evals.datasets._common import Loaded, annotation, field, record_id
 from videoatlas.evals.items import EvalItem, letter_index
 
+log = structlog.get_logger(__name__)
+
 NAME = "lvbench"
+QUESTION_TYPES = {
+    "ER": "entity recognition",
+    "EU": "event understanding",
+    "KIR": "key information retrieval",
+    "TG": "temporal grounding",
+    "Rea": "reasoning",
+    "Sum": "summarization",
+}
+"""The paper's question types (``--subset`` takes the short or the full name)."""
 _OPTION = re.compile(r"\(([A-Z])\)\s*")
+_ID_FIELDS = ("key", "videoID", "video_id", "youtube_id", "id")
 
 
 def split_options(text: str, where: str) -> tuple[str, list[str]]:
@@ -33,36 +53,93 @@ def _time_range(text: str, where: str) -> list[float]:
     left, sep, right = text.partition("-")
     if not sep:
         raise BadInputError(f"{where}: time_reference {text!r} is not START-END")
-    start, end = parse_time(left), parse_time(right)
+    try:
+        start, end = parse_time(left), parse_time(right)
+    except BadInputError as exc:
+        raise BadInputError(f"{where}: time_reference {text!r}: {exc}") from None
     return [start, max(end, start + 1.0)]
 
 
-def load(root: Path) -> list[EvalItem]:
-    """Every question of every video in the metadata file."""
-    path = annotation(root, "video_info.meta.jsonl", NAME)
-    items = []
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
+def _source_ids(sidecar: dict[str, Any]) -> list[str]:
+    """The ids a video2dataset sidecar knows its sample by: id fields, and the YouTube id of its url."""
+    ids = [str(sidecar[k]) for k in _ID_FIELDS if isinstance(sidecar.get(k), str | int) and sidecar[k] != ""]
+    url = sidecar.get("url")
+    if isinstance(url, str) and url:
+        parsed = urlparse(url)
+        ids += parse_qs(parsed.query).get("v", [])
+        tail = parsed.path.rstrip("/").rsplit("/", 1)[-1]
+        if tail:
+            ids.append(tail)
+    return ids
+
+
+def _shard_rows(table: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        rows: list[dict[str, Any]] = pq.read_table(table, columns=["key", "url"]).to_pylist()
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning(
+            "video2dataset shard table unreadable; its videos are found by sidecar or name",
+            table=str(table),
+            error=str(exc),
+        )
+        return []
+    return rows
+
+
+def video_index(root: Path) -> dict[str, Path]:
+    """Video files under ``videos/`` by every name they are known by (flat files win over shards)."""
+    folder = root / "videos"
+    index: dict[str, Path] = {}
+    if not folder.is_dir():
+        return index
+    for sidecar in sorted(folder.glob("*/*.json")):
+        video = sidecar.with_suffix(".mp4")
+        if not video.is_file():
             continue
-        where = f"{path}:{line_no}"
+        index.setdefault(video.stem, video)
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInputError(f"{where}: invalid JSON ({exc.msg})") from None
-        key = str(field(rec, "key", where))
-        info = rec.get("video_info") or {}
-        minutes = info.get("duration_minutes")
-        for qa in field(rec, "qa", where):
-            qwhere = f"{where} question {qa.get('uid', '?')}"
+            data = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue  # the video is still found by its own name; the sidecar only adds aliases
+        if isinstance(data, dict):
+            for source_id in _source_ids(data):
+                index.setdefault(source_id, video)
+    for table in sorted(folder.glob("*.parquet")):
+        # video2dataset's per-shard table: one row per sample, its ``key`` (the file name) and ``url``.
+        for row in _shard_rows(table):
+            video = folder / table.stem / f"{row.get('key')}.mp4"
+            if video.is_file():
+                for source_id in _source_ids({"url": row.get("url")}):
+                    index.setdefault(source_id, video)
+    for video in sorted(folder.glob("*/*.mp4")):
+        index.setdefault(video.stem, video)
+    for video in sorted(folder.glob("*.mp4")):
+        index[video.stem] = video
+    return index
+
+
+def _items(rec: dict[str, Any], video: Path, path: Path, where: str, loaded: Loaded) -> None:
+    key = str(field(rec, "key", where))
+    info = rec.get("video_info") or {}
+    minutes = info.get("duration_minutes") if isinstance(info, dict) else None
+    qas = field(rec, "qa", where)
+    if not isinstance(qas, list):
+        raise BadInputError(f"{where}: qa must be a list")
+    for n, qa in enumerate(qas):
+        rid = record_id(qa, "uid", n)
+        qwhere = f"{where} question {rid}"
+        try:
             stem, options = split_options(str(field(qa, "question", qwhere)), qwhere)
             reference = qa.get("time_reference")
             types = qa.get("question_type") or ["unknown"]
-            items.append(
+            loaded.items.append(
                 EvalItem(
                     dataset=NAME,
                     id=str(field(qa, "uid", qwhere)),
                     video_id=key,
-                    video=str(root / "videos" / f"{key}.mp4"),
+                    video=str(video),
                     question=stem,
                     choices=options,
                     answer_index=letter_index(str(field(qa, "answer", qwhere)), len(options), qwhere),
@@ -72,4 +149,28 @@ def load(root: Path) -> list[EvalItem]:
                     evidence=[_time_range(str(reference), qwhere)] if reference else [],
                 )
             )
-    return items
+        except BadInputError as exc:
+            loaded.skip(path, f"{key}/{rid}", str(exc))
+
+
+def load(root: Path) -> Loaded:
+    """Every question of every video in the metadata file."""
+    data_copy = root / "data" / "video_info.meta.jsonl"  # where the official repository keeps it
+    path = data_copy if data_copy.is_file() else annotation(root, "video_info.meta.jsonl", NAME)
+    videos = video_index(root)
+    loaded = Loaded()
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{line_no}"
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict):
+                raise BadInputError(f"{where}: a line must be a JSON object")
+            key = str(field(rec, "key", where))
+            _items(rec, videos.get(key, root / "videos" / f"{key}.mp4"), path, where, loaded)
+        except json.JSONDecodeError as exc:
+            loaded.skip(path, f"line {line_no}", f"{where}: invalid JSON ({exc.msg})")
+        except BadInputError as exc:
+            loaded.skip(path, f"line {line_no}", str(exc))
+    return loaded
