@@ -32,11 +32,11 @@ from typing import Any
 from videoatlas.agents.video_rlm.settings import VideoRLMSettings
 from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.logging import configure_logging
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
 
 DATA = Path("bench-data/agent")
@@ -84,7 +84,7 @@ async def ask_all(
     rows = []
     with contextlib.ExitStack() as stack:
         if real is None:
-            server = stack.enter_context(RunningServer(SimServer(SimConfig(latency_s=latency), reader=reader)))
+            server = stack.enter_context(RunningServer(StandinServer(StandinConfig(latency_s=latency), reader=reader)))
             endpoint = EndpointSettings(base_url=server.base_url, model="", timeout_s=300)
         else:
             endpoint = real

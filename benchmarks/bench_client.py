@@ -1,6 +1,6 @@
 """Client + stand-in overhead per structured call at zero latency, and calls per second at concurrency 16.
 
-The stand-in runs as its own process (``videoatlas sim-server``), as a real server would, with
+The stand-in runs as its own process (``videoatlas standin``), as a real server would, with
 no added latency. Two payloads: a text-only prompt, and a prompt carrying one 2560 x 2560 grid
 JPEG (the stand-in's OCR of that image is cached after the first call, so what is measured is the
 protocol: base64, HTTP, JPEG decode, hashing, token and prefix-cache accounting, validation).
@@ -27,8 +27,8 @@ from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.server import STANDIN_MODEL
 from videoatlas.logging import configure_logging
+from videoatlas.standin.server import STANDIN_MODEL
 
 
 class Pick(BaseModel):
@@ -96,7 +96,7 @@ def main() -> None:
     configure_logging("warning")
     port = free_port()
     exe = str(Path(sys.executable).parent / "videoatlas")
-    server = subprocess.Popen([exe, "sim-server", "--port", str(port)], stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([exe, "standin", "--port", str(port)], stderr=subprocess.DEVNULL)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         for _ in range(100):

@@ -1,6 +1,6 @@
 """Check recorded chat requests with vLLM's own code, on a CPU, without an engine or a model.
 
-Every request body that ``videoatlas sim-server --record FILE`` wrote (one JSON line each) goes through
+Every request body that ``videoatlas standin --record FILE`` wrote (one JSON line each) goes through
 the steps vLLM 0.33.0's OpenAI server and engine apply to it before any token is generated:
 
 1. ``ChatCompletionRequest.model_validate``: the request model and its validators (a refusal here is
@@ -294,7 +294,7 @@ def read_requests(paths: Iterable[Path]) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     """Check the recorded requests; print the summary; 0 only when every shape is accepted."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("records", nargs="+", type=Path, help="JSONL files written by sim-server --record")
+    parser.add_argument("records", nargs="+", type=Path, help="JSONL files written by standin --record")
     parser.add_argument("--json", type=Path, default=None, help="also write the verdicts to this JSON file")
     args = parser.parse_args(argv)
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # no GPU here; the checks below do not use one

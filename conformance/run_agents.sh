@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Answer real questions about the demo video with every agent and mode, against stand-in servers that
-# record every chat request they receive (`videoatlas sim-server --record FILE`); check_requests.py then
+# record every chat request they receive (`videoatlas standin --record FILE`); check_requests.py then
 # checks each recorded request with vLLM's own code.
 #
 #   bash conformance/run_agents.sh OUT_DIR
@@ -55,12 +55,12 @@ stop_servers() {
 trap stop_servers EXIT
 
 URL=""
-start_server() {  # start_server MODE [sim-server options...]: sets URL
+start_server() {  # start_server MODE [standin options...]: sets URL
     local mode=$1
     shift
     local port
     port=$(free_port)
-    "$VA" sim-server --host 127.0.0.1 --port "$port" --record "$OUT/requests-$mode.jsonl" "$@" \
+    "$VA" standin --host 127.0.0.1 --port "$port" --record "$OUT/requests-$mode.jsonl" "$@" \
         >>"$OUT/server-$mode.log" 2>&1 &
     SERVER_PIDS+=("$!")
     URL=http://127.0.0.1:$port/v1
@@ -113,7 +113,7 @@ run uniform 1 --agent uniform
 stop_servers
 
 # Reasoning servers: vLLM with a reasoning parser (field) and without one (<think> tags), thinking on and off.
-if has_option sim-server --reasoning && has_option ask --thinking; then
+if has_option standin --reasoning && has_option ask --thinking; then
     for mode in field tags; do
         start_server "reasoning-$mode" --reasoning "$mode" || { FAILED=$((FAILED + 1)); continue; }
         run "rlm-$mode-thinking" 0 --agent video-rlm --thinking on
@@ -123,7 +123,7 @@ if has_option sim-server --reasoning && has_option ask --thinking; then
         stop_servers
     done
 else
-    skip reasoning "this checkout has no 'sim-server --reasoning' and 'ask --thinking' yet"
+    skip reasoning "this checkout has no 'standin --reasoning' and 'ask --thinking' yet"
 fi
 
 REQUESTS=$(cat "$OUT"/requests-*.jsonl 2>/dev/null | wc -l)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -30,12 +30,12 @@ async def test_needle_question_is_answered_from_pixels(
     video, truth = synth_video
     question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
     events: list[dict[str, Any]] = []
-    with RunningServer(SimServer(SimConfig(), reader=shared_reader)) as server:
+    with RunningServer(StandinServer(StandinConfig(), reader=shared_reader)) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="")
         result = await run_question(
             video, question["question"], question["choices"], RunConfig.of(), endpoint, on_progress=events.append
         )
-        stats = server.sim.stats.as_dict()
+        stats = server.standin.stats.as_dict()
     assert result.answer == question["answer"]
     needle = question["evidence"][0]
     assert any(needle[0] - 0.5 <= e.time <= needle[1] + 0.5 for e in result.evidence)

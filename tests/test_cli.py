@@ -14,7 +14,7 @@ import pytest
 
 from videoatlas.cli.main import EXIT_CODES, build_parser
 from videoatlas.errors import VideoAtlasError
-from videoatlas.llm.sim.server import STANDIN_MODEL
+from videoatlas.standin.server import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 EXE = str(Path(sys.executable).parent / "videoatlas")
@@ -208,7 +208,7 @@ def test_sim_server_command_serves_the_protocol() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([EXE, "sim-server", "--port", str(port)], stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen([EXE, "standin", "--port", str(port)], stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(100):
             try:
@@ -217,7 +217,7 @@ def test_sim_server_command_serves_the_protocol() -> None:
             except httpx.HTTPError:
                 time.sleep(0.1)
         else:
-            pytest.fail("sim-server did not start")
+            pytest.fail("standin did not start")
         assert models["data"][0]["id"] == STANDIN_MODEL
         reply = httpx.post(
             f"http://127.0.0.1:{port}/v1/chat/completions",
@@ -247,8 +247,8 @@ def test_sim_server_command_serves_the_protocol() -> None:
 
 
 def test_bad_fault_spec_is_one_line() -> None:
-    assert_one_line_error(run("sim-server", "--fault", "meteor=0.5"), 2, "unknown fault")
-    assert_one_line_error(run("sim-server", "--fault", "http500=lots"), 2, "NAME=RATE")
+    assert_one_line_error(run("standin", "--fault", "meteor=0.5"), 2, "unknown fault")
+    assert_one_line_error(run("standin", "--fault", "http500=lots"), 2, "NAME=RATE")
 
 
 def _options(parser: argparse.ArgumentParser, prefix: str) -> Iterator[tuple[str, argparse.Action]]:
@@ -268,7 +268,7 @@ def test_every_option_of_every_command_has_help() -> None:
     assert missing == []
 
 
-@pytest.mark.parametrize(("command", "option"), [("ask", "--choice"), ("grid", "--dead"), ("sim-server", "--fault")])
+@pytest.mark.parametrize(("command", "option"), [("ask", "--choice"), ("grid", "--dead"), ("standin", "--fault")])
 def test_repeatable_options_say_so(command: str, option: str) -> None:
     parser = build_parser(agent_settings=True)
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]

@@ -132,7 +132,7 @@ def test_unreachable_endpoint_names_both_ways_to_give_one(video: Path, tmp_path:
 def test_sim_server_on_a_taken_port_is_one_line(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = str(taken.getsockname()[1])
-        proc = run("sim-server", "--port", port, home=tmp_path, timeout=60)
+        proc = run("standin", "--port", port, home=tmp_path, timeout=60)
     assert_one_line(proc, 2, f"port {port} on 127.0.0.1 is already in use")
 
 

@@ -19,9 +19,9 @@ from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.report import load_eval
 from videoatlas.evals.runner import EvalSpec, Shard, read_rows, run_eval
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runtime.context import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
 UNIFORM = "videoatlas.agents.uniform"
 
@@ -42,7 +42,7 @@ def reader() -> Reader:
 
 @pytest.fixture
 def standin(reader: Reader) -> Iterator[RunningServer]:
-    with RunningServer(SimServer(SimConfig(latency_s=0.5), reader=reader)) as server:
+    with RunningServer(StandinServer(StandinConfig(latency_s=0.5), reader=reader)) as server:
         yield server
 
 
@@ -126,7 +126,7 @@ async def test_prompt_sets_compare_and_only_changed_templates_rerun(
 async def test_video_rlm_through_the_runner_scores_and_grounds(
     suite_root: Path, reader: Reader, tmp_path: Path
 ) -> None:
-    with RunningServer(SimServer(SimConfig(), reader=reader)) as server:
+    with RunningServer(StandinServer(StandinConfig(), reader=reader)) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="", timeout_s=120)
         config = RunConfig.of(workers=2, rounds=2)
         spec = EvalSpec("synthetic", str(suite_root), str(tmp_path / "rlm"), config, limit=1, durations=[60.0])

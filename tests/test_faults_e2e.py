@@ -19,10 +19,10 @@ from sqlalchemy import create_engine, text
 
 from videoatlas.errors import VideoAtlasError
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runs import resume_run, run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def faulty() -> Iterator[RunningServer]:
     faults = {"schema": 0.3, "malformed": 0.3, "range": 0.3}
-    with RunningServer(SimServer(SimConfig(faults=faults, seed=7), reader=Reader())) as server:
+    with RunningServer(StandinServer(StandinConfig(faults=faults, seed=7), reader=Reader())) as server:
         yield server
 
 
@@ -63,5 +63,5 @@ async def test_runs_against_bad_replies_finish_or_stop_resumably(
             with contextlib.suppress(VideoAtlasError):  # the faults may strike again: resuming is what counts
                 await resume_run(run_id, db, endpoint=endpoint)
     assert any(o == "answered" for o in outcomes.values()), outcomes
-    stats = faulty.sim.stats
+    stats = faulty.standin.stats
     assert sum(stats.faults.values()) >= 10  # the faults really were sent

@@ -39,7 +39,7 @@ class StandIn:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.proc = subprocess.Popen(
-            [EXE, "sim-server", "--port", str(self.port), "--latency", str(latency)], stderr=subprocess.DEVNULL
+            [EXE, "standin", "--port", str(self.port), "--latency", str(latency)], stderr=subprocess.DEVNULL
         )
         self.url = f"http://127.0.0.1:{self.port}"
         for _ in range(200):

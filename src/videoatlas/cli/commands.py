@@ -301,15 +301,15 @@ def endpoint_from(args: argparse.Namespace, config: RunConfig | None = None) -> 
     """
     pixels = getattr(args, "max_image_pixels", None)
     if getattr(args, "standin", False):
-        from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
+        from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
-        sim = SimConfig(reasoning=getattr(args, "standin_reasoning", "off"))
+        sim = StandinConfig(reasoning=getattr(args, "standin_reasoning", "off"))
         if pixels is not None:
             sim.max_image_pixels = pixels
         if config is not None:
             limits.check_image_fits(config.k, config.cell_px, sim.max_image_pixels)
         sys.stderr.write("starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process\n")
-        with RunningServer(SimServer(sim)) as server:
+        with RunningServer(StandinServer(sim)) as server:
             yield EndpointSettings.from_env(
                 {},
                 base_url=server.base_url,
@@ -482,9 +482,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import shlex
 
     from videoatlas.environment.render import ScratchTile
-    from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
     from videoatlas.runs import run_question
     from videoatlas.runtime.config import RunConfig
+    from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
     from videoatlas.synth import SynthSpec, load_current, synthesize
     from videoatlas.synth.chapters import plan_timeline
 
@@ -506,7 +506,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process; "
         "point --base-url at a vLLM server to use a real model\n"
     )
-    with RunningServer(SimServer(SimConfig())) as server:
+    with RunningServer(StandinServer(StandinConfig())) as server:
         endpoint = EndpointSettings.from_env({}, base_url=server.base_url, model="")
         result = run_stoppable(
             run_question(
@@ -577,9 +577,9 @@ def _faults(specs: list[str]) -> dict[str, float]:
     return faults
 
 
-def cmd_sim_server(args: argparse.Namespace) -> int:
-    """``videoatlas sim-server``: the stand-in VLM in the foreground."""
-    from videoatlas.llm.sim.server import FAULTS, STANDIN_MODEL, SimConfig, SimServer, serve_forever
+def cmd_standin(args: argparse.Namespace) -> int:
+    """``videoatlas standin``: the stand-in VLM in the foreground."""
+    from videoatlas.standin.server import FAULTS, STANDIN_MODEL, StandinConfig, StandinServer, serve_forever
 
     faults = _faults(args.fault)
     unknown = set(faults) - set(FAULTS)
@@ -587,7 +587,7 @@ def cmd_sim_server(args: argparse.Namespace) -> int:
         raise BadInputError(f"unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
     if args.record and not Path(args.record).parent.is_dir():
         raise BadInputError(f"--record: folder {Path(args.record).parent} does not exist")
-    config = SimConfig(
+    config = StandinConfig(
         model=args.model or STANDIN_MODEL,
         seed=args.seed,
         latency_s=args.latency,
@@ -608,7 +608,7 @@ def cmd_sim_server(args: argparse.Namespace) -> int:
         f"at http://{args.host}:{args.port}/v1; stats at /stats\n"
     )
     try:
-        serve_forever(SimServer(config), args.host, args.port)
+        serve_forever(StandinServer(config), args.host, args.port)
     except OSError as exc:  # taken between the check and the server's own bind
         raise BadInputError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return 0

@@ -396,7 +396,11 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     p.set_defaults(func=commands.cmd_ui)
 
-    p = sub.add_parser("sim-server", help="run the STAND-IN VLM server (OCR-based, for tests and demos; not a VLM)")
+    p = sub.add_parser(
+        "standin",
+        aliases=["sim-server"],  # its name before 0.2, kept for scripts that use it
+        help="run the STAND-IN VLM server (OCR-based, for tests and demos; not a VLM); alias: sim-server",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=port, default=8001, help="port to listen on (default 8001)")
     p.add_argument("--model", default=None, help="model id it serves (default videoatlas-standin)")
@@ -448,7 +452,7 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
         "counted (field: vLLM with a reasoning parser) or in <think> tags before the answer (tags: without one); "
         "a request with enable_thinking false gets no reasoning (default off)",
     )
-    p.set_defaults(func=commands.cmd_sim_server)
+    p.set_defaults(func=commands.cmd_standin)
 
     p = sub.add_parser("serve", help="build and run the vLLM server command for a real VLM (needs a GPU)")
     p.add_argument("--model", required=True, help="Hugging Face id or local path, e.g. Qwen/Qwen2.5-VL-7B-Instruct")

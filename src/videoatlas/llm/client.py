@@ -33,12 +33,12 @@ from videoatlas.errors import (
     VideoAtlasError,
 )
 from videoatlas.llm.images import ImagePart, check_limits
-from videoatlas.llm.portable import unportable
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CallRecord, CallTotals
 from videoatlas.llm.repair import repair_json
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.prompts import Template, builtin_template
+from videoatlas.state.portable import unportable
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -87,7 +87,7 @@ def closed_schema(schema: type[BaseModel]) -> dict[str, Any]:
     Every object lists all its properties as required and forbids others (``additionalProperties:
     false``); a union is ``anyOf`` (pydantic writes a discriminated union as ``oneOf`` with a
     ``discriminator`` keyword, which strict modes refuse). Only keywords every vLLM backend enforces
-    may appear (:mod:`videoatlas.llm.portable`); any other raises ``ValueError``.
+    may appear (:mod:`videoatlas.state.portable`); any other raises ``ValueError``.
     """
 
     def close(node: Any) -> Any:

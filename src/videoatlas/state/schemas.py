@@ -4,7 +4,7 @@ Every agent ends with :func:`decision_schema`, so answers are parsed and scored 
 
 Each schema says everything a constrained decoder can enforce, in keywords that every structured-
 output backend of vLLM both accepts and enforces (llguidance and xgrammar; see
-:mod:`videoatlas.llm.portable`): ids are enums of what can be chosen right now, id lists have
+:mod:`videoatlas.state.portable`): ids are enums of what can be chosen right now, id lists have
 their lengths, times have bounds, objects forbid extra keys (added when the request is built, see
 :func:`videoatlas.llm.client.response_format`). What no backend can express is left out of the
 schema and checked after parsing: that ids in a list are distinct (``uniqueItems`` is refused by

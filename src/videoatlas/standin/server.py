@@ -25,13 +25,13 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from videoatlas.llm.sim import contract
-from videoatlas.llm.sim.filler import respond
-from videoatlas.llm.sim.perception import EncodedImage, Reader, Sight, decode_data_url
-from videoatlas.llm.sim.policy import BEHAVIOUR_VERSION, Request
-from videoatlas.llm.sim.thinking import MODES as REASONING_MODES
-from videoatlas.llm.sim.thinking import reasoning_text
-from videoatlas.llm.sim.tokens import PrefixCache, prompt_tokens, text_pieces
+from videoatlas.standin import contract
+from videoatlas.standin.filler import respond
+from videoatlas.standin.perception import EncodedImage, Reader, Sight, decode_data_url
+from videoatlas.standin.policy import BEHAVIOUR_VERSION, Request
+from videoatlas.standin.thinking import MODES as REASONING_MODES
+from videoatlas.standin.thinking import reasoning_text
+from videoatlas.standin.tokens import PrefixCache, prompt_tokens, text_pieces
 
 log = structlog.get_logger(__name__)
 
@@ -43,7 +43,7 @@ STANDIN_MODEL = f"videoatlas-standin-v{BEHAVIOUR_VERSION}"
 
 
 @dataclass(slots=True)
-class SimConfig:
+class StandinConfig:
     """How the stand-in behaves."""
 
     model: str = STANDIN_MODEL
@@ -94,7 +94,7 @@ class SimConfig:
 
 
 @dataclass(slots=True)
-class SimStats:
+class StandinStats:
     """Request counters, exposed at ``GET /stats``."""
 
     requests: int = 0
@@ -147,12 +147,12 @@ def _error(status: int, message: str, kind: str, param: str | None = None) -> we
     return web.json_response(body, status=status)
 
 
-class SimServer:
+class StandinServer:
     """The stand-in server's state and handlers (one instance per server)."""
 
-    def __init__(self, config: SimConfig | None = None, reader: Reader | None = None) -> None:
-        self.config = config or SimConfig()
-        self.stats = SimStats()
+    def __init__(self, config: StandinConfig | None = None, reader: Reader | None = None) -> None:
+        self.config = config or StandinConfig()
+        self.stats = StandinStats()
         self.cache = PrefixCache(self.config.cache_blocks)
         self._rng = random.Random(self.config.seed)
         self._reader = reader
@@ -209,7 +209,7 @@ class SimServer:
 
     async def reset_stats(self, request: web.Request) -> web.Response:
         """``POST /stats/reset``: zero the counters."""
-        self.stats = SimStats()
+        self.stats = StandinStats()
         return web.json_response({"ok": True})
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
@@ -473,8 +473,8 @@ def _read_messages(messages: list[Any]) -> tuple[list[str], list[EncodedImage], 
 class RunningServer:
     """A stand-in server running on its own thread and event loop (for tests, the demo, benchmarks)."""
 
-    def __init__(self, sim: SimServer, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.sim = sim
+    def __init__(self, standin: StandinServer, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.standin = standin
         self.host = host
         self._port = port
         self._loop = asyncio.new_event_loop()
@@ -513,7 +513,7 @@ class RunningServer:
         self._stopped.set()
 
     async def _start(self) -> None:
-        self._runner = web.AppRunner(self.sim.app(), access_log=None, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(self.standin.app(), access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self._port)
         await site.start()
@@ -536,6 +536,6 @@ class RunningServer:
         self.stop()
 
 
-def serve_forever(sim: SimServer, host: str, port: int) -> None:
-    """Run the stand-in in the foreground until interrupted (``videoatlas sim-server``)."""
-    web.run_app(sim.app(), host=host, port=port, access_log=None, print=None)
+def serve_forever(standin: StandinServer, host: str, port: int) -> None:
+    """Run the stand-in in the foreground until interrupted (``videoatlas standin``)."""
+    web.run_app(standin.app(), host=host, port=port, access_log=None, print=None)

@@ -29,7 +29,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from videoatlas.llm.sim.language import (
+from videoatlas.standin.language import (
     AFTER,
     BEFORE,
     COUNT_PATTERN,
@@ -44,7 +44,7 @@ from videoatlas.llm.sim.language import (
     tokens,
     words_of,
 )
-from videoatlas.llm.sim.perception import Sight, Tile
+from videoatlas.standin.perception import Sight, Tile
 
 BEHAVIOUR_VERSION = 7
 """Bumped whenever a rule here or in perception changes what the stand-in answers (part of its model id)."""

@@ -15,9 +15,9 @@ import re
 import statistics
 from typing import Any
 
-from videoatlas.llm.sim.language import clock_times, intent_of, norm, searched_share, stated_limit, words_of
-from videoatlas.llm.sim.perception import Tile
-from videoatlas.llm.sim.policy import COUNT_COVERAGE_PCT, IMMEDIATE_S, SAME_SPAN_S, Request, Sighting
+from videoatlas.standin.language import clock_times, intent_of, norm, searched_share, stated_limit, words_of
+from videoatlas.standin.perception import Tile
+from videoatlas.standin.policy import COUNT_COVERAGE_PCT, IMMEDIATE_S, SAME_SPAN_S, Request, Sighting
 
 COVERED_S = 2.5
 """Seconds between reports below which a stretch counts as seen (text-only planning then looks elsewhere)."""

@@ -21,8 +21,8 @@ from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient, choice_schema, response_format
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import STANDIN_MODEL, RunningServer, SimConfig, SimServer
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import STANDIN_MODEL, RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +34,7 @@ def reader() -> Reader:
 
 @pytest.fixture(scope="session")
 def server(reader: Reader) -> Iterator[RunningServer]:
-    with RunningServer(SimServer(SimConfig(), reader=reader)) as running:
+    with RunningServer(StandinServer(StandinConfig(), reader=reader)) as running:
         yield running
 
 
@@ -230,7 +230,7 @@ async def test_any_schema_gets_a_schema_valid_reply(
 async def test_usage_counts_image_tokens_and_prefix_cache(reader: Reader, grids: dict[str, Any]) -> None:
     image = ImagePart.from_jpeg(grids["root"].image.jpeg, "root")
     for patch, per_image in ((28, 92 * 92), (32, 80 * 80)):
-        with RunningServer(SimServer(SimConfig(patch=patch), reader=reader)) as srv:
+        with RunningServer(StandinServer(StandinConfig(patch=patch), reader=reader)) as srv:
             client = client_for(srv.base_url)
             first = await client.ask(Probe, system="Pick cells.", images=[image], text="Question: which? A. x\nB. y")
             again = await client.ask(Probe, system="Pick cells.", images=[image], text="Question: other? A. x\nB. y")
@@ -243,7 +243,7 @@ async def test_usage_counts_image_tokens_and_prefix_cache(reader: Reader, grids:
 
 
 def fault_server(reader: Reader, fault: str, budget: int | None = None, **extra: Any) -> RunningServer:
-    return RunningServer(SimServer(SimConfig(faults={fault: 1.0}, fault_budget=budget, **extra), reader=reader))
+    return RunningServer(StandinServer(StandinConfig(faults={fault: 1.0}, fault_budget=budget, **extra), reader=reader))
 
 
 @pytest.mark.parametrize("fault", ["http500", "http429", "drop"])
@@ -313,7 +313,7 @@ async def test_check_model_picks_the_served_model(server: RunningServer) -> None
 
 
 async def test_global_concurrency_limit(reader: Reader) -> None:
-    with RunningServer(SimServer(SimConfig(latency_s=0.2), reader=reader)) as srv:
+    with RunningServer(StandinServer(StandinConfig(latency_s=0.2), reader=reader)) as srv:
         client = client_for(srv.base_url, max_concurrency=2)
         await asyncio.gather(*(client.ask(Probe, system="s", text=f"Question: q{i}? A. x\nB. y") for i in range(8)))
         s = stats(srv)

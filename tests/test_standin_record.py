@@ -1,4 +1,4 @@
-"""``sim-server --record FILE``: every chat request the stand-in receives is kept, one JSON line each, before any
+"""``standin --record FILE``: every chat request the stand-in receives is kept, one JSON line each, before any
 validation (``make conformance`` checks each recorded request with vLLM's own code)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from videoatlas.llm.sim.server import STANDIN_MODEL, RunningServer, SimConfig, SimServer
+from videoatlas.standin.server import STANDIN_MODEL, RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 
@@ -42,7 +42,7 @@ def test_every_chat_request_is_recorded_as_one_json_line_even_a_refused_one(tmp_
     }
     unknown_model = {**good, "model": "not-served"}
     malformed = {"model": STANDIN_MODEL, "messages": "not a list"}
-    with RunningServer(SimServer(SimConfig(record=record))) as server:
+    with RunningServer(StandinServer(StandinConfig(record=record))) as server:
         assert _post(server.base_url, good) == 200
         assert _post(server.base_url, unknown_model) == 404
         assert _post(server.base_url, malformed) == 400
@@ -56,7 +56,7 @@ def test_a_record_file_in_a_missing_folder_is_refused_before_serving(tmp_path: P
             sys.executable,
             "-m",
             "videoatlas.cli.main",
-            "sim-server",
+            "standin",
             "--port",
             "1",
             "--record",

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 import llguidance
 
-from videoatlas.llm.portable import guidance_unsupported, xgrammar_unsupported
+from videoatlas.state.portable import guidance_unsupported, xgrammar_unsupported
 
 Backend = Literal["auto", "xgrammar", "guidance"]
 BACKENDS: tuple[Backend, ...] = ("auto", "xgrammar", "guidance")
