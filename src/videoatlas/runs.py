@@ -203,7 +203,6 @@ async def _execute(
     graph = get_agent(prepared.context.config.agent).build(checkpointer)
     run_config: dict[str, Any] = {
         "configurable": {"thread_id": thread},
-        "max_concurrency": prepared.context.task_concurrency,
         "recursion_limit": 500,
     }
     if inputs is None:
