@@ -340,6 +340,11 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--base-url", default=None, help="endpoint to use instead of the stored one")
     p.add_argument("--model", default=None, help="model to use instead of the stored one")
     p.add_argument(
+        "--standin",
+        action="store_true",
+        help="answer with the STAND-IN VLM started in-process (the default for a run started with ask --standin)",
+    )
+    p.add_argument(
         "--force",
         action="store_true",
         help="take the run over even from a live process (which then stops); default: only from a stale one",
