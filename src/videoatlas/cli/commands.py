@@ -443,15 +443,33 @@ def print_result(result: RunResult) -> None:
     _out(f"stopped: {result.stop_reason}; run id {result.run_id}")
 
 
+def check_run_inputs(args: argparse.Namespace, config: RunConfig) -> None:
+    """What takes milliseconds to check, checked before anything heavy is imported or any server starts.
+
+    The video and subtitle files exist, the prompt set is the agent's, the endpoint URL has a form a
+    server could have: a typo costs no stand-in start-up and no import of LangGraph.
+    """
+    from videoatlas.agents.registry import check_prompts
+    from videoatlas.environment.files import check_file, check_subtitle_file
+
+    check_file(args.video)
+    if args.subtitles:
+        check_subtitle_file(args.subtitles)
+    check_prompts(config.agent, config.prompts)
+    if not args.standin:
+        EndpointSettings.from_env(None, base_url=args.base_url)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """``videoatlas ask VIDEO -q ... [-c ...]``."""
     limits.check_question(args.question, args.choice)
     config = run_config_from(args)
     offset = _offset(args.subtitle_offset)
-    from videoatlas.runs import run_question
-
+    check_run_inputs(args, config)
     progress = _progress(args.quiet or args.json, args.db)
     with endpoint_from(args, config) as endpoint:
+        from videoatlas.runs import run_question
+
         try:
             result = run_stoppable(
                 run_question(

@@ -20,6 +20,7 @@ from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.cli.terminal import escape_lines
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
+from videoatlas.llm.settings import EndpointSettings
 
 if TYPE_CHECKING:
     from videoatlas.environment.synth import Style
@@ -54,14 +55,20 @@ def _styles(text: str | None) -> list[Style] | None:
 
 def cmd_eval_run(args: argparse.Namespace) -> int:
     """``videoatlas eval run``: exit 0 when every question has a result, 1 when some failed to run."""
-    from videoatlas.evals.runner import EvalSpec, Shard, run_eval
+    from videoatlas.agents.registry import check_prompts
 
     out = output_folder(args.out)
+    config = run_config_from(args)
+    check_prompts(config.agent, config.prompts)  # before the runner and its LangGraph are imported
+    if not args.standin:
+        EndpointSettings.from_env(None, base_url=args.base_url)  # the URL's form
+    from videoatlas.evals.runner import EvalSpec, Shard, run_eval
+
     spec = EvalSpec(
         dataset=args.dataset,
         root=args.root,
         out=args.out,
-        config=run_config_from(args),
+        config=config,
         limit=args.limit,
         shard=Shard.parse(args.shard),
         concurrency=args.concurrency,

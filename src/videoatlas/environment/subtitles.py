@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from videoatlas.environment.files import check_subtitle_file
 from videoatlas.environment.geometry import Interval
 from videoatlas.errors import SubtitleError
 
@@ -156,9 +157,7 @@ class Subtitles:
 
 def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0) -> Subtitles:
     """Read ``.srt``, ``.vtt`` or LongVideoBench ``.json`` subtitles, adding ``offset`` s to each cue."""
-    p = Path(path)
-    if not p.is_file():
-        raise SubtitleError(f"no such subtitle file: {p}")
+    p = check_subtitle_file(path)
     try:
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:

@@ -285,6 +285,7 @@ class VLMClient:
         if isinstance(exc, openai.APIStatusError):
             return EndpointError(
                 f"VLM endpoint {self.settings.base_url} refused the request (HTTP {exc.status_code}): {_describe(exc)}"
+                + _route_hint(exc, self.settings.base_url)
             )
         return exc
 
@@ -319,7 +320,7 @@ class VLMClient:
                     kind = EndpointUnreachableError if isinstance(exc, openai.APIConnectionError) else EndpointError
                     raise kind(
                         f"cannot reach the VLM endpoint at {self.settings.base_url} "
-                        f"after {attempt} attempts: {_describe(exc)}"
+                        f"after {attempt} attempts: {_describe(exc)}" + _route_hint(exc, self.settings.base_url)
                     ) from None
                 await self._backoff(attempt)
         if not self.settings.model:
@@ -334,6 +335,13 @@ class VLMClient:
                 f"served: {', '.join(served) or 'none'}"
             )
         return self.settings.model
+
+
+def _route_hint(exc: BaseException, base_url: str) -> str:
+    """For an HTTP 404 from a base URL without the ``/v1`` that OpenAI-compatible servers serve under: where to look."""
+    if not isinstance(exc, openai.NotFoundError) or base_url.rstrip("/").endswith("/v1"):
+        return ""
+    return f"; did you mean {base_url.rstrip('/')}/v1?"
 
 
 def _short_error(exc: ValidationError) -> str:
