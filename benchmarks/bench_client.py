@@ -27,7 +27,7 @@ from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.sim.server import STANDIN_MODEL
+from videoatlas.llm.sim.version import STANDIN_MODEL
 from videoatlas.logging import configure_logging
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from videoatlas.cli.main import EXIT_CODES, build_parser
 from videoatlas.errors import VideoAtlasError
-from videoatlas.llm.sim.server import STANDIN_MODEL
+from videoatlas.llm.sim.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 EXE = str(Path(sys.executable).parent / "videoatlas")
@@ -266,6 +266,34 @@ def test_every_option_of_every_command_has_help() -> None:
     assert len({command for command, _ in seen}) >= 15  # every command, eval's included
     missing = [f"{command} {action.option_strings or action.dest}" for command, action in seen if not action.help]
     assert missing == []
+
+
+def _help_pages(parser: argparse.ArgumentParser, prefix: str) -> Iterator[tuple[str, str]]:
+    yield prefix, parser.format_help()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _help_pages(child, f"{prefix} {name}")
+
+
+def test_help_texts_say_what_the_code_does() -> None:
+    pages = dict(_help_pages(build_parser(agent_settings=True), "videoatlas"))
+    assert [command for command, page in pages.items() if "`" in page] == []  # plain text, no reST
+    ask = pages["videoatlas ask"]
+    assert " V " not in ask and "--workers N " in ask and "--traversal auto|bfs|dfs" in ask and "--frames N" in ask
+    top = pages["videoatlas"]
+    assert "Video-RLM agent" not in top and "(--agent)" in top  # ask offers every agent
+    assert "0 to 6" in pages["videoatlas demo"]
+    assert f"(default {STANDIN_MODEL})" in pages["videoatlas sim-server"]
+
+
+def test_readme_names_every_agent_and_the_folders_that_exist() -> None:
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text()
+    eval_run = readme[readme.index("videoatlas eval run") : readme.index("videoatlas eval report")]
+    assert "--agent video-rlm|videoseek|uniform" in eval_run
+    for folder in ("agents/video_rlm/graph.py", "agents/video_rlm/nodes/", "agents/video_rlm/state/"):
+        assert f"`{folder}`" in readme and (root / "src" / "videoatlas" / folder).exists(), folder
 
 
 @pytest.mark.parametrize(("command", "option"), [("ask", "--choice"), ("grid", "--dead"), ("sim-server", "--fault")])

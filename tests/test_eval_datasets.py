@@ -9,12 +9,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import structlog
 
 from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.datasets.lvbench import split_options
+from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.items import EvalItem, interleave, write_items
 from videoatlas.evals.runner import EvalSpec, Shard, result_key, select_items
 from videoatlas.runtime.context import RunConfig
@@ -201,3 +203,11 @@ def test_shard_parsing() -> None:
     for bad in ("8/8", "x/2", "1", "-1/2"):
         with pytest.raises(BadInputError):
             Shard.parse(bad)
+
+
+def test_making_the_synthetic_suite_video_is_news_not_a_warning(tmp_path: Path) -> None:
+    with structlog.testing.capture_logs() as logs:
+        ensure_video(tmp_path, 30.0, 1)
+        ensure_video(tmp_path, 30.0, 1)  # made once
+    made = [entry for entry in logs if entry["event"] == "making synthetic video (once)"]
+    assert [entry["log_level"] for entry in made] == ["info"]

@@ -22,7 +22,8 @@ from videoatlas.llm.client import VLMClient, choice_schema, response_format
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import STANDIN_MODEL, RunningServer, SimConfig, SimServer
+from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
+from videoatlas.llm.sim.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

@@ -19,8 +19,7 @@ import videoatlas
 from videoatlas.environment import synth_broadcast
 from videoatlas.environment.synth import STYLES, SynthSpec, Timeline, narration, plan_timeline
 from videoatlas.llm.sim.language import FUNCTION_WORDS
-from videoatlas.llm.sim.policy import BEHAVIOUR_VERSION
-from videoatlas.llm.sim.server import STANDIN_MODEL
+from videoatlas.llm.sim.version import BEHAVIOUR_VERSION, STANDIN_MODEL
 
 pytestmark = pytest.mark.unit
 
@@ -149,7 +148,10 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
 # The stand-in's sources as of each behaviour version. Any change to them must bump
 # BEHAVIOUR_VERSION (its model id) and record the new hash here, so eval results measured with
 # other rules are never re-used as if they were measured with these.
-SOURCES_BY_VERSION = {6: "dce753a7be6325811685fb6056a54d8a7c2a7274a48722e95178d47de20cbf8d"}
+SOURCES_BY_VERSION = {
+    6: "dce753a7be6325811685fb6056a54d8a7c2a7274a48722e95178d47de20cbf8d",
+    7: "7411bf2748378cd422aaf502bb08dda85a455804df97efb19c7edbd8e127f9b5",  # stopping cleanly; same answers
+}
 
 
 def _sources_sha() -> str:

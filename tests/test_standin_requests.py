@@ -18,7 +18,8 @@ from PIL import Image, ImageDraw
 
 from videoatlas.environment.render import load_font
 from videoatlas.llm.sim.perception import Reader
-from videoatlas.llm.sim.server import STANDIN_MODEL, RunningServer, SimConfig, SimServer
+from videoatlas.llm.sim.server import RunningServer, SimConfig, SimServer
+from videoatlas.llm.sim.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

@@ -611,7 +611,8 @@ def _faults(specs: list[str]) -> dict[str, float]:
 
 def cmd_sim_server(args: argparse.Namespace) -> int:
     """``videoatlas sim-server``: the stand-in VLM in the foreground."""
-    from videoatlas.llm.sim.server import FAULTS, STANDIN_MODEL, SimConfig, SimServer, serve_forever
+    from videoatlas.llm.sim.server import FAULTS, SimConfig, SimServer, serve_forever
+    from videoatlas.llm.sim.version import STANDIN_MODEL
 
     faults = _faults(args.fault)
     unknown = set(faults) - set(FAULTS)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
@@ -17,6 +19,7 @@ from videoatlas.cli import commands, eval_commands
 from videoatlas.cli.signals import Interrupted, raise_on_sigterm
 from videoatlas.cli.terminal import RUN_STATUSES, escape
 from videoatlas.errors import VideoAtlasError
+from videoatlas.llm.sim.version import STANDIN_MODEL
 
 EXIT_CODES = (
     (0, "success"),
@@ -142,10 +145,39 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
             if flag in seen:  # two agents with a setting of one name share its flag
                 continue
             seen[flag] = name
-            summary = (info.description or field).split(". ")[0].rstrip(".")
+            summary = (info.description or field).split(". ")[0].rstrip(".").replace("`", "")  # no reST in help
             group.add_argument(
-                flag, dest=f"setting__{field}", default=None, metavar="V", help=f"{summary} (default {info.default})"
+                flag,
+                dest=f"setting__{field}",
+                default=None,
+                metavar=metavar(info.annotation),
+                help=f"{summary} (default {info.default})",
             )
+
+
+def metavar(annotation: Any) -> str:
+    """What a setting's option takes, from its type: ``N`` (whole number), ``X`` (number), ``auto|bfs|dfs``..."""
+    names: list[str] = []
+    for kind in _alternatives(annotation):
+        if typing.get_origin(kind) is typing.Literal:
+            names.extend(str(value) for value in typing.get_args(kind))
+        elif kind is bool:
+            names.append("true|false")
+        else:
+            names.append({int: "N", float: "X"}.get(kind, "TEXT"))
+    return "|".join(dict.fromkeys(names))
+
+
+def _alternatives(annotation: Any) -> Iterator[Any]:
+    """The types a union (or one type) allows, ``Annotated`` metadata and ``None`` left out."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        yield from _alternatives(typing.get_args(annotation)[0])
+    elif origin is typing.Union or origin is types.UnionType:
+        for arg in typing.get_args(annotation):
+            yield from _alternatives(arg)
+    elif annotation is not type(None):
+        yield annotation
 
 
 def add_endpoint_options(p: argparse.ArgumentParser) -> None:
@@ -177,7 +209,7 @@ def add_endpoint_options(p: argparse.ArgumentParser) -> None:
 
 def add_eval_parsers(sub: Any, with_settings: bool = True) -> None:
     """``videoatlas eval run|report|compare|make-long``."""
-    ev = sub.add_parser("eval", help="run benchmarks, report and compare results (see `eval --help`)")
+    ev = sub.add_parser("eval", help="run benchmarks, report and compare results (see: videoatlas eval --help)")
     evsub = ev.add_subparsers(dest="eval_command", required=True, metavar="EVAL_COMMAND", parser_class=_Parser)
 
     p = evsub.add_parser("run", help="answer a dataset's questions concurrently; re-run the command to resume")
@@ -296,7 +328,7 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_synth)
 
-    p = sub.add_parser("ask", help="answer a question about a video with the Video-RLM agent")
+    p = sub.add_parser("ask", help="answer a question about a video with one of the agents (--agent)")
     p.add_argument("video", help="a video file or a concatenation manifest")
     p.add_argument("-q", "--question", required=True, help=f"the question (at most {limits.QUESTION_MAX_CHARS} chars)")
     p.add_argument(
@@ -329,13 +361,13 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_runs)
 
     p = sub.add_parser("trace", help="show a run as rounds -> workers -> steps with tokens and latency")
-    p.add_argument("run", help="run id (see `videoatlas runs`)")
+    p.add_argument("run", help="run id (see: videoatlas runs)")
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_trace)
 
     p = sub.add_parser("resume", help="continue an interrupted run from its last checkpoint")
-    p.add_argument("run", help="run id (see `videoatlas runs`)")
+    p.add_argument("run", help="run id (see: videoatlas runs)")
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.add_argument("--base-url", default=None, help="endpoint to use instead of the stored one")
     p.add_argument("--model", default=None, help="model to use instead of the stored one")
@@ -354,7 +386,7 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_resume)
 
     p = sub.add_parser("report", help="write one self-contained HTML page about a run")
-    p.add_argument("run", help="run id (see `videoatlas runs`)")
+    p.add_argument("run", help="run id (see: videoatlas runs)")
     p.add_argument("-o", "--output", required=True, metavar="run.html", help="HTML file to write")
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.set_defaults(func=commands.cmd_report)
@@ -369,7 +401,7 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("sim-server", help="run the STAND-IN VLM server (OCR-based, for tests and demos; not a VLM)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=port, default=8001, help="port to listen on (default 8001)")
-    p.add_argument("--model", default=None, help="model id it serves (default videoatlas-standin)")
+    p.add_argument("--model", default=None, help=f"model id it serves (default {STANDIN_MODEL})")
     p.add_argument("--latency", type=float, default=0.0, help="fixed seconds per completion")
     p.add_argument("--per-token", type=float, default=0.0, help="extra seconds per completion token")
     p.add_argument("--patch", type=int, default=28, choices=[28, 32], help="visual token patch size")
@@ -404,7 +436,13 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="synthesise a video, start the stand-in VLM, answer a question about it")
     p.add_argument("--out", default=None, metavar="DIR", help="where to write (default: the data directory)")
-    p.add_argument("--question", type=int, default=0, help="which of the demo video's questions to ask")
+    p.add_argument(
+        "--question",
+        type=int,
+        default=0,
+        metavar="0-6",
+        help="index of the demo video's question to ask, 0 to 6 (default 0)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_demo)
     for command in subcommand_parsers(parser):

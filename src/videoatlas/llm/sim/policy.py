@@ -46,8 +46,6 @@ from videoatlas.llm.sim.language import (
 )
 from videoatlas.llm.sim.perception import Sight, Tile
 
-BEHAVIOUR_VERSION = 6
-"""Bumped whenever a rule here or in perception changes what the stand-in answers (part of its model id)."""
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""
 SAME_SPAN_S = 0.25

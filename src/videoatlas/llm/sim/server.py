@@ -28,16 +28,15 @@ from aiohttp import web
 
 from videoatlas.llm.sim.filler import respond
 from videoatlas.llm.sim.perception import EncodedImage, ReadCancelled, Reader, Sight, decode_data_url
-from videoatlas.llm.sim.policy import BEHAVIOUR_VERSION, Request
+from videoatlas.llm.sim.policy import Request
 from videoatlas.llm.sim.tokens import PrefixCache, prompt_tokens, text_pieces
+from videoatlas.llm.sim.version import STANDIN_MODEL
 
 log = structlog.get_logger(__name__)
 
 FAULTS = ("http500", "http429", "hang", "drop", "malformed", "schema", "range")
 """Injectable faults: server error, rate limit, a reply slower than any client timeout, a dropped
 connection, JSON cut off mid-way, valid JSON that breaks the schema, and out-of-range cell ids."""
-STANDIN_MODEL = f"videoatlas-standin-v{BEHAVIOUR_VERSION}"
-"""The stand-in's model id carries its behaviour version: results keyed by model re-run when its rules change."""
 
 
 @dataclass(slots=True)
