@@ -323,3 +323,29 @@ def test_logging_options_work_before_and_after_the_command(counter_video: Path) 
     for args in (("--log-level", "debug", "probe", str(counter_video)), ("probe", str(counter_video), "--log-json")):
         proc = run(*args)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_ask_stream_json_prints_each_event_as_it_happens_then_the_result(
+    synth_video: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    import os
+
+    video, truth = synth_video
+    question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
+    cmd = [EXE, "ask", str(video), "-q", question["question"], "--standin", "--no-persist", "--stream-json"]
+    cmd += ["--workers", "2", "--rounds", "2", "--k", "4", "--cell-px", "96"]
+    for choice in question["choices"]:
+        cmd += ["-c", choice]
+    env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())
+    running = proc.poll() is None  # the first event came while the run was still going
+    rest, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    events = [first, *(json.loads(line) for line in rest.splitlines())]
+    assert first["event"] == "run_started" and running
+    assert {"search_task_done", "worker_step", "round_done"} <= {e["event"] for e in events}
+    result = events[-1]
+    assert result["event"] == "result" and result["run_id"] == first["run_id"]
+    assert result["answer"] in question["choices"]

@@ -379,15 +379,20 @@ class RunProgress:
     ``db``: the ``--db`` the command was given, repeated in the resume command it prints.
     """
 
-    def __init__(self, quiet: bool, db: str | None = None) -> None:
+    def __init__(self, quiet: bool, db: str | None = None, stream: bool = False) -> None:
         self.quiet = quiet
         self.db = db
+        self.stream = stream
+        """Also print every event as a JSON line on stdout (``ask --stream-json``)."""
         self.run_id: str | None = None
 
     def __call__(self, event: dict[str, Any]) -> None:
         """Show ``event`` (when it is worth a line)."""
         if event.get("event") == "run_started":
             self.run_id = str(event["run_id"])
+        if self.stream:
+            sys.stdout.write(json.dumps(event, default=str) + "\n")
+            sys.stdout.flush()
         line = describe_event(event)
         if line and not self.quiet:
             sys.stderr.write(escape(line) + "\n")
@@ -466,7 +471,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     config = run_config_from(args)
     offset = _offset(args.subtitle_offset)
     check_run_inputs(args, config)
-    progress = _progress(args.quiet or args.json, args.db)
+    progress = RunProgress(args.quiet or args.json or args.stream_json, args.db, stream=args.stream_json)
     with endpoint_from(args, config) as endpoint:
         from videoatlas.runs import run_question
 
@@ -489,7 +494,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
             if args.no_persist:
                 raise
             raise progress.stopped(exc) from None
-    if args.json:
+    if args.stream_json:
+        sys.stdout.write(json.dumps({"event": "result", **result.as_dict()}) + "\n")
+    elif args.json:
         _json(result.as_dict())
     else:
         print_result(result)

@@ -344,7 +344,14 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     add_endpoint_options(p)
     p.add_argument("--db", default=None, help="database URL for checkpoints and traces (env VIDEOATLAS_DB)")
     p.add_argument("--no-persist", action="store_true", help="keep checkpoints in memory, write no traces")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="machine-readable output")
+    shown.add_argument(
+        "--stream-json",
+        action="store_true",
+        help="print each event of the run (node progress) as a JSON line on stdout as it happens, "
+        'then the result as a last line with "event": "result"',
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=commands.cmd_ask)
 
