@@ -349,3 +349,28 @@ def test_ask_stream_json_prints_each_event_as_it_happens_then_the_result(
     result = events[-1]
     assert result["event"] == "result" and result["run_id"] == first["run_id"]
     assert result["answer"] in question["choices"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "nodes"),
+    [("video-rlm", ["global_probe", "worker", "merge", "decide"]), ("videoseek", ["plan", "look"]), ("uniform", [])],
+)
+def test_graph_prints_each_agents_graph_as_mermaid(agent: str, nodes: list[str]) -> None:
+    proc = run("graph", "--agent", agent)
+    assert proc.returncode == 0, proc.stderr
+    assert "graph TD;" in proc.stdout and "__start__" in proc.stdout and "__end__" in proc.stdout
+    for node in nodes:
+        assert f"\t{node}(" in proc.stdout or f"subgraph {node}" in proc.stdout, node
+
+
+def test_graph_writes_mermaid_and_a_png_only_where_it_can_be_drawn(tmp_path: Path) -> None:
+    import importlib.util
+
+    text = run("graph", "-o", str(tmp_path / "g.mmd"))
+    assert text.returncode == 0 and "graph TD;" in (tmp_path / "g.mmd").read_text()
+    png = run("graph", "-o", str(tmp_path / "g.png"))
+    if importlib.util.find_spec("pygraphviz") is not None:
+        assert png.returncode == 0 and (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert_one_line_error(png, 2, "a PNG needs pygraphviz")
+        assert not (tmp_path / "g.png").exists()

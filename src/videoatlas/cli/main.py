@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from videoatlas import __version__, limits
-from videoatlas.cli import commands, eval_commands
+from videoatlas.cli import commands, eval_commands, graph_command
 from videoatlas.cli.signals import Interrupted, raise_on_sigterm
 from videoatlas.cli.terminal import RUN_STATUSES, escape
 from videoatlas.errors import VideoAtlasError
@@ -73,6 +73,12 @@ def _styles() -> Iterable[str]:
     from videoatlas.environment.synth import STYLES
 
     return STYLES
+
+
+def _agents() -> Iterable[str]:
+    from videoatlas.agents.registry import agent_names
+
+    return agent_names()
 
 
 def _datasets() -> Iterable[str]:
@@ -354,6 +360,19 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=commands.cmd_ask)
+
+    p = sub.add_parser("graph", help="print an agent's LangGraph graph as Mermaid text (or write it with -o)")
+    p.add_argument(
+        "--agent", choices=_Lazy(_agents), default="video-rlm", metavar="NAME", help="%(choices)s (default video-rlm)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="FILE",
+        help="write to FILE instead: .mmd or .mermaid (Mermaid text), .png (needs pygraphviz)",
+    )
+    p.set_defaults(func=graph_command.cmd_graph)
 
     p = sub.add_parser("runs", help="list runs and their status")
     p.add_argument(
