@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import structlog
 
 from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.datasets.lvbench import split_options
-from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.items import EvalItem, interleave, write_items
 from videoatlas.evals.runner import EvalSpec, Shard, result_key, select_items
 from videoatlas.runtime.context import RunConfig
@@ -206,8 +206,20 @@ def test_shard_parsing() -> None:
 
 
 def test_making_the_synthetic_suite_video_is_news_not_a_warning(tmp_path: Path) -> None:
-    with structlog.testing.capture_logs() as logs:
-        ensure_video(tmp_path, 30.0, 1)
-        ensure_video(tmp_path, 30.0, 1)  # made once
-    made = [entry for entry in logs if entry["event"] == "making synthetic video (once)"]
-    assert [entry["log_level"] for entry in made] == ["info"]
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from videoatlas.logging import configure_logging\n"
+        "from videoatlas.evals.datasets.synthetic import ensure_video\n"
+        "configure_logging(sys.argv[1], False)\n"
+        "ensure_video(Path(sys.argv[2]), 30.0, 1)\n"
+    )
+    for level, shown in (("warning", False), ("info", True)):
+        done = subprocess.run(
+            [sys.executable, "-c", script, level, str(tmp_path / level)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        assert ("making synthetic video (once)" in done.stderr) is shown, done.stderr

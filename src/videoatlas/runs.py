@@ -37,6 +37,7 @@ from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.lease import Heartbeat, LeaseTiming
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runtime.context import AgentContext, RunConfig
+from videoatlas.runtime.stopping import stop_signal
 from videoatlas.runtime.tracing import RunTracer
 from videoatlas.state.models import Cost, Evidence
 
@@ -157,7 +158,8 @@ def _stopped_by(exc: BaseException) -> str:
     """The error recorded for a run that was stopped: ``interrupted by SIGTERM``."""
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted by SIGINT"
-    return "interrupted" + (f" by {exc.args[0]}" if exc.args and exc.args[0] else "")
+    name = stop_signal() or (exc.args[0] if exc.args and exc.args[0] else None)
+    return "interrupted" + (f" by {name}" if name else "")
 
 
 async def _prepare(
