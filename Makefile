@@ -1,10 +1,13 @@
 # `make demo` and `make test` each create .venv if it is missing, install what they need, and run.
+# `make setup` is the tests' one-time set-up (`make test` runs it first on a machine not yet set up).
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SETUP := $(VENV)/.setup
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test lint typecheck unit bench clean browser conformance
+.PHONY: demo setup test lint typecheck unit bench clean conformance
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,10 +30,16 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The browser tests drive Debian's Chromium through Playwright (never `playwright install`'s download).
-browser:
-	test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+# It is installed here, once, when /usr/bin/chromium is missing (apt-get, through sudo unless root);
+# the stamp keeps later `make test` runs from looking again.
+setup: $(SETUP)
 
-test: lint typecheck browser
+$(SETUP): $(STAMP)
+	test -x /usr/bin/chromium || { echo "installing Debian's chromium for the browser tests (once)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+	touch $(SETUP)
+
+test: $(SETUP) lint typecheck
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

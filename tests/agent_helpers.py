@@ -214,7 +214,6 @@ async def run_graph(
             {"question": question, "choices": ["one", "two"] if choices is None else choices},
             {
                 "configurable": {"thread_id": "t"},
-                "max_concurrency": ctx.task_concurrency,
                 "recursion_limit": 500,
             },
             context=ctx,

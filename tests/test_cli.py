@@ -14,7 +14,7 @@ import pytest
 
 from videoatlas.cli.main import EXIT_CODES, build_parser
 from videoatlas.errors import VideoAtlasError
-from videoatlas.standin.server import STANDIN_MODEL
+from videoatlas.standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 EXE = str(Path(sys.executable).parent / "videoatlas")
@@ -268,6 +268,34 @@ def test_every_option_of_every_command_has_help() -> None:
     assert missing == []
 
 
+def _help_pages(parser: argparse.ArgumentParser, prefix: str) -> Iterator[tuple[str, str]]:
+    yield prefix, parser.format_help()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _help_pages(child, f"{prefix} {name}")
+
+
+def test_help_texts_say_what_the_code_does() -> None:
+    pages = dict(_help_pages(build_parser(agent_settings=True), "videoatlas"))
+    assert [command for command, page in pages.items() if "`" in page] == []  # plain text, no reST
+    ask = pages["videoatlas ask"]
+    assert " V " not in ask and "--workers N " in ask and "--traversal auto|bfs|dfs" in ask and "--frames N" in ask
+    top = pages["videoatlas"]
+    assert "Video-RLM agent" not in top and "(--agent)" in top  # ask offers every agent
+    assert "0 to 6" in pages["videoatlas demo"]
+    assert f"(default {STANDIN_MODEL})" in pages["videoatlas standin"]
+
+
+def test_readme_names_every_agent_and_the_folders_that_exist() -> None:
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text()
+    eval_run = readme[readme.index("videoatlas eval run") : readme.index("videoatlas eval report")]
+    assert "--agent video-rlm|videoseek|uniform" in eval_run
+    for folder in ("agents/video_rlm/graph.py", "agents/video_rlm/nodes/", "agents/video_rlm/state/"):
+        assert f"`{folder}`" in readme and (root / "src" / "videoatlas" / folder).exists(), folder
+
+
 @pytest.mark.parametrize(("command", "option"), [("ask", "--choice"), ("grid", "--dead"), ("standin", "--fault")])
 def test_repeatable_options_say_so(command: str, option: str) -> None:
     parser = build_parser(agent_settings=True)
@@ -295,3 +323,54 @@ def test_logging_options_work_before_and_after_the_command(counter_video: Path) 
     for args in (("--log-level", "debug", "probe", str(counter_video)), ("probe", str(counter_video), "--log-json")):
         proc = run(*args)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_ask_stream_json_prints_each_event_as_it_happens_then_the_result(
+    synth_video: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    import os
+
+    video, truth = synth_video
+    question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
+    cmd = [EXE, "ask", str(video), "-q", question["question"], "--standin", "--no-persist", "--stream-json"]
+    cmd += ["--workers", "2", "--rounds", "2", "--k", "4", "--cell-px", "96"]
+    for choice in question["choices"]:
+        cmd += ["-c", choice]
+    env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())
+    running = proc.poll() is None  # the first event came while the run was still going
+    rest, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    events = [first, *(json.loads(line) for line in rest.splitlines())]
+    assert first["event"] == "run_started" and running
+    assert {"search_task_done", "worker_step", "round_done"} <= {e["event"] for e in events}
+    result = events[-1]
+    assert result["event"] == "result" and result["run_id"] == first["run_id"]
+    assert result["answer"] in question["choices"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "nodes"),
+    [("video-rlm", ["global_probe", "worker", "merge", "decide"]), ("videoseek", ["plan", "look"]), ("uniform", [])],
+)
+def test_graph_prints_each_agents_graph_as_mermaid(agent: str, nodes: list[str]) -> None:
+    proc = run("graph", "--agent", agent)
+    assert proc.returncode == 0, proc.stderr
+    assert "graph TD;" in proc.stdout and "__start__" in proc.stdout and "__end__" in proc.stdout
+    for node in nodes:
+        assert f"\t{node}(" in proc.stdout or f"subgraph {node}" in proc.stdout, node
+
+
+def test_graph_writes_mermaid_and_a_png_only_where_it_can_be_drawn(tmp_path: Path) -> None:
+    import importlib.util
+
+    text = run("graph", "-o", str(tmp_path / "g.mmd"))
+    assert text.returncode == 0 and "graph TD;" in (tmp_path / "g.mmd").read_text()
+    png = run("graph", "-o", str(tmp_path / "g.png"))
+    if importlib.util.find_spec("pygraphviz") is not None:
+        assert png.returncode == 0 and (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert_one_line_error(png, 2, "a PNG needs pygraphviz")
+        assert not (tmp_path / "g.png").exists()

@@ -195,3 +195,45 @@ def test_help_probe_and_grid_do_not_load_the_model_stack(
         env={**os.environ, "VIDEOATLAS_HOME": str(tmp_path / "home")},
     )
     assert "HEAVY=[] CODE=0" in proc.stderr, proc.stderr
+
+
+ASK_TYPOS = [
+    ("missing-video", ["ask", "{TMP}/nope.mp4", "-q", "why?", "--standin"], 3, "no such file"),
+    ("missing-subtitles", ["ask", "{V}", "-q", "why?", "--subtitles", "{TMP}/nope.srt", "--standin"], 4,
+     "no such subtitle file"),
+    ("unknown-prompt-set", ["ask", "{V}", "-q", "why?", "--prompts", "nosuch", "--standin"], 2,
+     "prompt set 'nosuch' is neither a built-in set nor a directory"),
+    ("url-without-scheme", ["ask", "{V}", "-q", "why?", "--base-url", "localhost:8000/v1"], 2,
+     "must start with http:// or https://"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "code", "fragment"), [c[1:] for c in ASK_TYPOS], ids=[c[0] for c in ASK_TYPOS])
+def test_a_typo_in_ask_is_reported_before_the_stand_in_starts_or_the_agent_stack_loads(
+    video: Path, tmp_path: Path, args: list[str], code: int, fragment: str
+) -> None:
+    filled = [a.replace("{V}", str(video)).replace("{TMP}", str(tmp_path)) for a in args]
+    script = (
+        "import sys\n"
+        "from videoatlas.cli.main import main\n"
+        "code = main(sys.argv[1:])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'langgraph', 'langchain_core', 'openai', "
+        "'sqlalchemy', 'aiohttp', 'rapidocr_onnxruntime'})\n"
+        "sys.stdout.write(f'HEAVY={heavy}\\n')\n"
+        "raise SystemExit(code)\n"
+    )
+    env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path / "home")}
+    env.pop("VIDEOATLAS_BASE_URL", None)
+    proc = subprocess.run([sys.executable, "-c", script, *filled], capture_output=True, text=True, timeout=120, env=env)
+    assert_one_line(proc, code, fragment)  # one line: no "starting the STAND-IN VLM" before it
+    assert "HEAVY=[]" in proc.stdout
+
+
+def test_a_base_url_without_v1_that_gets_404_asks_whether_v1_was_meant(video: Path, tmp_path: Path) -> None:
+    from videoatlas.standin.server import RunningServer, StandinServer
+
+    with RunningServer(StandinServer()) as server:
+        root = f"http://127.0.0.1:{server.port}"
+        proc = run("ask", str(video), "-q", "why?", "--base-url", root, "--timeout", "10", home=tmp_path)
+    line = assert_one_line(proc, 5, "HTTP 404")
+    assert line.endswith(f"did you mean {root}/v1?"), line

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -201,3 +203,23 @@ def test_shard_parsing() -> None:
     for bad in ("8/8", "x/2", "1", "-1/2"):
         with pytest.raises(BadInputError):
             Shard.parse(bad)
+
+
+def test_making_the_synthetic_suite_video_is_news_not_a_warning(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from videoatlas.logging import configure_logging\n"
+        "from videoatlas.evals.datasets.synthetic import ensure_video\n"
+        "configure_logging(sys.argv[1], False)\n"
+        "ensure_video(Path(sys.argv[2]), 30.0, 1)\n"
+    )
+    for level, shown in (("warning", False), ("info", True)):
+        done = subprocess.run(
+            [sys.executable, "-c", script, level, str(tmp_path / level)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        assert ("making synthetic video (once)" in done.stderr) is shown, done.stderr

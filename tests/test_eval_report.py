@@ -197,6 +197,19 @@ def test_compare_counts_a_failed_run_as_wrong_on_its_side(tmp_path: Path, capsys
     assert "| errors A | errors B |" in out and "| overall | 3 | 3 | 33.3% | 66.7% | 33.3% | 33.3% | +33.3% |" in out
 
 
+def test_compare_says_when_its_interval_rests_on_too_few_questions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    few = [_row(f"q{i}", f"v{i}", i % 2 == 0) for i in range(3)]
+    many = [_row(f"q{i}", f"v{i}", i % 2 == 0) for i in range(12)]
+    for name, rows, warned in (("few", few, True), ("many", many, False)):
+        a, b = _folder(tmp_path / name / "a", rows), _folder(tmp_path / name / "b", rows, agent="uniform")
+        assert compare(load_eval(a), load_eval(b), resamples=200)["overall"]["too_few_questions"] is warned
+        assert main(["eval", "compare", str(a), str(b), "--resamples", "200"]) == 0
+        out = capsys.readouterr().out
+        assert ("(too few)" in out and "fewer than 10 questions means next to nothing" in out) is warned, out
+
+
 def test_report_command_writes_markdown_json_and_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = _folder(tmp_path / "ev", [_row("q1", "v1", True), _row("q2", "v2", False, duration=600.0)])
     assert main(["eval", "report", str(folder)]) == 0

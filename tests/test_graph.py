@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import gc
 import io
 import pickle
+import warnings
 from pathlib import Path
 from typing import Any, cast
 
@@ -12,12 +15,14 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from PIL import Image
 
-from agent_helpers import actions_of, decided, default_reply, make_context, run_graph, step, view_start
+from agent_helpers import ScriptedChat, actions_of, decided, default_reply, make_context, run_graph, step, view_start
 from videoatlas.agents.video_rlm.nodes.worker_act import InvalidAction, apply_action
 from videoatlas.agents.video_rlm.nodes.worker_observe import initial_view
 from videoatlas.agents.video_rlm.state.models import Target, View
 from videoatlas.agents.video_rlm.state.worker import WorkerState
 from videoatlas.environment.geometry import cell_interval
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
 from videoatlas.state.models import Cost
 
@@ -434,3 +439,36 @@ async def test_cells_that_open_as_the_same_view_get_one_worker(counter_video: Pa
     # At depth 1 the same three cells are three different views.
     deeper, chat, _ = await run_graph(counter_video, tmp_path / "d1", script, cfg.with_settings(max_depth=1))
     assert sorted(r.target.path for r in deeper["reports"] if r.round == 1) == ["20", "5", "9"]
+
+
+async def test_a_run_stopped_with_worker_tasks_queued_leaves_no_coroutine_never_awaited(
+    counter_video: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C with more workers than slots: the queued ones end cleanly, without a RuntimeWarning on stderr."""
+    started = asyncio.Event()
+    steps: list[str] = []
+
+    def delay(name: str, text: str) -> float:
+        if name != "WorkerStep":
+            return 0.0
+        steps.append(text)
+        if len(steps) == 2:  # both slots taken, four workers waiting for one
+            started.set()
+        return 60.0
+
+    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=3, rounds=1, traversal="bfs")  # 6 workers, 2 slots
+    chat = ScriptedChat(script=default_reply, delay=delay)
+    run = asyncio.ensure_future(
+        run_question(
+            counter_video, "How many?", ["one", "two"], cfg, EndpointSettings(model="s"), chat_model=chat, persist=False
+        )
+    )
+    await asyncio.wait_for(started.wait(), 120)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+    assert len(steps) == 2

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -89,6 +91,40 @@ def test_of_racing_claims_exactly_one_wins(db_url: str, store: TraceStore, start
     assert len(won) == 1 and len(refused) == racers - 1
     assert rows(db_url, "SELECT owner FROM va_leases WHERE run_id = :r", r=run_id) == [(won[0],)]
     assert all(run_id in message for message in refused)
+
+
+CLAIMER = (
+    "import os, sys\n"
+    "from videoatlas.persistence.lease import LeaseTiming\n"
+    "from videoatlas.persistence.store import TraceStore\n"
+    "store = TraceStore(sys.argv[1])\n"
+    "print(store.claim_run(sys.argv[2], LeaseTiming(heartbeat_s=1.0, timeout_s=600.0)), flush=True)\n"
+    "sys.stdin.read()  # holds the lease until its stdin closes\n"
+    "os._exit(0)  # gone without giving it back, like a kill -9\n"
+)
+
+
+def test_a_lease_whose_owner_on_this_host_died_is_taken_over_at_once(db_url: str, store: TraceStore) -> None:
+    run_id = f"lease-{uuid.uuid4().hex[:8]}"
+    slow = LeaseTiming(heartbeat_s=1.0, timeout_s=600.0)  # a heartbeat's silence would take ten minutes
+    owner = subprocess.Popen(
+        [sys.executable, "-c", CLAIMER, db_url, run_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert owner.stdout is not None and owner.stdin is not None
+        first = owner.stdout.readline().strip()
+        with pytest.raises(RunOwnedError, match=f"pid {owner.pid}"):  # alive: refused
+            store.claim_run(run_id, slow)
+        owner.stdin.close()
+        owner.wait(timeout=60)
+        holder = store.holders([run_id], slow)[run_id]
+        assert holder.owner == first and holder.pid == owner.pid and holder.age_s < 600
+        assert holder.stale and effective_status("running", holder) == "stale"
+        assert store.claim_run(run_id, slow) != first  # at once, not after the timeout
+    finally:
+        owner.kill()
+        owner.wait(timeout=60)
+        store.close()
 
 
 @pytest.mark.unit

@@ -22,7 +22,8 @@ from agent_helpers import ScriptedChat, default_reply, step
 from db_helpers import rows
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import redact_url
-from videoatlas.runs import run_question
+from videoatlas.persistence.store import TraceStore
+from videoatlas.runs import resume_run, run_question
 from videoatlas.runtime.context import RunConfig
 
 EXE = str(Path(sys.executable).parent / "videoatlas")
@@ -233,6 +234,22 @@ async def test_twenty_concurrent_runs_lose_nothing(db_url: str, counter_video: P
         )[0][0]
         assert calls == result.cost.calls  # every call traced
         assert events >= 9  # 5 master nodes + 4 per worker step... all ends written
+
+
+@pytest.mark.e2e
+async def test_a_run_stopped_after_its_last_step_resumes_to_its_answer(counter_video: Path, tmp_path: Path) -> None:
+    """A stop between the final checkpoint and the row's update: resume gives the answer and calls nothing."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    done = await one_run(counter_video, db, "late-stop")
+    store = TraceStore(db)
+    try:
+        store.update_run("late-stop", status="interrupted", error="interrupted by SIGINT")
+    finally:
+        store.close()
+    chat = ScriptedChat(script=adding)
+    resumed = await resume_run("late-stop", db, chat_model=chat)
+    assert resumed.answer == done.answer and chat.seen == []
+    assert rows(db, "SELECT status, answer FROM va_runs WHERE id = :r", r="late-stop") == [("finished", done.answer)]
 
 
 @pytest.mark.e2e

@@ -17,8 +17,7 @@ import pytest
 
 import videoatlas
 from videoatlas.standin.language import FUNCTION_WORDS
-from videoatlas.standin.policy import BEHAVIOUR_VERSION
-from videoatlas.standin.server import STANDIN_MODEL
+from videoatlas.standin.version import BEHAVIOUR_VERSION, STANDIN_MODEL
 from videoatlas.synth import STYLES, SynthSpec
 from videoatlas.synth import broadcast as synth_broadcast
 from videoatlas.synth.chapters import narration, plan_timeline
@@ -153,7 +152,7 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
 # other rules are never re-used as if they were measured with these.
 SOURCES_BY_VERSION = {
     6: "dce753a7be6325811685fb6056a54d8a7c2a7274a48722e95178d47de20cbf8d",
-    7: "57a7ddd5e8bdc7639d1d4fc52748fa0252d195e61f42ae60500824bd276f72a4",
+    7: "2add9f40d45556c87111c511907feaefad46053f21405de887badcf318bc50b7",
 }
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from videoatlas.standin.server import STANDIN_MODEL, RunningServer, StandinConfig, StandinServer
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas.standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

@@ -18,7 +18,8 @@ from PIL import Image, ImageDraw
 
 from videoatlas.environment.render import load_font
 from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import STANDIN_MODEL, RunningServer, StandinConfig, StandinServer
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas.standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +24,8 @@ from videoatlas.llm.client import VLMClient, choice_schema, response_format
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import STANDIN_MODEL, RunningServer, StandinConfig, StandinServer
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas.standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 
@@ -318,3 +321,62 @@ async def test_global_concurrency_limit(reader: Reader) -> None:
         await asyncio.gather(*(client.ask(Probe, system="s", text=f"Question: q{i}? A. x\nB. y") for i in range(8)))
         s = stats(srv)
         assert s["completed"] == 8 and s["in_flight_max"] == 2
+
+
+def _card(text: str) -> str:
+    """A data URL of a white card with ``text`` in large black letters (something the OCR will read)."""
+    import base64
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("RGB", (480, 120), "white")
+    ImageDraw.Draw(img).text((20, 30), text, fill="black", font=ImageFont.load_default(size=48))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_stopping_with_reads_in_flight_runs_no_read_still_waiting() -> None:
+    """A Ctrl-C of a --standin run waits for the one recognition in progress, not for every read queued behind it."""
+    import threading
+
+    reader = Reader()
+    before = set(threading.enumerate())
+    recognitions: list[int] = []
+    started, release = threading.Event(), threading.Event()
+    recognise = reader._engine.text_rec
+
+    def held(crops: Any) -> Any:  # the first recognition waits until the server has stopped
+        recognitions.append(len(crops))
+        started.set()
+        release.wait(60)
+        return recognise(crops)
+
+    reader._engine.text_rec = held
+    server = RunningServer(StandinServer(StandinConfig(), reader=reader)).start()
+
+    def ask(n: int) -> None:
+        image = {"type": "image_url", "image_url": {"url": _card(f"CARD {n}")}}
+        body = {"model": server.standin.config.model, "messages": [{"role": "user", "content": [image]}]}
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(server.base_url + "/chat/completions", json=body, timeout=60)
+
+    clients = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+    for client in clients:
+        client.start()
+    assert started.wait(60)
+    deadline = time.monotonic() + 60
+    while server.standin.stats.chat_requests < len(clients):  # every request in: one reading, the rest waiting
+        assert time.monotonic() < deadline, "the requests never all arrived"
+        time.sleep(0.05)
+    server.stop()  # does not wait for the read in flight
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "standin-vlm"]  # its loop ended
+    release.set()
+    for client in clients:
+        client.join(60)
+    deadline = time.monotonic() + 60
+    while set(threading.enumerate()) - before:  # the server's, the clients' and the OCR threads all ended
+        assert time.monotonic() < deadline, f"threads still running: {set(threading.enumerate()) - before}"
+        time.sleep(0.05)
+    assert len(recognitions) == 1  # the reads queued or waiting for the recogniser gave up

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -202,6 +203,31 @@ def test_sigterm_during_ask_interrupts_the_run_which_resumes_to_the_same_answer(
     resumed = subprocess.run([EXE, "resume", run_id, "--db", db, "--json"], capture_output=True, text=True, env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["answer"] == reference["answer"]
+
+
+def test_ctrl_c_during_a_standin_ask_prints_one_line_whose_resume_command_finishes_the_run(
+    synth_video: tuple[Path, dict[str, Any]], question: dict[str, Any], reference: dict[str, Any], tmp_path: Path
+) -> None:
+    """The in-process stand-in dies with its process: the printed command starts a new one (not its old port)."""
+    env = _env(tmp_path)
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    cmd = [EXE, "ask", str(synth_video[0]), "-q", question["question"], "--standin", "--db", db, *SMALL, "--json"]
+    for choice in question["choices"]:
+        cmd += ["-c", choice]
+    proc, run_id = start_and_wait(cmd, env, db, question)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    notice, *stop = err.splitlines()
+    assert notice.startswith("starting the STAND-IN VLM")  # written at the start, not at the stop
+    line = assert_one_line("\n".join(stop), "stopped by SIGINT", f"run {run_id} is interrupted")
+    printed = line.split("resume it with: ", 1)[1]
+    assert rows(db, "SELECT status FROM va_runs WHERE id = :r", r=run_id) == [("interrupted",)]
+
+    resumed = subprocess.run(shlex.split(printed), capture_output=True, text=True, timeout=600, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"answer: {chr(ord('A') + reference['answer_index'])}. {reference['answer']}" in resumed.stdout
+    assert rows(db, "SELECT status, answer FROM va_runs WHERE id = :r", r=run_id) == [("finished", reference["answer"])]
 
 
 @pytest.fixture(scope="module")

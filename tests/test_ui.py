@@ -119,7 +119,7 @@ def add_filler_runs(db: str, n: int) -> None:
                     agent="uniform",
                     question=f"filler question {i}",
                     choices=["a", "b"],
-                    video_path="/videos/filler.mp4",
+                    video_path=f"/videos/set{i % 2}/video.mp4",  # one file name in two folders
                     video_identity="x",
                     config={},
                     endpoint={},
@@ -258,6 +258,8 @@ def test_runs_list_filters_to_failed_runs_and_pages(world: World, page: Page) ->
     expect(rows).to_have_count(50)
     expect(page.locator("h1")).to_contain_text("73")
     expect(page.locator(".pager")).to_contain_text("page 1 of 2")
+    videos = page.locator("tr.run-row td.video").all_inner_texts()
+    assert {"set0/video.mp4", "set1/video.mp4", f"{world.root.name}/counter.mp4"} <= set(videos)  # by folder
     shot(page, "runs")
     page.select_option("select[name=status]", "failed")
     page.click("form.filters button")
@@ -286,6 +288,11 @@ def test_run_page_shows_the_probe_and_opens_a_step_image_at_full_size(world: Wor
     expect(header).to_contain_text("vlm.example:9000")
     expect(header).not_to_contain_text("hunter2")
     expect(header).to_contain_text("builtin:default")
+    settings = header.locator("table.settings")  # a table of the run's options, not a Python repr
+    expect(settings.locator("tr", has_text="--token-budget")).to_contain_text("none")
+    expect(settings.locator("tr", has_text="--workers")).to_have_count(1)
+    expect(header).not_to_contain_text("None")
+    expect(header).not_to_contain_text("=")
     # The probe's root grid with the chosen cells outlined, each named with its worker.
     probe = page.locator("#round-1 .probe")
     outlined = probe.locator(".grid .cell")
@@ -355,6 +362,9 @@ def test_compare_shows_the_flipped_questions(world: World, page: Page) -> None:
     table = page.locator("table.comparison")
     expect(table).to_contain_text("overall")
     expect(table).to_contain_text("+50.0%")
+    expect(table.locator("th")).to_contain_text(["errors A", "errors B"])  # as eval compare prints them
+    expect(table.locator("td.errors-a").first).to_have_text("0.0%")
+    expect(page.locator("text=means next to nothing")).to_have_count(1)  # two questions: too few
     flips = page.locator("tr.flip")
     expect(flips).to_have_count(1)
     expect(flips.first).to_have_attribute("data-item", "q2")

@@ -37,6 +37,7 @@ from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.lease import Heartbeat, LeaseTiming
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runtime.context import AgentContext, RunConfig
+from videoatlas.runtime.stopping import stop_signal
 from videoatlas.runtime.tracing import RunTracer
 from videoatlas.state.models import Cost, Evidence
 
@@ -157,7 +158,8 @@ def _stopped_by(exc: BaseException) -> str:
     """The error recorded for a run that was stopped: ``interrupted by SIGTERM``."""
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted by SIGINT"
-    return "interrupted" + (f" by {exc.args[0]}" if exc.args and exc.args[0] else "")
+    name = stop_signal() or (exc.args[0] if exc.args and exc.args[0] else None)
+    return "interrupted" + (f" by {name}" if name else "")
 
 
 async def _prepare(
@@ -216,7 +218,6 @@ async def _execute(
     graph = get_agent(prepared.context.config.agent).build(checkpointer)
     run_config: dict[str, Any] = {
         "configurable": {"thread_id": thread},
-        "max_concurrency": prepared.context.task_concurrency,
         "recursion_limit": 500,
     }
     if inputs is None:
@@ -225,8 +226,8 @@ async def _execute(
             raise NothingToResumeError(
                 f"run {thread} has no checkpoint to resume from (it stopped before its first step)"
             )
-        if not saved.next:
-            raise BadInputError(f"run {thread} has already finished")
+        if not saved.next:  # stopped after its last step but before its row said so: the answer stands
+            return dict(saved.values), 0.0
     began = time.perf_counter()
     final: dict[str, Any] = {}
     # durability="sync": each finished task's writes are saved before the next step starts, so a
@@ -424,6 +425,11 @@ async def resume_run(
         if row is None or row.status == "finished":
             answer = (row.answer if row is not None else None) or "(none)"
             raise BadInputError(f"run {run_id} already finished (answer: {answer}); nothing to resume")
+        if endpoint is None and row.endpoint.get("standin"):
+            raise BadInputError(
+                f"run {row.id} was answered by the in-process stand-in, which stopped with its process: "
+                "give an endpoint to resume it with (the CLI's `resume` starts the stand-in again)"
+            )
         settings = endpoint or EndpointSettings.from_env(
             None,
             base_url=row.endpoint.get("base_url"),
@@ -477,13 +483,16 @@ async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | N
 
 
 def _endpoint_record(settings: EndpointSettings) -> dict[str, Any]:
-    """What is stored about the endpoint: never the API key."""
-    return {
+    """What is stored about the endpoint: never the API key; for the in-process stand-in, that it was one."""
+    record: dict[str, Any] = {
         "base_url": settings.base_url,
         "model": settings.model,
         "timeout_s": settings.timeout_s,
         "strict_schema": settings.strict_schema,
     }
+    if settings.standin:
+        record.update(standin=True, max_image_pixels=settings.max_image_pixels)
+    return record
 
 
 @contextlib.asynccontextmanager

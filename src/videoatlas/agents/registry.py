@@ -50,6 +50,15 @@ def all_agents() -> dict[str, Agent]:
     return {name: get_agent(name) for name in PACKAGES}
 
 
+def check_prompts(name: str, prompts: str) -> None:
+    """Refuse a prompt set the agent does not have, without loading the agent (its graph and LangGraph)."""
+    from importlib import resources
+
+    from videoatlas.prompts import check_prompt_source
+
+    check_prompt_source(prompts, resources.files(_package(name)).joinpath("prompts"))
+
+
 def settings_model(name: str) -> type[AgentSettings]:
     """An agent's settings model (without loading its graph)."""
     model: type[AgentSettings] = importlib.import_module(f"{_package(name)}.settings").Settings

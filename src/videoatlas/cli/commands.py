@@ -292,6 +292,38 @@ def _unreachable_hint(base_url: str) -> str:
 
 
 @contextlib.contextmanager
+def standin_endpoint(
+    pixels: int | None,
+    timeout_s: float | None,
+    config: RunConfig | None = None,
+    model: str = "",
+    reasoning: str = "off",
+) -> Iterator[EndpointSettings]:
+    """The STAND-IN VLM started in this process for the duration, and the settings that reach it.
+
+    ``pixels``: its image limit (default its own); with ``config``, the grid picture is checked
+    against that limit before the server starts.
+    """
+    from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+
+    sim = StandinConfig(reasoning=reasoning)
+    if pixels is not None:
+        sim.max_image_pixels = pixels
+    if config is not None:
+        limits.check_image_fits(config.k, config.cell_px, sim.max_image_pixels)
+    sys.stderr.write("starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process\n")
+    with RunningServer(StandinServer(sim)) as server:
+        yield EndpointSettings.from_env(
+            {},
+            base_url=server.base_url,
+            model=model,
+            timeout_s=timeout_s,
+            max_image_pixels=sim.max_image_pixels,
+            standin=True,
+        )
+
+
+@contextlib.contextmanager
 def endpoint_from(args: argparse.Namespace, config: RunConfig | None = None) -> Iterator[EndpointSettings]:
     """Endpoint settings from the environment and flags; with ``--standin``, a stand-in server for the duration.
 
@@ -301,22 +333,10 @@ def endpoint_from(args: argparse.Namespace, config: RunConfig | None = None) -> 
     """
     pixels = getattr(args, "max_image_pixels", None)
     if getattr(args, "standin", False):
-        from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-
-        sim = StandinConfig(reasoning=getattr(args, "standin_reasoning", "off"))
-        if pixels is not None:
-            sim.max_image_pixels = pixels
-        if config is not None:
-            limits.check_image_fits(config.k, config.cell_px, sim.max_image_pixels)
-        sys.stderr.write("starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process\n")
-        with RunningServer(StandinServer(sim)) as server:
-            yield EndpointSettings.from_env(
-                {},
-                base_url=server.base_url,
-                model="",
-                timeout_s=args.timeout,
-                max_image_pixels=sim.max_image_pixels,
-            )
+        with standin_endpoint(
+            pixels, args.timeout, config, reasoning=getattr(args, "standin_reasoning", "off")
+        ) as endpoint:
+            yield endpoint
         return
     settings = EndpointSettings.from_env(
         None,
@@ -367,16 +387,25 @@ def describe_event(event: dict[str, Any]) -> str | None:
 
 
 class RunProgress:
-    """Progress lines on stderr (escaped: they carry model text); remembers the run's id for an interruption."""
+    """Progress lines on stderr (escaped: they carry model text); remembers the run's id for an interruption.
 
-    def __init__(self, quiet: bool) -> None:
+    ``db``: the ``--db`` the command was given, repeated in the resume command it prints.
+    """
+
+    def __init__(self, quiet: bool, db: str | None = None, stream: bool = False) -> None:
         self.quiet = quiet
+        self.db = db
+        self.stream = stream
+        """Also print every event as a JSON line on stdout (``ask --stream-json``)."""
         self.run_id: str | None = None
 
     def __call__(self, event: dict[str, Any]) -> None:
         """Show ``event`` (when it is worth a line)."""
         if event.get("event") == "run_started":
             self.run_id = str(event["run_id"])
+        if self.stream:
+            sys.stdout.write(json.dumps(event, default=str) + "\n")
+            sys.stdout.flush()
         line = describe_event(event)
         if line and not self.quiet:
             sys.stderr.write(escape(line) + "\n")
@@ -385,12 +414,16 @@ class RunProgress:
     def stopped(self, exc: Interrupted) -> Interrupted:
         """``exc`` with the way back: the run is interrupted and resumable."""
         if self.run_id is not None:
-            exc.hint = f"run {self.run_id} is interrupted; resume it with: videoatlas resume {self.run_id}"
+            import shlex
+
+            where = f" --db {shlex.quote(self.db)}" if self.db else ""
+            command = f"{command_name()} resume {self.run_id}{where}"
+            exc.hint = f"run {self.run_id} is interrupted; resume it with: {command}"
         return exc
 
 
-def _progress(quiet: bool) -> RunProgress:
-    return RunProgress(quiet)
+def _progress(quiet: bool, db: str | None = None) -> RunProgress:
+    return RunProgress(quiet, db)
 
 
 def print_result(result: RunResult) -> None:
@@ -428,15 +461,33 @@ def print_result(result: RunResult) -> None:
     _out(f"stopped: {result.stop_reason}; run id {result.run_id}")
 
 
+def check_run_inputs(args: argparse.Namespace, config: RunConfig) -> None:
+    """What takes milliseconds to check, checked before anything heavy is imported or any server starts.
+
+    The video and subtitle files exist, the prompt set is the agent's, the endpoint URL has a form a
+    server could have: a typo costs no stand-in start-up and no import of LangGraph.
+    """
+    from videoatlas.agents.registry import check_prompts
+    from videoatlas.environment.files import check_file, check_subtitle_file
+
+    check_file(args.video)
+    if args.subtitles:
+        check_subtitle_file(args.subtitles)
+    check_prompts(config.agent, config.prompts)
+    if not args.standin:
+        EndpointSettings.from_env(None, base_url=args.base_url)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """``videoatlas ask VIDEO -q ... [-c ...]``."""
     limits.check_question(args.question, args.choice)
     config = run_config_from(args)
     offset = _offset(args.subtitle_offset)
-    from videoatlas.runs import run_question
-
-    progress = _progress(args.quiet or args.json)
+    check_run_inputs(args, config)
+    progress = RunProgress(args.quiet or args.json or args.stream_json, args.db, stream=args.stream_json)
     with endpoint_from(args, config) as endpoint:
+        from videoatlas.runs import run_question
+
         try:
             result = run_stoppable(
                 run_question(
@@ -456,7 +507,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
             if args.no_persist:
                 raise
             raise progress.stopped(exc) from None
-    if args.json:
+    if args.stream_json:
+        sys.stdout.write(json.dumps({"event": "result", **result.as_dict()}) + "\n")
+    elif args.json:
         _json(result.as_dict())
     else:
         print_result(result)
@@ -507,7 +560,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "point --base-url at a vLLM server to use a real model\n"
     )
     with RunningServer(StandinServer(StandinConfig())) as server:
-        endpoint = EndpointSettings.from_env({}, base_url=server.base_url, model="")
+        endpoint = EndpointSettings.from_env({}, base_url=server.base_url, model="", standin=True)
         result = run_stoppable(
             run_question(
                 video,
@@ -579,7 +632,8 @@ def _faults(specs: list[str]) -> dict[str, float]:
 
 def cmd_standin(args: argparse.Namespace) -> int:
     """``videoatlas standin``: the stand-in VLM in the foreground."""
-    from videoatlas.standin.server import FAULTS, STANDIN_MODEL, StandinConfig, StandinServer, serve_forever
+    from videoatlas.standin.server import FAULTS, StandinConfig, StandinServer, serve_forever
+    from videoatlas.standin.version import STANDIN_MODEL
 
     faults = _faults(args.fault)
     unknown = set(faults) - set(FAULTS)
@@ -700,18 +754,50 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stored_endpoint(run_id: str, db: str | None) -> dict[str, Any] | None:
+    """The endpoint a run recorded (None: no such run; ``resume`` itself then says so)."""
+    from videoatlas.persistence.db import resolve_db_url
+    from videoatlas.persistence.store import TraceStore
+
+    store = TraceStore.shared(resolve_db_url(db))
+    try:
+        row = store.run(run_id)
+        return dict(row.endpoint) if row is not None else None
+    finally:
+        store.release()
+
+
+@contextlib.contextmanager
+def resume_endpoint(args: argparse.Namespace) -> Iterator[EndpointSettings | None]:
+    """The endpoint to resume with: the flags', a new in-process stand-in, or None (the stored one).
+
+    A run answered by the in-process stand-in (``ask --standin``) stored that, not the stand-in's
+    port, which died with it: the stand-in is started again (``--standin`` forces it for any run).
+    """
+    if args.standin and args.base_url:
+        raise BadInputError("--standin and --base-url name two endpoints: give one")
+    stored = {} if args.base_url or args.standin else _stored_endpoint(args.run, args.db) or {}
+    if args.standin or stored.get("standin"):
+        pixels = stored.get("max_image_pixels")
+        with standin_endpoint(pixels if isinstance(pixels, int) else None, None, model=args.model or "") as endpoint:
+            yield endpoint
+        return
+    if args.base_url or args.model:
+        yield EndpointSettings.from_env(None, base_url=args.base_url, model=args.model)
+        return
+    yield None
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     """``videoatlas resume RUN``."""
     from videoatlas.runs import resume_run
 
-    endpoint = None
-    if args.base_url or args.model:
-        endpoint = EndpointSettings.from_env(None, base_url=args.base_url, model=args.model)
-    progress = _progress(args.quiet or args.json)
-    try:
-        result = run_stoppable(resume_run(args.run, args.db, progress, endpoint=endpoint, force=args.force))
-    except Interrupted as exc:
-        raise progress.stopped(exc) from None
+    progress = _progress(args.quiet or args.json, args.db)
+    with resume_endpoint(args) as endpoint:
+        try:
+            result = run_stoppable(resume_run(args.run, args.db, progress, endpoint=endpoint, force=args.force))
+        except Interrupted as exc:
+            raise progress.stopped(exc) from None
     if args.json:
         _json(result.as_dict())
     else:

@@ -19,6 +19,7 @@ from videoatlas.cli.progress import EvalProgressBar
 from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
+from videoatlas.llm.settings import EndpointSettings
 from videoatlas.textsafe import escape_lines
 
 if TYPE_CHECKING:
@@ -55,15 +56,21 @@ def _styles(text: str | None) -> list[Style] | None:
 
 def cmd_eval_run(args: argparse.Namespace) -> int:
     """``videoatlas eval run``: exit 0 when every question has a result, 1 when some failed to run."""
+    from videoatlas.agents.registry import check_prompts
     from videoatlas.evals.datasets import parse_subset
-    from videoatlas.evals.runner import EvalSpec, Shard, run_eval
 
     out = output_folder(args.out)
+    config = run_config_from(args)
+    check_prompts(config.agent, config.prompts)  # before the runner and its LangGraph are imported
+    if not args.standin:
+        EndpointSettings.from_env(None, base_url=args.base_url)  # the URL's form
+    from videoatlas.evals.runner import EvalSpec, Shard, run_eval
+
     spec = EvalSpec(
         dataset=args.dataset,
         root=args.root,
         out=args.out,
-        config=run_config_from(args),
+        config=config,
         limit=args.limit,
         shard=Shard.parse(args.shard),
         concurrency=args.concurrency,

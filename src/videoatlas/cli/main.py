@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from videoatlas import __version__, limits
-from videoatlas.cli import commands, eval_commands
+from videoatlas.cli import commands, eval_commands, graph_command
 from videoatlas.cli.signals import Interrupted, raise_on_sigterm
 from videoatlas.errors import VideoAtlasError
 from videoatlas.persistence.statuses import RUN_STATUSES
+from videoatlas.standin.version import STANDIN_MODEL
 from videoatlas.textsafe import escape
 
 EXIT_CODES = (
@@ -71,6 +74,12 @@ def _styles() -> Iterable[str]:
     from videoatlas.synth import STYLES
 
     return STYLES
+
+
+def _agents() -> Iterable[str]:
+    from videoatlas.agents.registry import agent_names
+
+    return agent_names()
 
 
 def _datasets() -> Iterable[str]:
@@ -156,10 +165,39 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
             if flag in seen:  # two agents with a setting of one name share its flag
                 continue
             seen[flag] = name
-            summary = (info.description or field).split(". ")[0].rstrip(".")
+            summary = (info.description or field).split(". ")[0].rstrip(".").replace("`", "")  # no reST in help
             group.add_argument(
-                flag, dest=f"setting__{field}", default=None, metavar="V", help=f"{summary} (default {info.default})"
+                flag,
+                dest=f"setting__{field}",
+                default=None,
+                metavar=metavar(info.annotation),
+                help=f"{summary} (default {info.default})",
             )
+
+
+def metavar(annotation: Any) -> str:
+    """What a setting's option takes, from its type: ``N`` (whole number), ``X`` (number), ``auto|bfs|dfs``..."""
+    names: list[str] = []
+    for kind in _alternatives(annotation):
+        if typing.get_origin(kind) is typing.Literal:
+            names.extend(str(value) for value in typing.get_args(kind))
+        elif kind is bool:
+            names.append("true|false")
+        else:
+            names.append({int: "N", float: "X"}.get(kind, "TEXT"))
+    return "|".join(dict.fromkeys(names))
+
+
+def _alternatives(annotation: Any) -> Iterator[Any]:
+    """The types a union (or one type) allows, ``Annotated`` metadata and ``None`` left out."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        yield from _alternatives(typing.get_args(annotation)[0])
+    elif origin is typing.Union or origin is types.UnionType:
+        for arg in typing.get_args(annotation):
+            yield from _alternatives(arg)
+    elif annotation is not type(None):
+        yield annotation
 
 
 def add_endpoint_options(p: argparse.ArgumentParser) -> None:
@@ -204,7 +242,7 @@ _SUBSET_HELP = (
 
 def add_eval_parsers(sub: Any, with_settings: bool = True) -> None:
     """``videoatlas eval run|check|report|compare|make-long``."""
-    ev = sub.add_parser("eval", help="run benchmarks, report and compare results (see `eval --help`)")
+    ev = sub.add_parser("eval", help="run benchmarks, report and compare results (see: videoatlas eval --help)")
     evsub = ev.add_subparsers(dest="eval_command", required=True, metavar="EVAL_COMMAND", parser_class=_Parser)
 
     p = evsub.add_parser("run", help="answer a dataset's questions concurrently; re-run the command to resume")
@@ -331,7 +369,7 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_synth)
 
-    p = sub.add_parser("ask", help="answer a question about a video with the Video-RLM agent")
+    p = sub.add_parser("ask", help="answer a question about a video with one of the agents (--agent)")
     p.add_argument("video", help="a video file or a concatenation manifest")
     p.add_argument("-q", "--question", required=True, help=f"the question (at most {limits.QUESTION_MAX_CHARS} chars)")
     p.add_argument(
@@ -347,9 +385,29 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     add_endpoint_options(p)
     p.add_argument("--db", default=None, help="database URL for checkpoints and traces (env VIDEOATLAS_DB)")
     p.add_argument("--no-persist", action="store_true", help="keep checkpoints in memory, write no traces")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="machine-readable output")
+    shown.add_argument(
+        "--stream-json",
+        action="store_true",
+        help="print each event of the run (node progress) as a JSON line on stdout as it happens, "
+        'then the result as a last line with "event": "result"',
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=commands.cmd_ask)
+
+    p = sub.add_parser("graph", help="print an agent's LangGraph graph as Mermaid text (or write it with -o)")
+    p.add_argument(
+        "--agent", choices=_Lazy(_agents), default="video-rlm", metavar="NAME", help="%(choices)s (default video-rlm)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="FILE",
+        help="write to FILE instead: .mmd or .mermaid (Mermaid text), .png (needs pygraphviz)",
+    )
+    p.set_defaults(func=graph_command.cmd_graph)
 
     p = sub.add_parser("runs", help="list runs and their status")
     p.add_argument(
@@ -364,16 +422,21 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_runs)
 
     p = sub.add_parser("trace", help="show a run as rounds -> workers -> steps with tokens and latency")
-    p.add_argument("run", help="run id (see `videoatlas runs`)")
+    p.add_argument("run", help="run id (see: videoatlas runs)")
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_trace)
 
     p = sub.add_parser("resume", help="continue an interrupted run from its last checkpoint")
-    p.add_argument("run", help="run id (see `videoatlas runs`)")
+    p.add_argument("run", help="run id (see: videoatlas runs)")
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.add_argument("--base-url", default=None, help="endpoint to use instead of the stored one")
     p.add_argument("--model", default=None, help="model to use instead of the stored one")
+    p.add_argument(
+        "--standin",
+        action="store_true",
+        help="answer with the STAND-IN VLM started in-process (the default for a run started with ask --standin)",
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -384,7 +447,7 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_resume)
 
     p = sub.add_parser("report", help="write one self-contained HTML page about a run")
-    p.add_argument("run", help="run id (see `videoatlas runs`)")
+    p.add_argument("run", help="run id (see: videoatlas runs)")
     p.add_argument("-o", "--output", required=True, metavar="run.html", help="HTML file to write")
     p.add_argument("--db", default=None, help="database URL (env VIDEOATLAS_DB)")
     p.set_defaults(func=commands.cmd_report)
@@ -403,7 +466,7 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=port, default=8001, help="port to listen on (default 8001)")
-    p.add_argument("--model", default=None, help="model id it serves (default videoatlas-standin)")
+    p.add_argument("--model", default=None, help=f"model id it serves (default {STANDIN_MODEL})")
     p.add_argument("--latency", type=float, default=0.0, help="fixed seconds per completion")
     p.add_argument("--per-token", type=float, default=0.0, help="extra seconds per completion token")
     p.add_argument("--patch", type=int, default=28, choices=[28, 32], help="visual token patch size")
@@ -492,7 +555,13 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="synthesise a video, start the stand-in VLM, answer a question about it")
     p.add_argument("--out", default=None, metavar="DIR", help="where to write (default: the data directory)")
-    p.add_argument("--question", type=int, default=0, help="which of the demo video's questions to ask")
+    p.add_argument(
+        "--question",
+        type=int,
+        default=0,
+        metavar="0-6",
+        help="index of the demo video's question to ask, 0 to 6 (default 0)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_demo)
     for command in subcommand_parsers(parser):

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from videoatlas.runtime.stopping import watch_for_stop
+
 T = TypeVar("T")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -64,6 +66,7 @@ async def _guarded(work: Coroutine[Any, Any, T]) -> T:
     task = asyncio.current_task()
     assert task is not None
     received: list[int] = []
+    names = watch_for_stop()  # the run reads the signal's name here, whichever way the cancellation came
 
     def on_signal(signum: int) -> None:
         if received:
@@ -73,6 +76,7 @@ async def _guarded(work: Coroutine[Any, Any, T]) -> T:
                 os._exit(128 + signum)
             return
         received.append(signum)
+        names.append(signal.Signals(signum).name)
         task.cancel(msg=signal.Signals(signum).name)
 
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}

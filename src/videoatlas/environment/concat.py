@@ -24,10 +24,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from videoatlas.environment.files import check_file
 from videoatlas.environment.frames import FrameLRU, FrameSource
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.readers import DEFAULT_BACKEND, ReaderStats, sum_stats
-from videoatlas.environment.video import DecodedFrame, VideoInfo, check_file, probe
+from videoatlas.environment.video import DecodedFrame, VideoInfo, probe
 from videoatlas.errors import BadInputError, VideoError
 
 MANIFEST_FORMAT = "videoatlas-concat"

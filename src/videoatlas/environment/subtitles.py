@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from videoatlas.environment.files import check_subtitle_file
 from videoatlas.environment.geometry import Interval
 from videoatlas.errors import SubtitleError
 
@@ -178,9 +179,7 @@ def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0, duration: 
 
     ``duration`` (seconds): where a LongVideoBench cue without a numeric end stops.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise SubtitleError(f"no such subtitle file: {p}")
+    p = check_subtitle_file(path)
     try:
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:

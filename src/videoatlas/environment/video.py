@@ -15,6 +15,7 @@ import numpy.typing as npt
 import structlog
 
 from videoatlas.environment.decodable import decodable_end
+from videoatlas.environment.files import check_file
 from videoatlas.environment.orientation import display_rotation, displayed_size
 from videoatlas.errors import VideoError
 
@@ -93,20 +94,6 @@ def fit_within(width: int, height: int, box: int) -> tuple[int, int]:
     scale = min(box / width, box / height)
     # Floor to even sizes: yuv420 scalers want them, and flooring never exceeds the box.
     return max(2, int(width * scale) // 2 * 2), max(2, int(height * scale) // 2 * 2)
-
-
-def check_file(path: str | os.PathLike[str]) -> Path:
-    """The path as a :class:`Path`, or a clear error if it is not a readable regular file."""
-    p = Path(path)
-    if not p.exists():
-        raise VideoError(f"no such file: {p}")
-    if not p.is_file():
-        raise VideoError(f"not a regular file: {p}")
-    if not os.access(p, os.R_OK):
-        raise VideoError(f"file is not readable: {p}")
-    if p.stat().st_size == 0:
-        raise VideoError(f"file is empty: {p}")
-    return p
 
 
 def probe(path: str | os.PathLike[str]) -> VideoInfo:

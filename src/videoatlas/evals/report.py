@@ -319,6 +319,10 @@ def paired_bootstrap(
     return mean, float(low), float(high)
 
 
+MIN_QUESTIONS_FOR_CI = 10
+"""Below this many paired questions a bootstrap interval says next to nothing, and the comparison says so."""
+
+
 def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Side by side on the questions both attempted: accuracy, errors, cost, and B - A with a clustered CI.
 
@@ -345,6 +349,7 @@ def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> d
             "ci_high": high,
             "iou_a": _mean_or_none(row_iou(rows_a[i]) for i in items),
             "iou_b": _mean_or_none(row_iou(rows_b[i]) for i in items),
+            "too_few_questions": len(items) < MIN_QUESTIONS_FOR_CI,
             "tokens_a": _mean(rows_a[i]["tokens"] for i in items if not failed(rows_a[i])),
             "tokens_b": _mean(rows_b[i]["tokens"] for i in items if not failed(rows_b[i])),
         }
@@ -378,12 +383,20 @@ def render_comparison(cmp: dict[str, Any]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for name, s in [("overall", cmp["overall"]), *cmp["categories"].items()]:
+        few = " (too few)" if s["too_few_questions"] else ""
         lines.append(
             f"| {name} | {s['questions']} | {s['videos']} | {s['accuracy_a']:.1%} | {s['accuracy_b']:.1%} | "
             f"{s['error_rate_a']:.1%} | {s['error_rate_b']:.1%} | "
-            f"{s['difference']:+.1%} | [{s['ci_low']:+.1%}, {s['ci_high']:+.1%}] | "
+            f"{s['difference']:+.1%} | [{s['ci_low']:+.1%}, {s['ci_high']:+.1%}]{few} | "
             f"{_iou(s['iou_a'])} | {_iou(s['iou_b'])} | {s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} |"
         )
+    sections = [cmp["overall"], *cmp["categories"].values()]
+    if any(s["too_few_questions"] for s in sections):
+        lines += [
+            "",
+            f"(too few): an interval over fewer than {MIN_QUESTIONS_FOR_CI} questions means next to nothing; "
+            "run more questions before reading a difference from it",
+        ]
     return "\n".join(lines) + "\n"
 
 

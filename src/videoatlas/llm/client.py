@@ -306,7 +306,7 @@ class VLMClient:
             what = _refused_feature(exc, record.schema if record is not None else "")
             return EndpointError(
                 f"{where}HTTP {exc.status_code}, the VLM endpoint refused {what}: {_server_message(exc)} "
-                f"(endpoint {self.settings.base_url})"
+                f"(endpoint {self.settings.base_url})" + _route_hint(exc, self.settings.base_url)
             )
         return exc
 
@@ -341,7 +341,7 @@ class VLMClient:
                     kind = EndpointUnreachableError if isinstance(exc, openai.APIConnectionError) else EndpointError
                     raise kind(
                         f"cannot reach the VLM endpoint at {self.settings.base_url} "
-                        f"after {attempt} attempts: {_describe(exc)}"
+                        f"after {attempt} attempts: {_describe(exc)}" + _route_hint(exc, self.settings.base_url)
                     ) from None
                 await self._backoff(attempt)
         if not self.settings.model:
@@ -392,6 +392,13 @@ def _take_reasoning(message: BaseMessage, content: str, record: CallRecord) -> s
             hint="the reply reached its token limit; with thinking on, raise thinking_max_tokens",
         )
     return answer
+
+
+def _route_hint(exc: BaseException, base_url: str) -> str:
+    """For an HTTP 404 from a base URL without the ``/v1`` that OpenAI-compatible servers serve under: where to look."""
+    if not isinstance(exc, openai.NotFoundError) or base_url.rstrip("/").endswith("/v1"):
+        return ""
+    return f"; did you mean {base_url.rstrip('/')}/v1?"
 
 
 def _short_error(exc: ValidationError) -> str:

@@ -45,6 +45,9 @@ class EndpointSettings:
     strict_schema: bool = True
     """Send ``"strict": true`` with each reply schema (vLLM and OpenAI-style servers accept it; turn it off,
     ``VIDEOATLAS_STRICT_SCHEMA=0`` or ``--no-strict-schema``, for a server that refuses it)."""
+    standin: bool = False
+    """The endpoint is the stand-in started in this process (``--standin``): its port dies with the process,
+    so a run records this rather than the URL as the way to reach it again (``resume`` starts a new one)."""
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):

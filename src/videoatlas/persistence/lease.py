@@ -3,8 +3,9 @@
 A process that runs a run (``ask``, ``resume``, ``eval run``) first claims the run's lease: a row
 of ``va_leases`` naming an owner id, the host and the pid, with a heartbeat the owner renews every
 few seconds from a thread. A claim succeeds when the run has no lease, or its lease is *stale*
-(no heartbeat for longer than the timeout: the owner was killed, or lost with its node), or with
-``force``. The claim is one transaction (an INSERT that does nothing on conflict, then an UPDATE
+(no heartbeat for longer than the timeout: the owner was killed, or lost with its node; or at
+once, when the owner was a process on this host that no longer exists), or with ``force``. The
+claim is one transaction (an INSERT that does nothing on conflict, then an UPDATE
 conditioned on the owner that was read, under ``BEGIN IMMEDIATE`` on SQLite and ``FOR UPDATE`` on
 PostgreSQL), so of two processes racing for a run exactly one wins.
 
@@ -128,6 +129,29 @@ class Holder:
         return f"owner {self.owner} (host {self.host}, pid {self.pid}), last heartbeat {self.age_s:.0f} s ago"
 
 
+def _holder(row: Any, now: float, timing: LeaseTiming) -> Holder:
+    """The lease ``row`` as seen at ``now``: stale after the timeout, or at once when its owner is known dead."""
+    age = now - row.heartbeat_at
+    return Holder(row.owner, row.host, row.pid, age, age > timing.timeout_s or _owner_gone(row.host, row.pid))
+
+
+def _owner_gone(host: str, pid: int) -> bool:
+    """Whether the owner was a process on this host that no longer exists (a kill -9, a crash).
+
+    Only a pid of this host can be checked; another host's owner counts as gone when its heartbeat
+    stops. A reused pid looks alive, which only means waiting for the timeout as before.
+    """
+    if host != socket.gethostname()[:255] or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # someone else's process: alive
+        return False
+    return False
+
+
 def effective_status(status: str, holder: Holder | None) -> str:
     """A run's status as shown: a ``running`` run whose owner is gone (no lease, or a stale one) is ``stale``."""
     if status == "running" and (holder is None or holder.stale):
@@ -155,7 +179,7 @@ def claim(conn: Connection, run_id: str, timing: LeaseTiming, *, force: bool = F
     # then read the clock, so the age is measured against the latest heartbeat.
     row = conn.execute(select(LeaseRow.__table__).where(LeaseRow.run_id == run_id).with_for_update()).one()
     now = float(conn.execute(select(db_now())).scalar_one())
-    holder = Holder(row.owner, row.host, row.pid, now - row.heartbeat_at, now - row.heartbeat_at > timing.timeout_s)
+    holder = _holder(row, now, timing)
     if not holder.stale and not force:
         raise RunOwnedError(
             f"run {run_id} is being run by {holder.describe()}; it counts as stopped after "
@@ -201,10 +225,7 @@ def holders(engine: Engine, run_ids: Sequence[str], timing: LeaseTiming) -> dict
     with engine.connect() as conn:
         now = float(conn.execute(select(db_now())).scalar_one())
         found = conn.execute(select(LeaseRow.__table__).where(LeaseRow.run_id.in_(list(run_ids))))
-        return {
-            r.run_id: Holder(r.owner, r.host, r.pid, now - r.heartbeat_at, now - r.heartbeat_at > timing.timeout_s)
-            for r in found
-        }
+        return {r.run_id: _holder(r, now, timing) for r in found}
 
 
 class Heartbeat:

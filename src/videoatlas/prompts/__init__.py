@@ -99,16 +99,12 @@ def load_prompt_set(name_or_path: str, spec: TemplateSpec, builtin: Traversable)
     shared ones.
     """
     candidate = Path(name_or_path).expanduser()
+    check_prompt_source(name_or_path, builtin)
     if candidate.is_dir():
         files = {p.stem: p.read_text(encoding="utf-8") for p in candidate.glob("*.txt")}
         source, name = str(candidate.resolve()), candidate.name
     else:
         root = builtin.joinpath(name_or_path)
-        if not root.is_dir():
-            raise BadInputError(
-                f"prompt set {name_or_path!r} is neither a built-in set nor a directory "
-                f"(built-in: {', '.join(builtin_sets(builtin))})"
-            )
         files = {
             entry.name[: -len(".txt")]: entry.read_text(encoding="utf-8")
             for entry in root.iterdir()
@@ -138,6 +134,19 @@ def load_prompt_set(name_or_path: str, spec: TemplateSpec, builtin: Traversable)
     if problems:
         raise BadInputError(f"prompt set {name_or_path}: " + "; ".join(problems))
     return PromptSet(name, source, templates)
+
+
+def check_prompt_source(name_or_path: str, builtin: Traversable) -> None:
+    """Refuse a prompt set that is neither a directory nor one of the built-in sets under ``builtin``.
+
+    Cheap (no template is read): commands check this before they start anything.
+    """
+    if Path(name_or_path).expanduser().is_dir() or builtin.joinpath(name_or_path).is_dir():
+        return
+    raise BadInputError(
+        f"prompt set {name_or_path!r} is neither a built-in set nor a directory "
+        f"(built-in: {', '.join(builtin_sets(builtin))})"
+    )
 
 
 def builtin_sets(builtin: Traversable) -> list[str]:

@@ -41,7 +41,7 @@ class RunConfig(BaseModel):
     call_budget: int | None = Field(default=None, ge=1)
     prompts: str = "default"
     max_concurrency: int = Field(default=8, ge=1, le=64)
-    """Top-level LangGraph concurrency: tasks running at once (never more than the agent runs in parallel)."""
+    """Node executions running at once (never more than the agent runs in parallel; see AgentContext.slots)."""
     settings: dict[str, Any] = Field(default_factory=dict)
     """The agent's own settings, as given (defaults are the agent's settings model's)."""
     thinking: dict[str, bool] = Field(default_factory=dict)

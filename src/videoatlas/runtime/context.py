@@ -6,6 +6,7 @@ run rebuilds it from the stored :class:`RunConfig`.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,13 +36,21 @@ class AgentContext:
     the caller passes ``agents.registry.settings_of(config)``, so this layer never imports the agents."""
     ledger: BudgetLedger = field(init=False)
     """The token and call budget shared by the calls in flight (see :mod:`videoatlas.runtime.budget`)."""
+    slots: asyncio.Semaphore = field(init=False)
+    """Node executions running at once, at most :attr:`task_concurrency` (taken by every traced node).
+
+    Not LangGraph's ``max_concurrency``: its gate leaves the coroutine of a task cancelled while
+    waiting for a slot never awaited, and Python then prints a RuntimeWarning on every Ctrl-C or
+    SIGTERM that stops a run with tasks queued.
+    """
 
     def __post_init__(self) -> None:
         if self.settings is None:
             raise ValueError("AgentContext needs the agent's settings (agents.registry.settings_of(config))")
         self.ledger = BudgetLedger(self.config.token_budget, self.config.call_budget)
+        self.slots = asyncio.Semaphore(self.task_concurrency)
 
     @property
     def task_concurrency(self) -> int:
-        """LangGraph's ``max_concurrency`` for a run: never more than the agent runs in parallel."""
+        """Node executions at once for a run: never more than the agent runs in parallel."""
         return min(self.config.max_concurrency, int(self.settings.parallel))

@@ -45,9 +45,13 @@ def _summary_out(result: Any) -> str:
 
 
 def traced(name: str, node: Node) -> Any:
-    """Wrap ``node`` so every execution is recorded in the run's trace store (when there is one)."""
+    """Wrap ``node`` so every execution takes one of the run's slots and is recorded in its trace store."""
 
     async def run(state: Any, runtime: Runtime[AgentContext]) -> Any:
+        async with runtime.context.slots:
+            return await _run(state, runtime)
+
+    async def _run(state: Any, runtime: Runtime[AgentContext]) -> Any:
         tracer = runtime.context.tracer
         worker = state.get("worker") if isinstance(state, dict) else None
         round_no = state.get("round") if isinstance(state, dict) else None

@@ -23,6 +23,7 @@ import itertools
 import re
 import statistics
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import cv2
@@ -124,6 +125,14 @@ def decode_data_url(url: str) -> EncodedImage:
     return EncodedImage(raw, hashlib.sha256(raw).hexdigest(), width, height)
 
 
+class ReadCancelled(Exception):
+    """A read given up because its server is stopping (no result: nothing is cached)."""
+
+
+def _never() -> bool:
+    return False
+
+
 class Reader:
     """Text-line detection and recognition, with a per-image cache (images repeat a lot)."""
 
@@ -136,8 +145,12 @@ class Reader:
         self._cache: dict[str, Sight] = {}
         self._cache_size = cache_size
 
-    def see(self, image: np.ndarray | EncodedImage) -> Sight:
-        """Read an image (cached by content: the encoded bytes' hash, or the pixels')."""
+    def see(self, image: np.ndarray | EncodedImage, cancelled: Callable[[], bool] = _never) -> Sight:
+        """Read an image (cached by content: the encoded bytes' hash, or the pixels').
+
+        ``cancelled`` is asked before each recognition waits for the shared ONNX session: a server
+        that is stopping gives up its queued reads (:class:`ReadCancelled`) instead of running them.
+        """
         if isinstance(image, EncodedImage):
             key = "enc:" + image.sha256
         else:
@@ -147,7 +160,7 @@ class Reader:
         if hit is not None:
             return hit
         rgb = image.pixels() if isinstance(image, EncodedImage) else image
-        lines, illegible = self._read_lines(rgb)
+        lines, illegible = self._read_lines(rgb, cancelled)
         small = [
             box
             for box in detect_text_lines(rgb, _SMALLEST_MARK_PX, max_px=self.min_text_px - 1)
@@ -160,7 +173,9 @@ class Reader:
             self._cache[key] = sight
         return sight
 
-    def _read_lines(self, rgb: np.ndarray) -> tuple[list[TextLine], list[tuple[int, int, int, int]]]:
+    def _read_lines(
+        self, rgb: np.ndarray, cancelled: Callable[[], bool] = _never
+    ) -> tuple[list[TextLine], list[tuple[int, int, int, int]]]:
         """Lines read, and boxes of lines large enough to read whose text could not be made out."""
         boxes = detect_large_text(rgb, self.min_text_px)
         crops: list[np.ndarray] = []
@@ -177,6 +192,8 @@ class Reader:
         if not crops:
             return [], []
         with self._lock:  # the ONNX session is shared
+            if cancelled():
+                raise ReadCancelled
             results, _ = self._engine.text_rec(crops)
         lines = []
         illegible = []

@@ -46,8 +46,6 @@ from videoatlas.standin.language import (
 )
 from videoatlas.standin.perception import Sight, Tile
 
-BEHAVIOUR_VERSION = 7
-"""Bumped whenever a rule here or in perception changes what the stand-in answers (part of its model id)."""
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""
 SAME_SPAN_S = 0.25

@@ -11,6 +11,7 @@ fail in every way a real server can, so the client's handling of each is tested 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import random
@@ -18,6 +19,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,19 +29,18 @@ from aiohttp import web
 
 from videoatlas.standin import contract
 from videoatlas.standin.filler import respond
-from videoatlas.standin.perception import EncodedImage, Reader, Sight, decode_data_url
-from videoatlas.standin.policy import BEHAVIOUR_VERSION, Request
+from videoatlas.standin.perception import EncodedImage, ReadCancelled, Reader, Sight, decode_data_url
+from videoatlas.standin.policy import Request
 from videoatlas.standin.thinking import MODES as REASONING_MODES
 from videoatlas.standin.thinking import reasoning_text
 from videoatlas.standin.tokens import PrefixCache, prompt_tokens, text_pieces
+from videoatlas.standin.version import STANDIN_MODEL
 
 log = structlog.get_logger(__name__)
 
 FAULTS = ("http500", "http429", "hang", "drop", "malformed", "schema", "range")
 """Injectable faults: server error, rate limit, a reply slower than any client timeout, a dropped
 connection, JSON cut off mid-way, valid JSON that breaks the schema, and out-of-range cell ids."""
-STANDIN_MODEL = f"videoatlas-standin-v{BEHAVIOUR_VERSION}"
-"""The stand-in's model id carries its behaviour version: results keyed by model re-run when its rules change."""
 
 
 @dataclass(slots=True)
@@ -157,6 +158,7 @@ class StandinServer:
         self._rng = random.Random(self.config.seed)
         self._reader = reader
         self._reader_lock = threading.Lock()
+        self._stopping = threading.Event()
 
     @property
     def reader(self) -> Reader:
@@ -166,8 +168,13 @@ class StandinServer:
                 self._reader = Reader(min_text_px=self.config.min_text_px)
             return self._reader
 
+    def stop_reading(self) -> None:
+        """Give up the OCR reads queued or waiting for the recogniser: the server is stopping."""
+        self._stopping.set()
+
     def app(self) -> web.Application:
         """The aiohttp application."""
+        self._stopping.clear()
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/v1/chat/completions", self.chat)
@@ -267,7 +274,11 @@ class StandinServer:
             return web.Response(status=499)
 
         loop = asyncio.get_running_loop()
-        sights: list[Sight] = [await loop.run_in_executor(None, self.reader.see, img) for img in images]
+        see = functools.partial(self.reader.see, cancelled=self._stopping.is_set)
+        try:
+            sights: list[Sight] = [await loop.run_in_executor(None, see, img) for img in images]
+        except ReadCancelled:
+            return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
         understood = Request.understand(texts, sights, schema)
         value = respond(schema, understood, self.config.seed)
         content = value if isinstance(value, str) and schema is None else json.dumps(value)
@@ -478,6 +489,9 @@ class RunningServer:
         self.host = host
         self._port = port
         self._loop = asyncio.new_event_loop()
+        # Its own pool for the OCR, so that stopping drops the reads still queued (see _shutdown).
+        self._pool = ThreadPoolExecutor(thread_name_prefix="standin-ocr")
+        self._loop.set_default_executor(self._pool)
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._runner: web.AppRunner | None = None
@@ -520,11 +534,22 @@ class RunningServer:
         self.port = int(self._runner.addresses[0][1])
 
     async def _shutdown(self) -> None:
+        """Cancel what is still in flight and wait for it to end, then close the listener.
+
+        A client that went away (a run stopped with Ctrl-C) leaves handlers waiting on OCR. They are
+        cancelled and awaited here, before aiohttp's own graceful wait (whose timeout can race a
+        handler that finishes at that moment), so none is destroyed pending when the loop closes;
+        reads not yet started are dropped rather than run at the interpreter's exit.
+        """
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        await _cancel_others()
         if self._runner is not None:
             await self._runner.cleanup()
+        await _cancel_others()
 
     def stop(self) -> None:
         """Stop serving and wait for the thread to finish."""
+        self.standin.stop_reading()
         if self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
@@ -534,6 +559,15 @@ class RunningServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+async def _cancel_others() -> None:
+    """Cancel every task on this loop but the caller's, and wait until they have ended."""
+    current = asyncio.current_task()
+    pending = [t for t in asyncio.all_tasks() if t is not current]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 def serve_forever(standin: StandinServer, host: str, port: int) -> None:

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from videoatlas.environment.concat import media_duration
 from videoatlas.errors import BadInputError, VideoAtlasError
-from videoatlas.evals.report import EvalData
+from videoatlas.evals.report import MIN_QUESTIONS_FOR_CI, EvalData
 from videoatlas.inspect import load_trace
 from videoatlas.persistence.store import TraceStore
 from videoatlas.ui import evals as ev
@@ -175,6 +175,7 @@ async def compare_page(request: web.Request) -> web.Response:
         raise web.HTTPBadRequest(text=str(exc), content_type="text/plain") from None
     ids = [r["run_id"] for r in [*a.rows, *b.rows] if r.get("run_id")]
     found = await asyncio.to_thread(queries.runs_by_id, request.app[STORE].engine, ids)
+    sections = [("overall", cmp["overall"]), *cmp["categories"].items()]
     return _html(
         render(
             "compare.html",
@@ -183,7 +184,9 @@ async def compare_page(request: web.Request) -> web.Response:
             index_b=index_b,
             name_a=a.folder.name,
             name_b=b.folder.name,
-            sections=[("overall", cmp["overall"]), *cmp["categories"].items()],
+            sections=sections,
+            too_few=any(s["too_few_questions"] for _, s in sections),
+            min_questions=MIN_QUESTIONS_FOR_CI,
             flipped=ev.flipped(a, b, found),
         )
     )

@@ -6,7 +6,6 @@ report`` (one self-contained file, images inlined as data URIs): only ``image_sr
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cache
@@ -50,8 +49,10 @@ def _ts(value: float | None) -> str:
     return "" if value is None else format_ts(value, 1)
 
 
-def _basename(path: str) -> str:
-    return os.path.basename(path.replace("\\", "/"))
+def _shortpath(path: str) -> str:
+    """The file and its folder (``set1/video.mp4``): files of one name in different folders told apart."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    return "/".join(parts[-2:])
 
 
 def _url(path: str, query: Mapping[str, str]) -> str:
@@ -68,7 +69,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, secs=_secs, pct=_pct, iou=_iou, when=_when, ts=_ts, basename=_basename)
+    env.filters.update(num=_num, secs=_secs, pct=_pct, iou=_iou, when=_when, ts=_ts, shortpath=_shortpath)
     env.globals.update(url=_url)
     return env
 

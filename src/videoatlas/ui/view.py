@@ -117,6 +117,21 @@ def _call_view(call: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def settings_rows(values: dict[str, Any]) -> list[tuple[str, str]]:
+    """Settings as the command line takes them: ``(--cell-px, 96)``, ``(--token-budget, none)``."""
+    return [("--" + key.replace("_", "-"), _setting_text(value)) for key, value in values.items()]
+
+
+def _setting_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(_setting_text(v) for v in value)
+    return str(value)
+
+
 def header(trace: dict[str, Any], duration: float | None, status: str | None = None) -> dict[str, Any]:
     """What the run was: video, model, endpoint host, prompts, settings, dates, total cost and wall time.
 
@@ -147,8 +162,8 @@ def header(trace: dict[str, Any], duration: float | None, status: str | None = N
         "host": endpoint_host(endpoint.get("base_url")),
         "prompt_set": run.get("prompt_set"),
         "prompt_sha": run.get("prompt_sha"),
-        "settings": {k: v for k, v in config.items() if k != "agent" and (k != "thinking" or v)},
-        "agent_settings": agent_settings,
+        "settings": settings_rows({k: v for k, v in config.items() if k != "agent" and (k != "thinking" or v)}),
+        "agent_settings": settings_rows(agent_settings),
         "created": created,
         "finished": finished,
         "updated": updated,

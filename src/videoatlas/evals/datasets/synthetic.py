@@ -54,7 +54,7 @@ def ensure_video(root: Path, duration: float, seed: int, style: Style = "chapter
         # SynthSpec refuses bad lengths and styles before anything is written.
         spec = SynthSpec(duration=duration, seed=seed, fps=default_fps(duration), style=style)
         began = time.perf_counter()
-        log.warning("making synthetic video (once)", duration=format_ts(duration, 0), style=style, folder=str(folder))
+        log.info("making synthetic video (once)", duration=format_ts(duration, 0), style=style, folder=str(folder))
         truth = synthesize(spec, folder)
         log.info("synthetic video made", seconds=round(time.perf_counter() - began, 1))
     return folder, truth

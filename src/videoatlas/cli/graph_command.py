@@ -1,0 +1,64 @@
+"""``videoatlas graph --agent NAME``: an agent's LangGraph graph as Mermaid text, or a PNG where one can be drawn."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from videoatlas.errors import BadInputError
+
+TEXT_SUFFIXES = (".mmd", ".mermaid")
+
+
+def _png_unavailable() -> str | None:
+    """Why a PNG cannot be drawn here, or None when it can (LangGraph's ``draw_png``, through pygraphviz)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pygraphviz") is None:
+        return (
+            "a PNG needs pygraphviz (pip install pygraphviz, with Graphviz installed), which is not installed "
+            "here; Mermaid's own PNG renderer needs the network: write -o graph.mmd and render it elsewhere"
+        )
+    return None
+
+
+def _write(data: bytes, out: Path) -> None:
+    """Write ``out`` whole or not at all."""
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """Print the graph as Mermaid text, or write it to ``-o`` (``.mmd``: Mermaid text, ``.png``: a picture)."""
+    out = Path(args.output) if args.output else None
+    if out is not None:
+        suffix = out.suffix.lower()
+        if suffix not in (*TEXT_SUFFIXES, ".png"):
+            raise BadInputError(f"-o {out}: use .mmd or .mermaid (Mermaid text) or .png")
+        if out.is_dir():
+            raise BadInputError(f"-o {out} is a folder; give a file name")
+        if not out.parent.is_dir():
+            raise BadInputError(f"-o {out}: no folder {out.parent}")
+        if suffix == ".png" and (problem := _png_unavailable()) is not None:
+            raise BadInputError(problem)
+    from videoatlas.agents.registry import get_agent
+
+    drawable = get_agent(args.agent).build(None).get_graph(xray=1)  # xray: the workers' subgraph too
+    if out is None:
+        sys.stdout.write(drawable.draw_mermaid())
+        return 0
+    if out.suffix.lower() == ".png":
+        _write(drawable.draw_png(), out)
+    else:
+        _write(drawable.draw_mermaid().encode(), out)
+    sys.stdout.write(f"wrote {out}\n")
+    return 0

@@ -1,0 +1,39 @@
+"""The README's test command: it sets a fresh machine up, and on one already set up it installs nothing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def planned(venv: Path, target: str) -> str:
+    """What ``make TARGET`` would run (``make -n``), with the virtual environment at ``venv``."""
+    make = shutil.which("make")
+    assert make is not None
+    done = subprocess.run(
+        [make, "-n", f"VENV={venv}", target], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout
+
+
+def test_make_test_on_a_set_up_machine_runs_no_apt_get(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    for stamp in (".installed", ".setup"):  # what `make setup` leaves
+        (venv / stamp).touch()
+    plan = planned(venv, "test")
+    assert "apt-get" not in plan and "chromium" not in plan
+    assert "-m pytest" in plan
+
+
+def test_make_test_on_a_fresh_machine_installs_the_browser_only_where_it_is_missing(tmp_path: Path) -> None:
+    plan = planned(tmp_path / "fresh", "test")
+    assert "pip install" in plan
+    assert "test -x /usr/bin/chromium || " in plan  # apt-get only when the browser is missing
+    assert plan.index("chromium") < plan.index("-m pytest")
