@@ -1,7 +1,10 @@
 """The layering is a contract: every import of the package points down, and no module imports itself back.
 
 Read from the source's own import statements, deferred imports inside functions included (a deferred
-import is still a dependency). ``docs/ARCHITECTURE.md`` draws the same layers.
+import is still a dependency). ``docs/ARCHITECTURE.md`` draws the same layers. One exception: the
+package root (``videoatlas/__init__.py``) is the public facade, and hands ``videoatlas.ask`` and its
+siblings over from :mod:`videoatlas.api` on first use; its own imports are not held to the layers
+(they are to the no-cycle rule).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ pytestmark = pytest.mark.unit
 LAYERS: list[set[str]] = [
     {"cli"},
     {"ui", "gym"},
-    {"evals"},
+    {"evals", "api"},
     {"runs", "inspect"},
     {"agents"},
     {"runtime"},
@@ -75,6 +78,8 @@ def _layer(unit: str) -> int:
 def test_every_import_points_down_the_layers() -> None:
     against = []
     for module, targets in _imports().items():
+        if module == "videoatlas":  # the facade (see the module docstring)
+            continue
         for target in targets:
             a, b = _unit(module), _unit(target)
             if a != b and _layer(b) <= _layer(a):
