@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from pathlib import Path
 
@@ -102,20 +103,27 @@ def test_grounding_reward_is_the_iou_of_the_marked_span(tmp_path: Path) -> None:
     env.close()
 
 
-def test_a_masked_action_raises_a_clear_error(tasks: list[vg.Task]) -> None:
-    env = GridEnv(tasks)
+def test_a_masked_action_changes_nothing_and_costs_its_penalty(tasks: list[vg.Task]) -> None:
+    env = GridEnv(tasks, step_cost=0.01, invalid_penalty=0.25)
     obs, _ = env.reset(seed=1)
     backtrack = env.layout.encode("BACKTRACK")
     assert obs["action_mask"][backtrack] == 0
-    with pytest.raises(vg.InvalidActionError, match="BACKTRACK is not valid now: at the root"):
-        env.step(backtrack)
+    after, reward, term, _, info = env.step(backtrack)
+    assert reward == pytest.approx(-0.26) and not term
+    assert info["invalid_action"] == "BACKTRACK is not valid now: at the root there is nowhere to go back to"
+    assert after["budget"] == obs["budget"] - 1  # the step is spent
+    assert all(np.array_equal(after[k], obs[k]) for k in obs if k != "budget")  # nothing else changed
     env.step(env.layout.encode("EXPAND", 3))
     env.step(env.layout.encode("FINISHED"))  # cell 3 is now a dead zone, blacked out
     obs, *_ = env.step(env.layout.encode("EXPAND", 2))
-    env.step(env.layout.encode("BACKTRACK"))
-    with pytest.raises(vg.InvalidActionError, match="dead zone"):
-        env.step(env.layout.encode("EXPAND", 3))
+    obs, reward, *_, info = env.step(env.layout.encode("BACKTRACK"))
+    assert "invalid_action" not in info and reward == pytest.approx(-0.01)
+    assert obs["dead"][3] == 1 and obs["action_mask"][env.layout.encode("EXPAND", 3)] == 0
+    _, reward, *_, info = env.step(env.layout.encode("EXPAND", 3))
+    assert "dead zone" in info["invalid_action"] and reward == pytest.approx(-0.26)
     env.close()
+    with pytest.raises(vg.InvalidActionError, match="reset"):
+        GridEnv(tasks).step(0)
 
 
 def test_a_task_whose_video_cannot_be_decoded_is_skipped_with_a_warning(tasks: list[vg.Task], tmp_path: Path) -> None:
@@ -155,7 +163,9 @@ def test_vector_rollouts_share_one_decoder_and_record_episode_statistics(tasks: 
 
 
 def test_async_vector_env_runs(tasks: list[vg.Task]) -> None:
-    envs = gymnasium.vector.AsyncVectorEnv([lambda: GridEnv(tasks, max_steps=4) for _ in range(2)])
+    # Spawned, not forked: the test process runs server and decoder threads that a fork would copy mid-lock.
+    make = functools.partial(GridEnv, tasks, max_steps=4)
+    envs = gymnasium.vector.AsyncVectorEnv([make for _ in range(2)], context="spawn")
     obs, _ = envs.reset(seed=3)
     rng = np.random.default_rng(1)
     for _ in range(6):

@@ -85,7 +85,7 @@ def knobs(config: RunConfig) -> dict[str, Any]:
     """
     shared = {"agent", "k", "cell_px", "token_budget", "call_budget"}
     out = {**{k: v for k, v in config.model_dump().items() if k in shared}, **settings_of(config).model_dump()}
-    roles = get_agent(config.agent).roles
+    roles = settings_model(config.agent).thinking_roles
     thinking = {role: config.thinking_for(role) for role in roles}
     if any(value is not None for value in thinking.values()):  # left out when unset: older keys stay valid
         out["thinking"] = thinking
@@ -99,7 +99,7 @@ def check_thinking(config: RunConfig) -> None:
     """
     from videoatlas.runtime.config import ALL_ROLES
 
-    known = {role for agent in all_agents().values() for role in agent.roles}
+    known = {role for name in PACKAGES for role in settings_model(name).thinking_roles}
     unknown = sorted(set(config.thinking) - known - {ALL_ROLES})
     if unknown:
         raise BadInputError(

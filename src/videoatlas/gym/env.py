@@ -8,8 +8,10 @@ cell's frame), the cells' intervals, the depth, which cells are dead, the scratc
 question and choices as UTF-8 byte ids, the steps left, and the mask of the actions valid now.
 
 Actions are the paper's, over cells (:mod:`videoatlas.gym.actions`). An action the mask forbids is
-not carried out: :meth:`GridEnv.step` raises :class:`InvalidActionError` naming it and why, so a
-policy bug is never mistaken for a move (sample from the mask: ``obs["action_mask"]``).
+a no-op with a penalty: nothing changes, the step is spent, it costs ``invalid_penalty`` on top of
+the step cost, and ``info["invalid_action"]`` says why. (Raising instead would break Gymnasium's own
+``check_env``, which steps with unmasked samples; a policy that samples from ``obs["action_mask"]``
+never pays it.)
 
 Frames are decoded through the same environment as the agents' (:class:`VideoAtlas` over a
 :class:`FrameSource`): environments in one process share one source per video, and renders are
@@ -56,7 +58,7 @@ MAX_SECONDS = 1e6
 
 
 class InvalidActionError(ValueError):
-    """An action the mask forbids: the environment refuses it instead of guessing a move."""
+    """A step the environment cannot take at all (before ``reset``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +134,7 @@ class GridEnv(gymnasium.Env[dict[str, Any], int]):
         max_text: int = 256,
         max_choice_text: int = 64,
         max_evidence: int = 16,
+        invalid_penalty: float = 0.1,
         backend: str = "pyav",
         render_mode: str | None = None,
     ) -> None:
@@ -147,6 +150,7 @@ class GridEnv(gymnasium.Env[dict[str, Any], int]):
         )
         self.k, self.cell_px, self.max_steps = k, cell_px, max_steps
         self.min_span_s, self.max_evidence, self.backend = min_span_s, max_evidence, backend
+        self.invalid_penalty = invalid_penalty
         self.max_text, self.max_choice_text = max_text, max_choice_text
         self.layout = ActionLayout(k, max_choices)
         self.render_mode = render_mode
@@ -188,20 +192,24 @@ class GridEnv(gymnasium.Env[dict[str, Any], int]):
         return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Carry out one action; raises :class:`InvalidActionError` for one the mask forbids."""
+        """Carry out one action; one the mask forbids changes nothing and costs ``invalid_penalty``."""
         ep = self._current()
         chosen = self.layout.decode(int(action))
         why = self._why_invalid(ep, chosen)
-        if why is not None:
-            raise InvalidActionError(f"action {chosen} is not valid now: {why}")
         ep.steps += 1
         reward = -self.reward_def.step_cost
-        terminated = self._apply(ep, chosen)
-        if terminated:
-            reward += self._terminal_reward(ep, chosen)
+        terminated = False
+        if why is None:
+            terminated = self._apply(ep, chosen)
+            if terminated:
+                reward += self._terminal_reward(ep, chosen)
+        else:
+            reward -= self.invalid_penalty
         truncated = not terminated and ep.steps >= self.max_steps
         info = self._info()
         info["action"] = str(chosen)
+        if why is not None:
+            info["invalid_action"] = f"{chosen} is not valid now: {why}"
         return self._observe(), float(reward), terminated, truncated, info
 
     def render(self) -> np.ndarray | None:

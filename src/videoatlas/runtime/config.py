@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -17,6 +17,9 @@ class AgentSettings(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    thinking_roles: ClassVar[tuple[str, ...]] = ()
+    """The roles whose calls ``--thinking`` can turn thinking on or off for (here, so that checking the setting
+    does not load the agent's graph)."""
 
     @property
     def parallel(self) -> int:

@@ -6,4 +6,6 @@ from videoatlas.agents.base import Agent
 from videoatlas.agents.uniform.graph import AGENT_NAME, TEMPLATES, build_uniform_graph
 from videoatlas.agents.uniform.settings import Settings
 
-AGENT = Agent(AGENT_NAME, build_uniform_graph, TEMPLATES, "videoatlas.agents.uniform", Settings, roles=("answerer",))
+AGENT = Agent(
+    AGENT_NAME, build_uniform_graph, TEMPLATES, "videoatlas.agents.uniform", Settings, roles=Settings.thinking_roles
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 class UniformSettings(AgentSettings):
     """How many frames the baseline samples."""
+
+    thinking_roles: ClassVar[tuple[str, ...]] = ("answerer",)
 
     frames: int = Field(default=64, ge=1, le=1024)
     """Frames sampled evenly over the video, rounded up to whole K x K sheets."""

@@ -15,5 +15,5 @@ AGENT = Agent(
     Settings,
     trace.detail,
     trace.lines,
-    roles=("master", "worker"),
+    roles=Settings.thinking_roles,
 )

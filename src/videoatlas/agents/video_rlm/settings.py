@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 class VideoRLMSettings(AgentSettings):
     """How Video-RLM searches."""
+
+    thinking_roles: ClassVar[tuple[str, ...]] = ("master", "worker")
 
     workers: int = Field(default=4, ge=1, le=32)
     """Workers exploring at once; a DFS round assigns this many cells (top-N of the global probe)."""

@@ -15,5 +15,5 @@ AGENT = Agent(
     Settings,
     trace.detail,
     trace.lines,
-    roles=("planner", "looker"),
+    roles=Settings.thinking_roles,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 class VideoSeekSettings(AgentSettings):
     """How VideoSeek looks (the paper's values by default)."""
+
+    thinking_roles: ClassVar[tuple[str, ...]] = ("planner", "looker")
 
     alpha: int = Field(default=2, ge=1, le=8)
     """Frame budget unit: overview 16 alpha frames, skim 4 alpha frames over at least 4 alpha s, focus at most
