@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
 
+from db_helpers import rows
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import resume_run, run_question
@@ -22,11 +22,6 @@ from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-def _rows(db: str, sql: str) -> list[Any]:
-    with create_engine(db.replace("sqlite://", "sqlite+pysqlite://")).connect() as conn:
-        return list(conn.execute(text(sql)))
 
 
 async def test_a_refused_request_fails_the_run_at_its_node_and_resumes_after_the_fix(
@@ -47,13 +42,13 @@ async def test_a_refused_request_fails_the_run_at_its_node_and_resumes_after_the
     assert message.startswith("node global_probe: HTTP 400, the VLM endpoint refused the prompt's length ")
     assert "(the server's --max-model-len): This model's maximum context length is 1500 tokens" in message
     assert refused["errors"] == {"refused_input_tokens": 1}  # a 400 is not retried
-    assert _rows(db, "SELECT status FROM va_runs WHERE id = 'short-ctx'")[0][0] == "failed"
-    calls_before = _rows(db, "SELECT COUNT(*) FROM va_model_calls WHERE run_id = 'short-ctx'")[0][0]
+    assert rows(db, "SELECT status FROM va_runs WHERE id = 'short-ctx'")[0][0] == "failed"
+    calls_before = rows(db, "SELECT COUNT(*) FROM va_model_calls WHERE run_id = 'short-ctx'")[0][0]
     assert calls_before >= 2  # the text-only calls before the refusal, and the refused one
 
     with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="", max_retries=3, backoff_s=0.01)
         result = await resume_run("short-ctx", db, endpoint=endpoint)
     assert result.answer == q["answer"], result.stop_reason
-    assert _rows(db, "SELECT status FROM va_runs WHERE id = 'short-ctx'")[0][0] == "finished"
-    assert _rows(db, "SELECT COUNT(*) FROM va_model_calls WHERE run_id = 'short-ctx'")[0][0] > calls_before
+    assert rows(db, "SELECT status FROM va_runs WHERE id = 'short-ctx'")[0][0] == "finished"
+    assert rows(db, "SELECT COUNT(*) FROM va_model_calls WHERE run_id = 'short-ctx'")[0][0] > calls_before

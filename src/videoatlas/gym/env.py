@@ -189,7 +189,8 @@ class GridEnv(gymnasium.Env[dict[str, Any], int]):
         atlas = SHARED.acquire(task.video, self.k, self.cell_px, self.backend)
         root = View(Interval(0.0, atlas.duration), (), 0)
         self._episode = _Episode(task, atlas, [root])
-        return self._observe(), self._info()
+        obs = self._observe()
+        return obs, self._info(obs["action_mask"])
 
     def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Carry out one action; one the mask forbids changes nothing and costs ``invalid_penalty``."""
@@ -206,11 +207,12 @@ class GridEnv(gymnasium.Env[dict[str, Any], int]):
         else:
             reward -= self.invalid_penalty
         truncated = not terminated and ep.steps >= self.max_steps
-        info = self._info()
+        obs = self._observe()
+        info = self._info(obs["action_mask"])
         info["action"] = str(chosen)
         if why is not None:
             info["invalid_action"] = f"{chosen} is not valid now: {why}"
-        return self._observe(), float(reward), terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
 
     def render(self) -> np.ndarray | None:
         """The current picture (``render_mode="rgb_array"``)."""
@@ -372,13 +374,14 @@ class GridEnv(gymnasium.Env[dict[str, Any], int]):
             "action_mask": self.action_mask(),
         }
 
-    def _info(self) -> dict[str, Any]:
+    def _info(self, mask: np.ndarray) -> dict[str, Any]:
+        """The step's info; ``mask`` is the observation's (computed once: it checks every action)."""
         ep = self._current()
         return {
             "task": ep.task.id,
             "video": ep.task.video,
             "steps": ep.steps,
-            "action_mask": self.action_mask(),
+            "action_mask": mask.copy(),
             "view": (ep.stack[-1].interval.start, ep.stack[-1].interval.end),
         }
 

@@ -420,11 +420,16 @@ _REFUSED_PARAMS = {
 }
 
 
+def _error_fields(exc: openai.APIStatusError) -> dict[str, Any]:
+    """The server's error object: ``{"error": {...}}`` (vLLM, OpenAI) or the fields at the top of the body."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error")
+    return error if isinstance(error, dict) else body
+
+
 def _refused_feature(exc: openai.APIStatusError, schema: str) -> str:
     """What a refusal was about: the error's ``param`` where the server names one, else the reply schema."""
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error") if isinstance(body.get("error"), dict) else body
-    param = error.get("param") if isinstance(error, dict) else None
+    param = _error_fields(exc).get("param")
     if isinstance(param, str) and param in _REFUSED_PARAMS:
         feature = _REFUSED_PARAMS[param]
         return f"reply schema {schema}" if param == "response_format" and schema else feature
@@ -436,10 +441,7 @@ def _refused_feature(exc: openai.APIStatusError, schema: str) -> str:
 
 def _server_message(exc: openai.APIStatusError) -> str:
     """The server's own message, as its error body gives it."""
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error") if isinstance(body.get("error"), dict) else body
-    message = error.get("message") if isinstance(error, dict) else None
-    return str(message or exc.message)
+    return str(_error_fields(exc).get("message") or exc.message)
 
 
 def _describe(exc: BaseException) -> str:
@@ -449,7 +451,5 @@ def _describe(exc: BaseException) -> str:
         cause = exc.__cause__ or exc.__context__
         return f"connection error ({type(cause).__name__ if cause else 'no response'})"
     if isinstance(exc, openai.APIStatusError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        message = body.get("message") or (body.get("error") or {}).get("message") if body else None
-        return f"HTTP {exc.status_code}: {message or exc.message}"
+        return f"HTTP {exc.status_code}: {_server_message(exc)}"
     return f"{type(exc).__name__}: {exc}"

@@ -129,8 +129,9 @@ def structured_outputs(schema: Any, backend: Backend = "auto") -> StructuredOutp
             return refused
     elif refused is not None:
         # auto: xgrammar declined, so vLLM falls back to guidance (unless guidance cannot take it either).
-        if guidance_unsupported(schema) is not None:
-            return Refusal(400, f"{refused.message} No fallback backend accepts {guidance_unsupported(schema)}.")
+        unsupported = guidance_unsupported(schema)
+        if unsupported is not None:
+            return Refusal(400, f"{refused.message} No fallback backend accepts {unsupported}.")
         compiled = _guidance(schema)
         return compiled if isinstance(compiled, Refusal) else StructuredOutputs("guidance", compiled, False)
     # xgrammar takes it; the reply is still decoded through llguidance's grammar of the same schema.
