@@ -69,7 +69,7 @@ conformance: $(STAMP) $(VLLM_STAMP)
 	bash conformance/run_agents.sh $(CONFORMANCE_OUT) || status=1; \
 	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python conformance/check_requests.py \
 		$(CONFORMANCE_OUT)/requests-*.jsonl --json $(CONFORMANCE_OUT)/verdicts.json || status=1; \
-	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_serve_presets.py \
+	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/llm/test_serve_presets.py \
 		|| status=1; \
 	exit $$status
 

@@ -2,7 +2,7 @@
 
 Every flag below was read from vLLM 0.33.0's own argument definitions (``vllm/engine/arg_utils.py``,
 ``vllm/config/*.py``, ``vllm/entrypoints/common/cli_args.py``) and its parser registries
-(``vllm/reasoning/__init__.py``, ``vllm/tool_parsers/__init__.py``); ``tests/test_serve_presets.py``
+(``vllm/reasoning/__init__.py``, ``vllm/tool_parsers/__init__.py``); ``tests/llm/test_serve_presets.py``
 parses each preset with vLLM's own parser wherever vLLM is installed (``make conformance``).
 """
 

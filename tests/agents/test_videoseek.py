@@ -181,7 +181,7 @@ async def test_an_agent_without_its_own_trace_view_reads_back_as_its_node_timeli
 @pytest.mark.slow
 def test_kill_9_mid_run_then_resume_gives_the_same_answer(small_print: Path, tmp_path: Path) -> None:
     from db_helpers import rows
-    from test_persistence import EXE, StandIn
+    from process_helpers import EXE, StandIn
 
     # Short leases: the killed process's lease goes stale 1.5 s after its last heartbeat.
     env = {

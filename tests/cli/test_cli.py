@@ -5,19 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from process_helpers import EXE
 from videoatlas.cli.main import EXIT_CODES, build_parser
 from videoatlas.errors import VideoAtlasError
 from videoatlas.standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
-EXE = str(Path(sys.executable).parent / "videoatlas")
 
 
 def run(*args: str, env_home: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -288,7 +287,7 @@ def test_help_texts_say_what_the_code_does() -> None:
 
 
 def test_readme_names_every_agent_and_the_folders_that_exist() -> None:
-    root = Path(__file__).parents[1]
+    root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text()
     eval_run = readme[readme.index("videoatlas eval run") : readme.index("videoatlas eval report")]
     assert "--agent video-rlm|videoseek|uniform" in eval_run
@@ -313,7 +312,7 @@ def test_every_exit_code_is_documented() -> None:
     documented = {code for code, _ in EXIT_CODES}
     assert {kind.exit_code for kind in kinds(VideoAtlasError)} <= documented
     help_text = run("--help").stdout
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for code, _ in EXIT_CODES:
         assert f"  {code:>3}  " in help_text
         assert f"| {code} |" in readme

@@ -13,7 +13,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -25,6 +24,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agent_helpers import ScriptedChat, default_reply, step
+from process_helpers import EXE
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.store import RunRow, TraceStore
@@ -34,9 +34,8 @@ from videoatlas.synth.counter import write_counter_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
-EXE = str(Path(sys.executable).parent / "videoatlas")
 CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).parent.parent / "tmp" / "artifacts")) / "ui"
+ARTIFACTS = Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"
 HOSTILE = "<script>window.__pwned = 1</script>"
 QUESTION = "What number is shown first?"
 

@@ -6,60 +6,25 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy.exc import DBAPIError
 
 from agent_helpers import ScriptedChat, default_reply, step
 from db_helpers import rows
+from process_helpers import EXE, StandIn
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import redact_url
 from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import resume_run, run_question
 from videoatlas.runtime.context import RunConfig
 
-EXE = str(Path(sys.executable).parent / "videoatlas")
-
-
 # -- kill -9 and resume -------------------------------------------------------------------------------
-
-
-class StandIn:
-    """The stand-in VLM as its own process (so killing the agent does not kill it)."""
-
-    def __init__(self, latency: float) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.proc = subprocess.Popen(
-            [EXE, "standin", "--port", str(self.port), "--latency", str(latency)], stderr=subprocess.DEVNULL
-        )
-        self.url = f"http://127.0.0.1:{self.port}"
-        for _ in range(200):
-            try:
-                httpx.get(self.url + "/health", timeout=1)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        raise RuntimeError("stand-in did not start")
-
-    def stats(self) -> dict[str, Any]:
-        return httpx.get(self.url + "/stats", timeout=10).json()  # type: ignore[no-any-return]
-
-    def reset(self) -> None:
-        httpx.post(self.url + "/stats/reset", timeout=10)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
 
 
 def ask_args(video: Path, question: dict[str, Any], url: str, db: str) -> list[str]:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from process_helpers import EXE
+
 pytestmark = pytest.mark.e2e
-EXE = str(Path(sys.executable).parent / "videoatlas")
 LONG_QUESTION = "x" * 100_000
 
 

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy.exc import DBAPIError
 
 from db_helpers import rows
-from test_persistence import EXE, StandIn
+from process_helpers import EXE, StandIn
 from videoatlas.cli.runs_table import list_runs
 from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.runner import read_rows

@@ -17,7 +17,7 @@ import pytest
 
 from agent_helpers import ScriptedChat, default_reply, step
 from db_helpers import rows
-from test_persistence import EXE
+from process_helpers import EXE
 from videoatlas.cli.runs_table import runs_lines
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings

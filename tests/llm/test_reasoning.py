@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field
 
 from action_video import Sign, write_signs_video
+from process_helpers import EXE
 from videoatlas.agents.registry import check_thinking, get_agent, knobs
 from videoatlas.errors import BadInputError, ModelReplyError
 from videoatlas.inspect import load_trace, trace_lines
@@ -41,8 +41,7 @@ from videoatlas.runtime.config import RunConfig, parse_thinking
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer, StandinStats, _reply
 
-EXE = str(Path(sys.executable).parent / "videoatlas")
-ARTIFACTS = Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).parent.parent / "tmp" / "artifacts")) / "ui"
+ARTIFACTS = Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"
 
 
 class Pick(BaseModel):
