@@ -11,7 +11,7 @@ import av
 import numpy as np
 import pytest
 
-from db_helpers import fresh_pg_database, pg_available
+from db_helpers import fresh_pg_database, pg_available, sqlite_url
 from videoatlas.synth import SynthSpec, synthesize
 from videoatlas.synth.counter import write_counter_video
 
@@ -29,7 +29,7 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A run store for one test, on each backend: a SQLite file, or a database of its own on PostgreSQL."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'runs.db'}"
+        yield sqlite_url(tmp_path / "runs.db")
         return
     request.applymarker(pytest.mark.postgres)
     if not pg_available():

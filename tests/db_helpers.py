@@ -7,6 +7,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -49,3 +50,12 @@ def rows(url: str, query: str, **params: Any) -> list[Any]:
             return list(conn.execute(text(query), params))
     finally:
         engine.dispose()
+
+
+def sqlite_url(path: Path) -> str:
+    """The URL of a SQLite file, for tests of one backend or e2e tests where the backend does not matter.
+
+    Tests of the store itself take the ``db_url`` fixture (every backend); this is the one place a
+    SQLite URL is spelled.
+    """
+    return f"sqlite:///{path}"

@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 from agent_helpers import ScriptedChat, actions_of, default_reply, prompt_text, run_graph, sent_images, step
+from db_helpers import sqlite_url
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import Interval, cell_interval
@@ -162,7 +163,7 @@ async def test_unusable_master_replies_fall_back_and_the_run_finishes(counter_vi
             return step("ADD_TO_SCRATCHPAD", [2]) if "(nothing yet)" in text else step("FINISHED")
         return default_reply(name, text, schema)
 
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     chat = ScriptedChat(script=script)
     result = await run_question(
         counter_video,

@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError
 
 from action_video import Sign, write_signs_video
 from agent_helpers import default_reply, make_context
+from db_helpers import sqlite_url
 from videoatlas.agents.videoseek.graph import build_graph
 from videoatlas.inspect import load_trace, trace_lines
 from videoatlas.llm.settings import EndpointSettings
@@ -138,7 +139,7 @@ async def test_a_needle_in_small_print_is_found_by_narrowing(
     small_print: Path, standin: RunningServer, tmp_path: Path
 ) -> None:
     endpoint = EndpointSettings(base_url=standin.base_url, model="")
-    db = f"sqlite:///{tmp_path / 'seek.db'}"
+    db = sqlite_url(tmp_path / "seek.db")
     result = await run_question(small_print, QUESTION, CHOICES, RunConfig.of(agent="videoseek"), endpoint, db_url=db)
     assert result.answer == "QZ-7781" and result.grounded
     turns = result.state["turns"]
@@ -161,7 +162,7 @@ async def test_an_agent_without_its_own_trace_view_reads_back_as_its_node_timeli
     small_print: Path, standin: RunningServer, tmp_path: Path
 ) -> None:
     endpoint = EndpointSettings(base_url=standin.base_url, model="")
-    db = f"sqlite:///{tmp_path / 'uniform.db'}"
+    db = sqlite_url(tmp_path / "uniform.db")
     result = await run_question(small_print, QUESTION, CHOICES, RunConfig.of(agent="uniform"), endpoint, db_url=db)
     trace = await load_trace(result.run_id, db)
     assert trace["agent"] == "uniform" and trace["detail"] == {}
@@ -197,11 +198,11 @@ def test_kill_9_mid_run_then_resume_gives_the_same_answer(small_print: Path, tmp
     try:
         url = ["--base-url", server.url + "/v1"]
         reference = subprocess.run(
-            [*args, *url, "--db", f"sqlite:///{tmp_path / 'ref.db'}"], capture_output=True, text=True, env=env
+            [*args, *url, "--db", sqlite_url(tmp_path / "ref.db")], capture_output=True, text=True, env=env
         )
         assert reference.returncode == 0, reference.stderr
         expected = json.loads(reference.stdout)
-        db = f"sqlite:///{tmp_path / 'runs.db'}"
+        db = sqlite_url(tmp_path / "runs.db")
         server.reset()
         proc = subprocess.Popen([*args, *url, "--db", db], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         deadline = time.monotonic() + 120

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from action_video import QUESTIONS, write_action_video
+from db_helpers import sqlite_url
 from videoatlas.inspect import load_trace
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
@@ -77,7 +78,7 @@ def _evidence(trace: dict[str, Any], worker: dict[str, Any]) -> list[dict[str, A
 async def test_zoom_reads_small_print_then_add_and_finish(
     action_video: Path, standin: RunningServer, tmp_path: Path
 ) -> None:
-    _, trace = await _run(action_video, standin, "zoom", f"sqlite:///{tmp_path / 'runs.db'}")
+    _, trace = await _run(action_video, standin, "zoom", sqlite_url(tmp_path / "runs.db"))
     worker = _with(trace, "ZOOM", "ADD_TO_SCRATCHPAD", "FINISHED")
     zoom = _step(worker, "ZOOM")
     # ZOOM's effect: the next step is shown the close-up beside the grid, and reads what the grid could not.
@@ -94,7 +95,7 @@ async def test_zoom_reads_small_print_then_add_and_finish(
 async def test_expand_and_backtrack_reach_a_quarter_second_card(
     action_video: Path, standin: RunningServer, tmp_path: Path
 ) -> None:
-    _, trace = await _run(action_video, standin, "expand", f"sqlite:///{tmp_path / 'runs.db'}")
+    _, trace = await _run(action_video, standin, "expand", sqlite_url(tmp_path / "runs.db"))
     worker = _with(trace, "EXPAND", "BACKTRACK", "EXPAND", "ADD_TO_SCRATCHPAD")
     steps = worker["steps"]
     first = _step(worker, "EXPAND")
@@ -111,7 +112,7 @@ async def test_expand_and_backtrack_reach_a_quarter_second_card(
 async def test_investigate_after_an_anchor_at_the_edge_of_the_view(
     action_video: Path, standin: RunningServer, tmp_path: Path
 ) -> None:
-    _, trace = await _run(action_video, standin, "after", f"sqlite:///{tmp_path / 'runs.db'}")
+    _, trace = await _run(action_video, standin, "after", sqlite_url(tmp_path / "runs.db"))
     worker = _with(trace, "INVESTIGATE", "ADD_TO_SCRATCHPAD")
     steps = worker["steps"]
     at = _step(worker, "INVESTIGATE")
@@ -124,7 +125,7 @@ async def test_investigate_after_an_anchor_at_the_edge_of_the_view(
 async def test_bfs_marks_promising_cells_for_the_next_round(
     action_video: Path, standin: RunningServer, tmp_path: Path
 ) -> None:
-    _, trace = await _run(action_video, standin, "expand", f"sqlite:///{tmp_path / 'runs.db'}", traversal="bfs")
+    _, trace = await _run(action_video, standin, "expand", sqlite_url(tmp_path / "runs.db"), traversal="bfs")
     marker = _with(trace, "MARK_PROMISING")
     step = marker["steps"][_step(marker, "MARK_PROMISING")]
     marked = {f"{marker['target']}/{c}" for c in step["cells"]}

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import videoatlas
+from db_helpers import sqlite_url
 from videoatlas.errors import BadInputError, VideoError
 from videoatlas.persistence.store import TraceStore
 
@@ -23,7 +24,7 @@ def test_ask_from_python_returns_the_answer_the_evidence_and_a_stored_run(
     monkeypatch.setenv("VIDEOATLAS_HOME", str(tmp_path / "home"))
     video, truth = synth_video
     question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     events: list[dict[str, Any]] = []
     result = videoatlas.ask(
         video, question["question"], question["choices"], standin=True, db=db, on_event=events.append, **SMALL

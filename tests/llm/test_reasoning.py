@@ -26,6 +26,7 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field
 
 from action_video import Sign, write_signs_video
+from db_helpers import sqlite_url
 from process_helpers import EXE
 from videoatlas.agents.registry import check_thinking, get_agent, knobs
 from videoatlas.errors import BadInputError, ModelReplyError
@@ -41,7 +42,9 @@ from videoatlas.runtime.config import RunConfig, parse_thinking
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer, StandinStats, _reply
 
-ARTIFACTS = Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"
+ARTIFACTS = (
+    Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"
+)
 
 
 class Pick(BaseModel):
@@ -307,7 +310,7 @@ async def test_every_agent_answers_with_reasoning_shown_and_counted(
 ) -> None:
     server = standins[mode]
     server.standin.stats = StandinStats()
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     config = RunConfig.of(agent=agent, thinking=thinking)
     endpoint = EndpointSettings(base_url=server.base_url, model="")
     result = await run_question(video, QUESTION, CHOICES, config, endpoint, db_url=db)
@@ -356,7 +359,7 @@ async def test_reasoning_is_shown_collapsed_in_the_report_and_the_ui(
 
     from videoatlas.ui.report import report_html
 
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     endpoint = EndpointSettings(base_url=standins["field"].base_url, model="")
     result = await run_question(video, QUESTION, CHOICES, RunConfig.of(agent="uniform"), endpoint, db_url=db)
     (call,) = result.records
@@ -427,11 +430,11 @@ def _record_with_reasoning() -> CallRecord:
 @pytest.mark.unit
 def test_a_store_made_before_reasoning_gains_its_columns(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    TraceStore(f"sqlite:///{path}").close()
+    TraceStore(sqlite_url(path)).close()
     with sqlite3.connect(path) as conn:  # the table as it was before these columns
         for column in NEW_COLUMNS:
             conn.execute(f"ALTER TABLE va_model_calls DROP COLUMN {column}")
-    _check_store_upgrade(f"sqlite:///{path}")
+    _check_store_upgrade(sqlite_url(path))
 
 
 @pytest.mark.e2e

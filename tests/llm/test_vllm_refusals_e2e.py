@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from db_helpers import rows
+from db_helpers import rows, sqlite_url
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import resume_run, run_question
@@ -29,7 +29,7 @@ async def test_a_refused_request_fails_the_run_at_its_node_and_resumes_after_the
 ) -> None:
     video, truth = synth_video
     q = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     config = RunConfig.of(cell_px=160, workers=2, rounds=2, dfs_steps=3, traversal="dfs")
     short = StandinConfig(max_model_len=1500)  # a 1280 px grid alone is 2,116 tokens at 28 px patches
     with RunningServer(StandinServer(short, reader=Reader())) as server:

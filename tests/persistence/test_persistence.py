@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.exc import DBAPIError
 
 from agent_helpers import ScriptedChat, default_reply, step
-from db_helpers import rows
+from db_helpers import rows, sqlite_url
 from process_helpers import EXE, StandIn
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import redact_url
@@ -77,7 +77,7 @@ def reference_answer(synth_video: tuple[Path, dict[str, Any]], tmp_path_factory:
     server = StandIn(latency=0.5)
     try:
         full = subprocess.run(
-            ask_args(video, question, server.url, f"sqlite:///{tmp / 'ref.db'}"),
+            ask_args(video, question, server.url, sqlite_url(tmp / "ref.db")),
             capture_output=True,
             text=True,
             timeout=600,
@@ -204,7 +204,7 @@ async def test_twenty_concurrent_runs_lose_nothing(db_url: str, counter_video: P
 @pytest.mark.e2e
 async def test_a_run_stopped_after_its_last_step_resumes_to_its_answer(counter_video: Path, tmp_path: Path) -> None:
     """A stop between the final checkpoint and the row's update: resume gives the answer and calls nothing."""
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     done = await one_run(counter_video, db, "late-stop")
     store = TraceStore(db)
     try:
@@ -219,7 +219,7 @@ async def test_a_run_stopped_after_its_last_step_resumes_to_its_answer(counter_v
 
 @pytest.mark.e2e
 def test_runs_trace_and_report_commands(counter_video: Path, tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     result = asyncio.run(one_run(counter_video, db, "inspect-me"))
     env = {**os.environ, "VIDEOATLAS_DB": db, "VIDEOATLAS_HOME": str(tmp_path)}
     listed = json.loads(subprocess.run([EXE, "runs", "--json"], capture_output=True, text=True, env=env).stdout)
@@ -243,7 +243,7 @@ def test_api_keys_and_passwords_stay_out_of_traces(synth_video: tuple[Path, dict
     video, truth = synth_video
     question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
     secret = "sk-very-secret-" + uuid.uuid4().hex
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     server = StandIn(latency=0.0)
     try:
         env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path), "VIDEOATLAS_API_KEY": secret}

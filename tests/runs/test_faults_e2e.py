@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
+from db_helpers import sqlite_url
 from videoatlas.errors import VideoAtlasError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import resume_run, run_question
@@ -38,7 +39,7 @@ async def test_runs_against_bad_replies_finish_or_stop_resumably(
     synth_video: tuple[Path, dict[str, Any]], faulty: RunningServer, tmp_path: Path
 ) -> None:
     video, truth = synth_video
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     endpoint = EndpointSettings(base_url=faulty.base_url, model="", max_retries=1, backoff_s=0.01)
     config = RunConfig.of(cell_px=160, workers=2, rounds=2, dfs_steps=3)
     outcomes: dict[str, str] = {}

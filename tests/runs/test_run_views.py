@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from agent_helpers import ScriptedChat, default_reply, step
-from db_helpers import rows
+from db_helpers import rows, sqlite_url
 from process_helpers import EXE
 from videoatlas.cli.runs_table import runs_lines
 from videoatlas.errors import EndpointError
@@ -109,7 +109,7 @@ def _runs(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.e2e
 def test_runs_lists_errors_cost_so_far_and_stale_runs_in_aligned_columns(counter_video: Path, tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     asyncio.run(_failed_run(counter_video, db, "failed-run"))
     store = TraceStore(db)
     try:  # a run marked running that no process holds: its owner was killed before it could say so
@@ -174,7 +174,7 @@ def hostile(name: str, text: str, schema: dict[str, Any]) -> Any:
 
 @pytest.mark.e2e
 def test_questions_and_model_text_are_printed_escaped(counter_video: Path, tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     asyncio.run(
         run_question(
             counter_video,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from db_helpers import rows
+from db_helpers import rows, sqlite_url
 from process_helpers import EXE, StandIn
 from videoatlas.cli.runs_table import list_runs
 from videoatlas.evals.datasets.synthetic import ensure_video
@@ -58,7 +58,7 @@ def reference(
     server = StandIn(latency=0.0)
     try:
         done = subprocess.run(
-            ask_cmd(synth_video[0], question, server.url, f"sqlite:///{tmp / 'ref.db'}"),
+            ask_cmd(synth_video[0], question, server.url, sqlite_url(tmp / "ref.db")),
             capture_output=True,
             text=True,
             timeout=600,
@@ -179,7 +179,7 @@ def test_sigterm_during_ask_interrupts_the_run_which_resumes_to_the_same_answer(
     tmp_path: Path,
 ) -> None:
     env = _env(tmp_path)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     proc, run_id = start_and_wait(ask_cmd(synth_video[0], question, slow_server.url, db), env, db, question)
     proc.send_signal(signal.SIGTERM)
     time.sleep(0.2)
@@ -210,7 +210,7 @@ def test_ctrl_c_during_a_standin_ask_prints_one_line_whose_resume_command_finish
 ) -> None:
     """The in-process stand-in dies with its process: the printed command starts a new one (not its old port)."""
     env = _env(tmp_path)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     cmd = [EXE, "ask", str(synth_video[0]), "-q", question["question"], "--standin", "--db", db, *SMALL, "--json"]
     for choice in question["choices"]:
         cmd += ["-c", choice]
@@ -241,7 +241,7 @@ def test_sigterm_during_eval_run_then_the_same_command_finishes_answering_each_q
     suite_root: Path, tmp_path: Path
 ) -> None:
     server = StandIn(latency=0.5)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     out = tmp_path / "ev"
     cmd = [
         sys.executable, "-m", "videoatlas.cli.main", "eval", "run", "--dataset", "synthetic", "--root",

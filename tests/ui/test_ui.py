@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agent_helpers import ScriptedChat, default_reply, step
+from db_helpers import sqlite_url
 from process_helpers import EXE
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
@@ -35,7 +36,9 @@ from videoatlas.synth.counter import write_counter_video
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"
+ARTIFACTS = (
+    Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"
+)
 HOSTILE = "<script>window.__pwned = 1</script>"
 QUESTION = "What number is shown first?"
 
@@ -188,7 +191,7 @@ class World:
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("ui")
     video = write_counter_video(root / "counter.mp4", 500, fps=25.0, gop=50)  # 20 s
-    db = f"sqlite:///{root / 'runs.db'}"
+    db = sqlite_url(root / "runs.db")
     add_filler_runs(db, 70)
     with pytest.MonkeyPatch.context() as env:
         env.setenv("VIDEOATLAS_HOME", str(root / "home"))
