@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from videoatlas.persistence.lease import LeaseTiming, effective_status
+from videoatlas.persistence.lease import LeaseTiming
+from videoatlas.persistence.queries import recent_runs
 from videoatlas.persistence.statuses import RUN_STATUSES
 from videoatlas.persistence.store import TraceStore
 from videoatlas.textsafe import escape
@@ -14,16 +15,11 @@ STATUSES = RUN_STATUSES
 
 def list_runs(store: TraceStore, status: str | None, limit: int, timing: LeaseTiming) -> list[dict[str, Any]]:
     """Recent runs as plain data, newest first; ``status`` filters on the status as shown (``stale`` included)."""
-    stored = "running" if status == "stale" else status
-    rows = store.runs(stored, limit)
-    owners = store.holders([r.id for r in rows if r.status == "running"], timing)
-    spent = store.call_totals([r.id for r in rows if r.status != "finished"])
+    found = recent_runs(store.engine, status, limit, timing)
+    spent = store.call_totals([s.row.id for s in found if s.row.status != "finished"])
     data: list[dict[str, Any]] = []
-    for r in rows:
-        holder = owners.get(r.id)
-        shown = effective_status(r.status, holder)
-        if status is not None and shown != status:
-            continue
+    for s in found:
+        r, holder, shown = s.row, s.holder, s.status
         cost = r.cost or {}
         so_far = r.status != "finished" and "calls" not in cost
         if so_far:

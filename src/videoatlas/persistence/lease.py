@@ -19,12 +19,12 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from sqlalchemy import Float, Integer, String, delete, select, update
+from sqlalchemy import Float, Integer, String, and_, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
@@ -32,9 +32,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import FunctionElement
 
 from videoatlas.errors import BadInputError, RunOwnedError
+from videoatlas.persistence.tables import RunRow
 
 log = structlog.get_logger(__name__)
 
@@ -153,10 +155,27 @@ def _owner_gone(host: str, pid: int) -> bool:
 
 
 def effective_status(status: str, holder: Holder | None) -> str:
-    """A run's status as shown: a ``running`` run whose owner is gone (no lease, or a stale one) is ``stale``."""
+    """A run's status as shown: a ``running`` run whose owner is gone (no lease, or a stale one) is ``stale``.
+
+    The one definition of ``stale``: the CLI's table and the UI show it, :func:`status_where` filters
+    on it in SQL, and :func:`claim` takes over a lease exactly when its holder is stale.
+    """
     if status == "running" and (holder is None or holder.stale):
         return "stale"
     return status
+
+
+def status_where(shown: str, live: Collection[str]) -> ColumnElement[bool]:
+    """:func:`effective_status` as a WHERE clause on ``va_runs``: the runs whose shown status is ``shown``.
+
+    ``live``: the runs whose owner is alive (:func:`live_holders`, read just before), so a page
+    of runs is filtered, counted and cut in SQL by the rule its rows are shown by.
+    """
+    if shown == "stale":
+        return and_(RunRow.status == "running", RunRow.id.not_in(list(live)))
+    if shown == "running":
+        return and_(RunRow.status == "running", RunRow.id.in_(list(live)))
+    return RunRow.status == shown
 
 
 def _insert(conn: Connection) -> Any:
@@ -223,9 +242,27 @@ def holders(engine: Engine, run_ids: Sequence[str], timing: LeaseTiming) -> dict
     if not run_ids:
         return {}
     with engine.connect() as conn:
-        now = float(conn.execute(select(db_now())).scalar_one())
-        found = conn.execute(select(LeaseRow.__table__).where(LeaseRow.run_id.in_(list(run_ids))))
-        return {r.run_id: _holder(r, now, timing) for r in found}
+        return holders_in(conn, run_ids, timing)
+
+
+def holders_in(conn: Connection, run_ids: Sequence[str], timing: LeaseTiming) -> dict[str, Holder]:
+    """:func:`holders`, read on the caller's connection."""
+    if not run_ids:
+        return {}
+    now = float(conn.execute(select(db_now())).scalar_one())
+    found = conn.execute(select(LeaseRow.__table__).where(LeaseRow.run_id.in_(list(run_ids))))
+    return {r.run_id: _holder(r, now, timing) for r in found}
+
+
+def live_holders(conn: Connection, timing: LeaseTiming) -> dict[str, Holder]:
+    """The leases whose owner is alive now, by run id: the runs shown as ``running``.
+
+    Only leases renewed within the timeout are read (few: one per run in progress); each is then
+    judged like any other, so an owner on this host that died counts as gone at once here too.
+    """
+    now = float(conn.execute(select(db_now())).scalar_one())
+    fresh = conn.execute(select(LeaseRow.__table__).where(LeaseRow.heartbeat_at >= now - timing.timeout_s))
+    return {r.run_id: held for r in fresh if not (held := _holder(r, now, timing)).stale}
 
 
 class Heartbeat:

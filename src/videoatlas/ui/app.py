@@ -19,9 +19,10 @@ from videoatlas.environment.concat import media_duration
 from videoatlas.errors import BadInputError, VideoAtlasError
 from videoatlas.evals.report import MIN_QUESTIONS_FOR_CI, EvalData
 from videoatlas.inspect import load_trace
+from videoatlas.persistence import queries
 from videoatlas.persistence.store import TraceStore
 from videoatlas.ui import evals as ev
-from videoatlas.ui import queries
+from videoatlas.ui import runs_list
 from videoatlas.ui.history import rounds_after_merge
 from videoatlas.ui.render import render, render_run, render_run_body
 from videoatlas.ui.view import run_view
@@ -77,7 +78,7 @@ async def _run_view(request: web.Request) -> dict[str, Any]:
     except BadInputError:
         raise _not_found(f"run {run_id}") from None
     run = trace["run"]
-    summaries = await asyncio.to_thread(queries.runs_by_id, store.engine, [run["id"]])
+    summaries = await asyncio.to_thread(runs_list.runs_by_id, store.engine, [run["id"]])
     status = summaries.get(run["id"], {}).get("status")
     after = await rounds_after_merge(store.url, trace["agent"], run["id"])
     duration = await asyncio.to_thread(_duration, request.app, run["video"])
@@ -92,16 +93,16 @@ async def runs(request: web.Request) -> web.Response:
     except ValueError:
         page = 1
     status = q.get("status", "")
-    flt = queries.RunFilter(
-        status=status if status in queries.STATUSES else "",
+    flt = runs_list.RunFilter(
+        status=status if status in runs_list.STATUSES else "",
         video=q.get("video", "").strip(),
         agent=q.get("agent", "").strip(),
         prompt_set=q.get("prompt_set", "").strip(),
         text=q.get("q", "").strip(),
         page=page,
     )
-    found = await asyncio.to_thread(queries.runs_page, request.app[STORE].engine, flt)
-    return _html(render("runs.html", page=found, flt=flt, statuses=queries.STATUSES))
+    found = await asyncio.to_thread(runs_list.runs_page, request.app[STORE].engine, flt)
+    return _html(render("runs.html", page=found, flt=flt, statuses=runs_list.STATUSES))
 
 
 async def run(request: web.Request) -> web.Response:
@@ -146,7 +147,7 @@ async def eval_page(request: web.Request) -> web.Response:
     """One eval: accuracy overall and per category, the plot, and every question linked to its run."""
     index, data = await asyncio.to_thread(_eval, request)
     ids = [r["run_id"] for r in data.rows if r.get("run_id")]
-    found = await asyncio.to_thread(queries.runs_by_id, request.app[STORE].engine, ids)
+    found = await asyncio.to_thread(runs_list.runs_by_id, request.app[STORE].engine, ids)
     return _html(
         render(
             "eval.html",
@@ -174,7 +175,7 @@ async def compare_page(request: web.Request) -> web.Response:
     except BadInputError as exc:
         raise web.HTTPBadRequest(text=str(exc), content_type="text/plain") from None
     ids = [r["run_id"] for r in [*a.rows, *b.rows] if r.get("run_id")]
-    found = await asyncio.to_thread(queries.runs_by_id, request.app[STORE].engine, ids)
+    found = await asyncio.to_thread(runs_list.runs_by_id, request.app[STORE].engine, ids)
     sections = [("overall", cmp["overall"]), *cmp["categories"].items()]
     return _html(
         render(

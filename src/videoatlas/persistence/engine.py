@@ -1,0 +1,80 @@
+"""Engines over the trace database, and its tables made (or brought up to date) on first use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from sqlalchemy import create_engine, event, inspect
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy.sql import text as sql_text
+
+from videoatlas.errors import BadInputError
+from videoatlas.persistence.db import is_sqlite, redact_url, sqlalchemy_url
+from videoatlas.persistence.lease import LeaseBase
+from videoatlas.persistence.tables import Base
+
+log = structlog.get_logger(__name__)
+
+
+def make_engine(url: str) -> Engine:
+    """A SQLAlchemy engine; SQLite gets WAL and a long busy timeout (many runs share one file)."""
+    if is_sqlite(url):
+        engine = create_engine(sqlalchemy_url(url), connect_args={"timeout": 60})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            # Take the write lock when the transaction starts, waiting for it (busy timeout), rather
+            # than upgrading a read transaction later, which SQLite refuses at once when another
+            # connection wrote in between ("database is locked").
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_engine(sqlalchemy_url(url), pool_pre_ping=True)
+
+
+def open_engine(url: str) -> Engine:
+    """An engine over ``url`` with every table of the store made (and missing columns added).
+
+    A database that cannot be used is a :class:`BadInputError` naming it, its password redacted.
+    """
+    engine = make_engine(url)
+    try:
+        Base.metadata.create_all(engine)
+        LeaseBase.metadata.create_all(engine)  # added later: created here in databases made before it
+        _add_missing_columns(engine)
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise BadInputError(f"cannot use the database {redact_url(url)}: {reason}") from None
+    return engine
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Add the nullable columns a table gained after a database was made (``create_all`` adds only tables).
+
+    Two processes may do it at once: a column the other one added first is not an error.
+    """
+    for table in Base.metadata.sorted_tables:
+        present = {c["name"] for c in inspect(engine).get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present or not column.nullable:
+                continue
+            kind = column.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as conn:
+                    conn.execute(sql_text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}'))
+            except (OperationalError, ProgrammingError):
+                if column.name not in {c["name"] for c in inspect(engine).get_columns(table.name)}:
+                    raise
+            log.info("trace_store_column_added", table=table.name, column=column.name)
