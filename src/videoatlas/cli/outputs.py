@@ -1,4 +1,4 @@
-"""What the CLI leaves behind for people: image files in the asked-for format, folders, and commands to type.
+"""What the CLI gives people: lines and JSON on stdout, images in the asked-for format, folders, commands to type.
 
 Outputs are checked before any work (a wrong suffix or a folder where a file should go is refused
 up front), written whole or not at all (a temporary file renamed into place), and a command that
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shlex
 import shutil
@@ -16,11 +17,23 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from videoatlas.errors import BadInputError
+from videoatlas.textsafe import escape
 
 IMAGE_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG"}
 """Output suffix -> the format written (the suffix decides; anything else is refused)."""
+
+
+def write_line(text: str) -> None:
+    """One line on stdout, control characters escaped (questions and model text reach the terminal here)."""
+    sys.stdout.write(escape(text) + "\n")
+
+
+def write_json(data: Any) -> None:
+    """``data`` on stdout as indented JSON, keys sorted (``--json``)."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _check_parents(out: Path, option: str) -> None:

@@ -1,4 +1,4 @@
-"""``videoatlas eval ...``: run a benchmark, report it, compare two runs, build long variants.
+"""``videoatlas eval ...``: run a benchmark, check it, report it, compare two runs, build long variants.
 
 The evaluation code (datasets, the runner, reports and their plots) is imported by the command that
 runs, not by ``videoatlas --help``.
@@ -9,13 +9,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from videoatlas import limits
-from videoatlas.cli.commands import endpoint_from, run_config_from
+from videoatlas.cli.options import (
+    Container,
+    Lazy,
+    Parser,
+    Subparsers,
+    add_agent_options,
+    add_db_option,
+    add_endpoint_options,
+    add_json_option,
+    add_limit_option,
+    add_out_option,
+    add_quiet_option,
+    add_seed_option,
+    positive_int,
+)
 from videoatlas.cli.outputs import command_name, output_folder
 from videoatlas.cli.progress import EvalProgressBar
+from videoatlas.cli.run_setup import endpoint_from, run_config_from
 from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
@@ -25,6 +41,85 @@ from videoatlas.textsafe import escape_lines
 if TYPE_CHECKING:
     from videoatlas.evals.runner import EvalSpec
     from videoatlas.synth import Style
+
+_SUBSET_HELP = (
+    "only these published splits, comma-separated: videomme short,medium,long; longvideobench 15,60,600,3600 "
+    "(duration groups, s); lvbench ER,EU,KIR,TG,Rea,Sum (question types)"
+)
+
+
+def _datasets() -> Iterable[str]:
+    from videoatlas.evals.datasets import DATASETS
+
+    return DATASETS
+
+
+def _add_dataset_options(p: Container, root_help: str, with_synthetic: bool = True) -> None:
+    """``--dataset NAME --root DIR``: a benchmark and where its official files are."""
+    names = Lazy(_datasets if with_synthetic else lambda: [d for d in _datasets() if d != "synthetic"])
+    p.add_argument("--dataset", required=True, choices=names, metavar="NAME", help="benchmark: %(choices)s")
+    p.add_argument("--root", required=True, metavar="DIR", help=root_help)
+
+
+def _add_subset_option(p: Container) -> None:
+    p.add_argument("--subset", default=None, metavar="NAMES", help=_SUBSET_HELP)
+
+
+def _add_plot_option(p: Container, help: str) -> None:
+    p.add_argument("--plot", default=None, metavar="PNG", help=help)
+
+
+def add_eval_parser(sub: Subparsers, agent_settings: bool = True) -> None:
+    """``videoatlas eval run|check|report|compare|make-long`` (``agent_settings``: with the agents' own options)."""
+    ev = sub.add_parser("eval", help="run benchmarks, report and compare results (see: videoatlas eval --help)")
+    evsub = ev.add_subparsers(dest="eval_command", required=True, metavar="EVAL_COMMAND", parser_class=Parser)
+
+    p = evsub.add_parser("run", help="answer a dataset's questions concurrently; re-run the command to resume")
+    _add_dataset_options(p, "the dataset's folder (synthetic: where videos go)")
+    add_out_option(p, "results folder (re-using it resumes)")
+    add_limit_option(p, "first N questions, spread over videos")
+    p.add_argument("--shard", default="0/1", metavar="i/n", help="run only shard i of n (e.g. a Slurm array task)")
+    p.add_argument("--concurrency", type=positive_int, default=4, help="questions running at once (default 4)")
+    p.add_argument("--durations", default=None, help="synthetic only: e.g. 1m,10m,1h (default 1m,10m,1h,3h,10h)")
+    add_seed_option(p, 1, "synthetic only: video seed (default 1)")
+    p.add_argument("--styles", default=None, help="synthetic only: comma-separated, e.g. broadcast (default: all)")
+    p.add_argument("--no-subtitles", action="store_true", help="run without the benchmark's subtitles")
+    _add_subset_option(p)
+    add_agent_options(p, agent_settings)
+    add_endpoint_options(p)
+    add_db_option(p, "database for checkpoints, traces and the result cache (VIDEOATLAS_DB)")
+    add_json_option(p, "print a JSON summary at the end")
+    add_quiet_option(p, "no progress bar or lines")
+    p.set_defaults(func=cmd_eval_run)
+
+    p = evsub.add_parser("check", help="pre-flight: count questions, list missing or unreadable videos and subtitles")
+    _add_dataset_options(p, "the dataset's folder")
+    _add_subset_option(p)
+    add_json_option(p)
+    p.set_defaults(func=cmd_eval_check)
+
+    p = evsub.add_parser("report", help="accuracy per category, costs, grounding; writes report.md and a plot")
+    p.add_argument("folder", metavar="DIR", help="an eval's results folder (eval run --out)")
+    _add_plot_option(p, "tokens-vs-duration plot (default DIR/tokens.png)")
+    add_json_option(p)
+    p.set_defaults(func=cmd_eval_report)
+
+    p = evsub.add_parser("compare", help="two evals side by side, with paired bootstrap CIs clustered by video")
+    p.add_argument("folder_a", metavar="DIR_A", help="the first eval's results folder")
+    p.add_argument("folder_b", metavar="DIR_B", help="the second eval's results folder (same questions)")
+    _add_plot_option(p, "also write a tokens-vs-duration plot of both")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    add_json_option(p)
+    p.set_defaults(func=cmd_eval_compare)
+
+    p = evsub.add_parser("make-long", help="long variants: each target among distractor videos of its benchmark")
+    _add_dataset_options(p, "the dataset's folder", with_synthetic=False)
+    add_out_option(p, "where manifests, subtitles and items.jsonl go")
+    p.add_argument("--hours", type=float, default=10.0, help="length of each variant (default 10)")
+    add_seed_option(p, 0, "seed choosing the distractor videos (default 0)")
+    add_limit_option(p, "first N questions, spread over videos")
+    add_json_option(p)
+    p.set_defaults(func=cmd_eval_make_long)
 
 
 def _durations(text: str | None) -> list[float] | None:

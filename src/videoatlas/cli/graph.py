@@ -8,9 +8,23 @@ import sys
 import tempfile
 from pathlib import Path
 
+from videoatlas.cli.options import Subparsers, add_agent_option, add_output_option
 from videoatlas.errors import BadInputError
 
 TEXT_SUFFIXES = (".mmd", ".mermaid")
+
+
+def add_graph_parser(sub: Subparsers) -> None:
+    """``videoatlas graph [--agent NAME] [-o FILE]``."""
+    p = sub.add_parser("graph", help="print an agent's LangGraph graph as Mermaid text (or write it with -o)")
+    add_agent_option(p, "%(choices)s (default video-rlm)", metavar="NAME")
+    add_output_option(
+        p,
+        "FILE",
+        "write to FILE instead: .mmd or .mermaid (Mermaid text), .png (needs pygraphviz)",
+        required=False,
+    )
+    p.set_defaults(func=cmd_graph)
 
 
 def _png_unavailable() -> str | None:

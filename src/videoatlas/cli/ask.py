@@ -1,0 +1,318 @@
+"""Answering a question: ``ask``, ``resume`` (an interrupted run, from its last checkpoint) and ``demo``.
+
+LangGraph, the agents and the model client are imported when a run starts, after the cheap checks
+(:func:`check_run_inputs`): a typo costs no stand-in start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from videoatlas import limits
+from videoatlas.cli.options import (
+    Subparsers,
+    add_agent_options,
+    add_base_url_option,
+    add_db_option,
+    add_endpoint_options,
+    add_json_option,
+    add_model_option,
+    add_out_option,
+    add_quiet_option,
+    add_run_argument,
+    add_standin_option,
+    add_subtitle_options,
+    add_video_argument,
+    subtitle_offset,
+)
+from videoatlas.cli.outputs import command_name, output_folder, undo_on_failure
+from videoatlas.cli.outputs import write_json as _json
+from videoatlas.cli.outputs import write_line as _out
+from videoatlas.cli.progress import Progress
+from videoatlas.cli.run_setup import endpoint_from, run_config_from, standin_endpoint
+from videoatlas.cli.run_view import RunProgress, print_result
+from videoatlas.cli.signals import Interrupted, run_stoppable
+from videoatlas.cli.video import open_atlas
+from videoatlas.environment.geometry import Interval
+from videoatlas.errors import BadInputError
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.paths import home_dir
+
+if TYPE_CHECKING:
+    from videoatlas.runtime.config import RunConfig
+
+
+def add_ask_parser(sub: Subparsers, agent_settings: bool) -> None:
+    """``videoatlas ask VIDEO -q ... [-c ...]`` (``agent_settings``: with each agent's own options)."""
+    p = sub.add_parser("ask", help="answer a question about a video with one of the agents (--agent)")
+    add_video_argument(p)
+    p.add_argument("-q", "--question", required=True, help=f"the question (at most {limits.QUESTION_MAX_CHARS} chars)")
+    p.add_argument(
+        "-c",
+        "--choice",
+        action="append",
+        default=[],
+        help="an answer choice (repeat for each: at least 2, all different); none: an open-ended question",
+    )
+    add_subtitle_options(p, "SRT, WebVTT or LongVideoBench JSON")
+    add_agent_options(p, agent_settings)
+    add_endpoint_options(p)
+    add_db_option(p, "database URL for checkpoints and traces (env VIDEOATLAS_DB)")
+    p.add_argument("--no-persist", action="store_true", help="keep checkpoints in memory, write no traces")
+    shown = p.add_mutually_exclusive_group()
+    add_json_option(shown)
+    shown.add_argument(
+        "--stream-json",
+        action="store_true",
+        help="print each event of the run (node progress) as a JSON line on stdout as it happens, "
+        'then the result as a last line with "event": "result"',
+    )
+    add_quiet_option(p)
+    p.set_defaults(func=cmd_ask)
+
+
+def add_resume_parser(sub: Subparsers) -> None:
+    """``videoatlas resume RUN``."""
+    p = sub.add_parser("resume", help="continue an interrupted run from its last checkpoint")
+    add_run_argument(p)
+    add_db_option(p)
+    add_base_url_option(p, "endpoint to use instead of the stored one")
+    add_model_option(p, "model to use instead of the stored one")
+    add_standin_option(
+        p, "answer with the STAND-IN VLM started in-process (the default for a run started with ask --standin)"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="take the run over even from a live process (which then stops); default: only from a stale one",
+    )
+    add_json_option(p)
+    add_quiet_option(p)
+    p.set_defaults(func=cmd_resume)
+
+
+def add_demo_parser(sub: Subparsers) -> None:
+    """``videoatlas demo``."""
+    p = sub.add_parser("demo", help="synthesise a video, start the stand-in VLM, answer a question about it")
+    add_out_option(p, "where to write (default: the data directory)", required=False)
+    p.add_argument(
+        "--question",
+        type=int,
+        default=0,
+        metavar="0-6",
+        help="index of the demo video's question to ask, 0 to 6 (default 0)",
+    )
+    add_json_option(p)
+    p.set_defaults(func=cmd_demo)
+
+
+def check_run_inputs(args: argparse.Namespace, config: RunConfig) -> None:
+    """What takes milliseconds to check, checked before anything heavy is imported or any server starts.
+
+    The video and subtitle files exist, the prompt set is the agent's, the endpoint URL has a form a
+    server could have: a typo costs no stand-in start-up and no import of LangGraph.
+    """
+    from videoatlas.agents.registry import check_prompts
+    from videoatlas.environment.files import check_file, check_subtitle_file
+
+    check_file(args.video)
+    if args.subtitles:
+        check_subtitle_file(args.subtitles)
+    check_prompts(config.agent, config.prompts)
+    if not args.standin:
+        EndpointSettings.from_env(None, base_url=args.base_url)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """``videoatlas ask VIDEO -q ... [-c ...]``."""
+    limits.check_question(args.question, args.choice)
+    config = run_config_from(args)
+    offset = subtitle_offset(args.subtitle_offset)
+    check_run_inputs(args, config)
+    progress = RunProgress(args.quiet or args.json or args.stream_json, args.db, stream=args.stream_json)
+    with endpoint_from(args, config) as endpoint:
+        from videoatlas.runs import run_question
+
+        try:
+            result = run_stoppable(
+                run_question(
+                    args.video,
+                    args.question,
+                    args.choice,
+                    config,
+                    endpoint,
+                    subtitles=args.subtitles,
+                    subtitle_offset=offset,
+                    on_progress=progress,
+                    db_url=args.db,
+                    persist=not args.no_persist,
+                )
+            )
+        except Interrupted as exc:
+            if args.no_persist:
+                raise
+            raise progress.stopped(exc) from None
+    if args.stream_json:
+        sys.stdout.write(json.dumps({"event": "result", **result.as_dict()}) + "\n")
+    elif args.json:
+        _json(result.as_dict())
+    else:
+        print_result(result)
+    return 0
+
+
+def activate_hint() -> str | None:
+    """How to put ``videoatlas`` on PATH when it is not (``source .venv/bin/activate``), or None."""
+    if command_name() == "videoatlas":
+        return None
+    activate = Path(sys.executable).parent / "activate"
+    if not activate.is_file():
+        return None
+    try:
+        shown = activate.relative_to(Path.cwd())
+    except ValueError:
+        shown = activate
+    return f"source {shown}"
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Synthesise (once) a 10-minute video, start the stand-in VLM in-process, and answer a question."""
+    import shlex
+
+    from videoatlas.environment.render import ScratchTile
+    from videoatlas.runs import run_question
+    from videoatlas.runtime.config import RunConfig
+    from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+    from videoatlas.synth import SynthSpec, load_current, synthesize
+    from videoatlas.synth.chapters import plan_timeline
+
+    out = output_folder(args.out) if args.out else home_dir() / "demo"
+    spec = SynthSpec(duration=600, seed=7)
+    planned = len(plan_timeline(spec).questions)  # cheap: no pixels, so a bad --question costs nothing
+    if not 0 <= args.question < planned:
+        raise BadInputError(f"--question must be between 0 and {planned - 1}")
+    truth = load_current(out)
+    if truth is not None and (truth["spec"].get("seed") != spec.seed or truth["duration"] != spec.duration):
+        truth = None
+    if truth is None:
+        sys.stderr.write(f"synthesising a 10-minute demo video into {out} ...\n")
+        with undo_on_failure(out), Progress("synth", quiet=args.json) as progress:
+            truth = synthesize(spec, out, progress=progress)
+    question = truth["questions"][args.question]
+    video = out / "video.mp4"
+    sys.stderr.write(
+        "starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process; "
+        "point --base-url at a vLLM server to use a real model\n"
+    )
+    with RunningServer(StandinServer(StandinConfig())) as server:
+        endpoint = EndpointSettings.from_env({}, base_url=server.base_url, model="", standin=True)
+        result = run_stoppable(
+            run_question(
+                video,
+                question["question"],
+                question["choices"],
+                RunConfig(),
+                endpoint,
+                on_progress=RunProgress(args.json),
+            )
+        )
+    atlas = open_atlas(str(video), 8, 320, None, cache=True)
+    try:
+        zones = [Interval(a, b) for a, b in result.state.get("dead_zones", [])]
+        root = atlas.grid((), zones)
+        pages = atlas.scratchpad([ScratchTile(i, e.time, e.subtitle) for i, e in enumerate(result.evidence)])
+    finally:
+        atlas.source.close()
+    files = {"root_grid": str(root.image.save(out / "root_grid_explored.jpg"))}
+    for n, page in enumerate(pages):
+        files[f"scratchpad_{n + 1}"] = str(page.save(out / f"scratchpad_{n + 1}.jpg"))
+    correct = result.answer_index == question["answer_index"]
+    if args.json:
+        _json(
+            {
+                **result.as_dict(),
+                "video": str(video),
+                "truth": question["answer"],
+                "correct": correct,
+                **files,
+            }
+        )
+        return 0
+    _out(f"video:    {video} (10 minutes, synthetic; ground truth in {out / 'video.json'})")
+    _out(f"question: {question['question']}")
+    for i, choice in enumerate(question["choices"]):
+        _out(f"          {chr(ord('A') + i)}. {choice}")
+    print_result(result)
+    _out(f"ground truth: {question['answer']} ({'correct' if correct else 'wrong'})")
+    _out("inspect:")
+    _out(f"  root grid with explored regions blacked out: {files['root_grid']}")
+    for key, path in files.items():
+        if key.startswith("scratchpad"):
+            _out(f"  evidence scratchpad: {path}")
+    exe, quoted_video, quoted_out = command_name(), shlex.quote(str(video)), shlex.quote(str(out))
+    if result.evidence:
+        cell = result.evidence[0].cell or ""
+        parent = f" --cell {cell.rsplit('/', 1)[0]}" if "/" in cell else ""
+        _out(f"  the grid a worker saw: {exe} grid {quoted_video}{parent} -o grid.jpg")
+    _out(f"  the same run as JSON:  {exe} demo --json --out {quoted_out}")
+    hint = activate_hint()
+    if hint is not None:
+        _out(f"  (or run `{hint}` first, and type `videoatlas` instead)")
+    return 0
+
+
+def _stored_endpoint(run_id: str, db: str | None) -> dict[str, Any] | None:
+    """The endpoint a run recorded (None: no such run; ``resume`` itself then says so)."""
+    from videoatlas.persistence.db import resolve_db_url
+    from videoatlas.persistence.store import TraceStore
+
+    store = TraceStore.shared(resolve_db_url(db))
+    try:
+        row = store.run(run_id)
+        return dict(row.endpoint) if row is not None else None
+    finally:
+        store.release()
+
+
+@contextlib.contextmanager
+def resume_endpoint(args: argparse.Namespace) -> Iterator[EndpointSettings | None]:
+    """The endpoint to resume with: the flags', a new in-process stand-in, or None (the stored one).
+
+    A run answered by the in-process stand-in (``ask --standin``) stored that, not the stand-in's
+    port, which died with it: the stand-in is started again (``--standin`` forces it for any run).
+    """
+    if args.standin and args.base_url:
+        raise BadInputError("--standin and --base-url name two endpoints: give one")
+    stored = {} if args.base_url or args.standin else _stored_endpoint(args.run, args.db) or {}
+    if args.standin or stored.get("standin"):
+        pixels = stored.get("max_image_pixels")
+        with standin_endpoint(pixels if isinstance(pixels, int) else None, None, model=args.model or "") as endpoint:
+            yield endpoint
+        return
+    if args.base_url or args.model:
+        yield EndpointSettings.from_env(None, base_url=args.base_url, model=args.model)
+        return
+    yield None
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``videoatlas resume RUN``."""
+    from videoatlas.runs import resume_run
+
+    progress = RunProgress(args.quiet or args.json, args.db)
+    with resume_endpoint(args) as endpoint:
+        try:
+            result = run_stoppable(resume_run(args.run, args.db, progress, endpoint=endpoint, force=args.force))
+        except Interrupted as exc:
+            raise progress.stopped(exc) from None
+    if args.json:
+        _json(result.as_dict())
+    else:
+        print_result(result)
+    return 0

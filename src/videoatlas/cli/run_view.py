@@ -1,0 +1,121 @@
+"""A run as people follow it: a progress line per event, the way back when it is interrupted, the result.
+
+Shared by ``ask``, ``resume`` and ``demo``. Lines are escaped: they carry the question and model text.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from videoatlas.cli.outputs import command_name
+from videoatlas.cli.outputs import write_line as _out
+from videoatlas.cli.signals import Interrupted
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.textsafe import escape
+
+if TYPE_CHECKING:
+    from videoatlas.runs import RunResult
+
+
+def describe_event(event: dict[str, Any]) -> str | None:
+    """One progress line for a streamed event (None: not worth a line)."""
+    kind = event.get("event")
+    if kind == "run_started":
+        return f"run id: {event['run_id']}" + (" (resumed)" if event.get("resumed") else "")
+    if kind == "search_task_done":
+        return f"search task: {event['search_task']}"
+    if kind == "traversal":
+        return f"traversal: {event['traversal']} ({event['reason']})"
+    if kind == "assign":
+        return f"round {event['round']}: workers on {', '.join(event['targets'])}"
+    if kind == "worker_step":
+        mark = "" if event.get("valid", True) else " [invalid]"
+        return f"  {event['worker']} step {event['step'] + 1}: {event['note']}{mark}"
+    if kind == "worker_done":
+        return f"  {event['worker']} done ({event['stop']}): {event['evidence']} evidence in {event['steps']} step(s)"
+    if kind == "worker_error":
+        return f"  {event['worker']} stopped: {event['error']}"
+    if kind == "round_done":
+        return (
+            f"round {event['round']} done: {event['evidence']} evidence items, {event['covered']:.0%} of the video "
+            f"searched ({event['explored']:.0%} without findings), {event['tokens']:,} tokens so far"
+        )
+    if kind == "uncertainty_done":
+        verdict = "sufficient" if event["sufficient"] else "not sufficient"
+        return f"uncertainty: {verdict}; {event['hints']} place(s) suggested; {event['erased']} item(s) erased"
+    if kind == "decide":
+        return "final decision..."
+    return None
+
+
+class RunProgress:
+    """Progress lines on stderr (escaped: they carry model text); remembers the run's id for an interruption.
+
+    ``db``: the ``--db`` the command was given, repeated in the resume command it prints.
+    """
+
+    def __init__(self, quiet: bool, db: str | None = None, stream: bool = False) -> None:
+        self.quiet = quiet
+        self.db = db
+        self.stream = stream
+        """Also print every event as a JSON line on stdout (``ask --stream-json``)."""
+        self.run_id: str | None = None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        """Show ``event`` (when it is worth a line)."""
+        if event.get("event") == "run_started":
+            self.run_id = str(event["run_id"])
+        if self.stream:
+            sys.stdout.write(json.dumps(event, default=str) + "\n")
+            sys.stdout.flush()
+        line = describe_event(event)
+        if line and not self.quiet:
+            sys.stderr.write(escape(line) + "\n")
+            sys.stderr.flush()
+
+    def stopped(self, exc: Interrupted) -> Interrupted:
+        """``exc`` with the way back: the run is interrupted and resumable."""
+        if self.run_id is not None:
+            import shlex
+
+            where = f" --db {shlex.quote(self.db)}" if self.db else ""
+            command = f"{command_name()} resume {self.run_id}{where}"
+            exc.hint = f"run {self.run_id} is interrupted; resume it with: {command}"
+        return exc
+
+
+def print_result(result: RunResult) -> None:
+    """The answer, the evidence with timestamps, and the cost, for people."""
+    from videoatlas.environment.render import evidence_label
+
+    unsupported = "" if result.grounded or not result.answer else " (answered without evidence: no evidence cited)"
+    if result.answer_index is not None:
+        _out(f"answer: {chr(ord('A') + result.answer_index)}. {result.answer}{unsupported}")
+    else:
+        _out(f"answer: {result.answer or '(none)'}{unsupported}")
+    if result.reasoning:
+        _out(f"reasoning: {result.reasoning}")
+    _out(f"evidence ({len(result.evidence)}):")
+    for i, e in enumerate(result.evidence):
+        cited = " *" if e.id in result.cited else ""
+        where = f"cell {e.cell}" if e.cell else f"{format_ts(e.start)}-{format_ts(e.end)}"
+        _out(
+            f"  [{evidence_label(i)}] {format_ts(e.time, 1)} ({where}, conf {e.confidence:.2f}){cited}: {e.description}"
+        )
+    c = result.cost
+    _out(
+        f"cost: {c.calls} calls, {c.tokens:,} tokens ({c.prompt_tokens:,} prompt, {c.cached_tokens:,} cached = "
+        f"{result.cache_hit_rate:.0%}; master {c.master_tokens:,}, workers {c.worker_tokens:,}), "
+        f"{c.frames_viewed:,} distinct frames viewed ({c.frames_sent:,} sent), "
+        f"{result.rounds} round(s), {result.wall_s:.1f} s"
+    )
+    repairs = result.state.get("repairs", [])
+    fallbacks = [r for r in repairs if r.kind == "fallback"]
+    if repairs:
+        _out(
+            f"repairs: {len(repairs)} reply(ies) used in part or not at all ({len(fallbacks)} fallback(s)); "
+            f"see `{command_name()} trace {result.run_id}`"
+        )
+    _out(f"stopped: {result.stop_reason}; run id {result.run_id}")

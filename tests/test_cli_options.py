@@ -1,0 +1,89 @@
+"""Each command-line option is declared once (``cli/options.py`` holds the shared ones), and still taken."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+from pathlib import Path
+
+import pytest
+
+from videoatlas.cli.main import build_parser, subcommand_parsers
+
+CLI = Path(__file__).resolve().parents[1] / "src" / "videoatlas" / "cli"
+
+ONE_NAME_TWO_OPTIONS = {
+    "--question": "ask: the question's text (-q); demo: which of the demo video's questions",
+    "--no-subtitles": "synth: write no .srt file; eval run: ignore the benchmark's subtitles",
+    "--max-model-len": "standin: the context length it enforces; serve: vLLM's, which may be auto",
+}
+"""Flags that name different options in different commands: each is declared once per meaning."""
+
+DB_COMMANDS = {
+    "ask": ["ask", "video.mp4", "-q", "why?"],
+    "runs": ["runs"],
+    "trace": ["trace", "RUN"],
+    "resume": ["resume", "RUN"],
+    "report": ["report", "RUN", "-o", "run.html"],
+    "ui": ["ui"],
+    "eval run": ["eval", "run", "--dataset", "synthetic", "--root", "videos", "--out", "results"],
+}
+"""Every command that reads or writes the run store, with the least command line it takes."""
+
+
+def _flag_declarations() -> dict[str, list[str]]:
+    """Each flag literal passed to ``add_argument`` anywhere in ``cli/``, and where (file:line)."""
+    found: dict[str, list[str]] = collections.defaultdict(list)
+    for path in sorted(CLI.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+                for arg in node.args:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("-"):
+                        found[arg.value].append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_each_option_is_declared_in_one_place() -> None:
+    declared = _flag_declarations()
+    assert {"--db", "--json", "--k", "--cell-px", "--base-url", "--standin", "--agent"} <= set(declared)
+    twice = {flag: where for flag, where in declared.items() if len(where) > 1 and flag not in ONE_NAME_TWO_OPTIONS}
+    assert not twice, f"declare these once, in cli/options.py: {twice}"
+    for flag in ONE_NAME_TWO_OPTIONS:
+        assert len(declared[flag]) == 2, (flag, declared[flag])
+
+
+def test_the_shared_options_are_declared_by_the_options_module() -> None:
+    declared = _flag_declarations()
+    for flag in ("--db", "--json", "--quiet", "--k", "--cell-px", "--subtitles", "--agent", "--model", "--port"):
+        [where] = declared[flag]
+        assert where.startswith("options.py:"), (flag, where)
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser(agent_settings=False)
+    return {command.prog.removeprefix("videoatlas "): command for command in subcommand_parsers(parser)}
+
+
+def test_the_commands_that_use_the_run_store_and_no_others_take_db() -> None:
+    with_db = {name for name, p in _commands().items() if any("--db" in a.option_strings for a in p._actions)}
+    assert with_db == set(DB_COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(DB_COMMANDS))
+def test_db_is_accepted_and_defaults_to_none(command: str) -> None:
+    words = DB_COMMANDS[command]
+    parser = build_parser(agent_settings=False)
+    assert parser.parse_args(words).db is None  # None: the persistence layer picks (VIDEOATLAS_DB, then the default)
+    assert parser.parse_args([*words, "--db", "sqlite:///runs.db"]).db == "sqlite:///runs.db"
+
+
+def test_a_shared_option_takes_the_same_values_in_every_command() -> None:
+    for flag in ("--db", "--json", "--quiet", "--k", "--cell-px", "--subtitle-offset"):
+        kinds = {
+            (type(a).__name__, a.type, a.default, a.dest)
+            for p in _commands().values()
+            for a in p._actions
+            if flag in a.option_strings
+        }
+        assert len(kinds) == 1, (flag, kinds)
