@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+import videoatlas.cli
 from videoatlas.cli.main import build_parser, subcommand_parsers
 
-CLI = Path(__file__).resolve().parents[1] / "src" / "videoatlas" / "cli"
+CLI = Path(videoatlas.cli.__file__).parent
 
 ONE_NAME_TWO_OPTIONS = {
     "--question": "ask: the question's text (-q); demo: which of the demo video's questions",
