@@ -1,0 +1,173 @@
+"""An evaluation's output folder: ``eval.json`` (what was run) and the result lines, one per question.
+
+Each row is keyed by :func:`result_key`, says which agent, code, prompts and model produced it
+(the stamp), and carries its question's truth, so a report places a failed run (an ``error`` row)
+where its answer would be. Rows are appended and synced one by one (:class:`Appender`): a kill
+loses at most the line being written, which :func:`read_rows` then ignores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from videoatlas.errors import BadInputError
+from videoatlas.evals.items import EvalItem
+from videoatlas.evals.spec import EvalSpec
+from videoatlas.runs import RunResult
+
+log = structlog.get_logger(__name__)
+
+RESULT_SCHEMA = 2
+"""2: rows carry ``agent_code``, and a failed run's row carries the item's truth and categories."""
+
+
+def result_key(
+    item: EvalItem, agent: str, prompt_sha: str, model: str, knobs: dict[str, Any], *, agent_code: str
+) -> str:
+    """The cache key of one question's result: change any input and the question runs again.
+
+    ``agent_code`` is :meth:`~videoatlas.agents.registry.Agent.code_version` and ``model`` the id the
+    endpoint reports, so changed agent code or a changed model (a new stand-in version) re-runs.
+    """
+    material = {
+        "item": {k: v for k, v in item.as_dict().items() if k not in ("categories", "groups")},
+        "agent": agent,
+        "agent_code": agent_code,
+        "prompt_sha": prompt_sha,
+        "model": model,
+        "knobs": knobs,
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The result lines of one file; a torn last line (a kill mid-write) is ignored with a warning."""
+    if not path.is_file():
+        return []
+    rows = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if n == len(lines):
+                log.warning("ignoring an incomplete last result line", file=str(path), line=n)
+                continue
+            raise BadInputError(f"{path}:{n}: not a result line (invalid JSON)") from None
+    return rows
+
+
+def _item_fields(item: EvalItem, key: str, stamp: dict[str, str], status: str) -> dict[str, Any]:
+    """What every row says about its question, so reports place a failed run where its answer would be."""
+    return {
+        "schema": RESULT_SCHEMA,
+        "status": status,
+        "key": key,
+        **stamp,
+        "item": item.id,
+        "dataset": item.dataset,
+        "video_id": item.video_id,
+        "categories": item.categories,
+        "groups": item.groups,
+        "truth_index": item.answer_index,
+        "truth_ranges": item.evidence,
+    }
+
+
+def result_row(
+    item: EvalItem, key: str, stamp: dict[str, str], result: RunResult, duration: float, source: str
+) -> dict[str, Any]:
+    """The row of a question whose run finished (``source``: ``run``, ``resumed`` or ``db-cache``)."""
+    cited = [e for e in result.evidence if e.id in result.cited]
+    cost = result.cost
+    scored = bool(item.choices) and item.answer_index is not None
+    return {
+        **_item_fields(item, key, stamp, "ok"),
+        "duration": duration,
+        "answer": result.answer,
+        "answer_index": result.answer_index,
+        "correct": scored and result.answer_index == item.answer_index,
+        "parse_failed": bool(item.choices) and result.answer_index is None,
+        "grounded": result.grounded,
+        "fallbacks": cost.fallbacks,
+        "frames_sent": cost.frames_sent,
+        "frames_viewed": cost.frames_viewed,
+        "calls": cost.calls,
+        "failed_calls": cost.failed_calls,
+        "tokens": cost.tokens,
+        "prompt_tokens": cost.prompt_tokens,
+        "cached_tokens": cost.cached_tokens,
+        "master_tokens": cost.master_tokens,
+        "worker_tokens": cost.worker_tokens,
+        "wall_s": round(result.wall_s, 3),
+        "rounds": result.rounds,
+        "evidence": len(result.evidence),
+        "evidence_times": [round(e.time, 3) for e in result.evidence],
+        "cited_times": [round(e.time, 3) for e in cited],
+        "cited_ranges": [[round(e.start, 3), round(e.end, 3)] for e in cited],
+        "stop_reason": result.stop_reason,
+        "run_id": result.run_id,
+        "source": source,
+        "finished_at": datetime.now(UTC).isoformat(),
+    }
+
+
+def error_row(item: EvalItem, key: str, stamp: dict[str, str], run_id: str, exc: Exception) -> dict[str, Any]:
+    """The row of a question whose run failed: scored as a wrong answer, never reused."""
+    return {
+        **_item_fields(item, key, stamp, "error"),
+        "duration": item.duration,
+        "answer_index": None,
+        "correct": False,
+        "parse_failed": False,
+        "error": f"{type(exc).__name__}: {exc}"[:1000],
+        "run_id": run_id,
+        "finished_at": datetime.now(UTC).isoformat(),
+    }
+
+
+class Appender:
+    """Appends result lines to one file, each flushed and synced before the next question counts."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fh = path.open("a", encoding="utf-8")
+
+    def write(self, row: dict[str, Any]) -> None:
+        """Append ``row`` as one line, on disk before this returns."""
+        self.fh.write(json.dumps(row) + "\n")
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        self.fh.close()
+
+
+def write_meta(path: Path, meta: dict[str, Any]) -> None:
+    """Write ``eval.json`` whole or not at all (a partial file, then a rename)."""
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def check_folder(out: Path, spec: EvalSpec) -> None:
+    """Refuse a folder that already holds an eval of another dataset (or an unreadable ``eval.json``)."""
+    for meta_file in out.glob("eval*.json"):
+        try:
+            other = json.loads(meta_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise BadInputError(f"{meta_file} is not valid JSON; move it away or give a new --out") from None
+        if other.get("dataset") != spec.dataset:
+            raise BadInputError(
+                f"{out} already holds an eval of {other.get('dataset')!r}; give a new --out for {spec.dataset!r}"
+            )

@@ -1,0 +1,223 @@
+"""Which step a careful searcher takes given what it sees, and which cells that step applies to.
+
+:class:`Actions` chooses among the actions a request offers by what each means (record new
+evidence, look closer, look right before or after, open or flag a cue, go back, stop), or, with no
+picture to look at, from what the request's text reports; it also ranks the grid's cells.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from typing import Any
+
+from videoatlas.standin.answers import Answers
+from videoatlas.standin.language import clock_times, intent_of, stated_limit
+from videoatlas.standin.perception import Tile
+from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S
+
+COVERED_S = 2.5
+"""Seconds between reports below which a stretch counts as seen (text-only planning then looks elsewhere)."""
+_UNREAD = re.compile(r"too small|blurr|illegible|unreadable|can(?:no|')t (?:be )?read", re.IGNORECASE)
+"""What a report says of text it saw but could not make out."""
+
+
+class Actions(Answers):
+    """Chooses the next step and its cells from what a :class:`.answers.Answers` judges."""
+
+    def new_evidence(self) -> list[Tile]:
+        """Evidence not yet written down in the request, one tile per appearance, with a cell to file it under."""
+        fresh: list[Tile] = []
+        filed_cells: set[int | None] = set()
+        for tile in self.evidence_tiles():
+            filed = tile if tile.cell is not None else self._cell_of(tile)
+            if filed is None or filed.cell in filed_cells:
+                continue
+            if self._noted_close_up(tile) if tile.cell is None else self.req.already_noted(tile):
+                continue
+            if tile.cell is not None and self.req.run_of(tile, self._same_as(tile))[0] is not tile:
+                continue  # one appearance spans consecutive frames: file it once, at its first
+            filed_cells.add(filed.cell)
+            fresh.append(tile)
+        return fresh
+
+    def _noted_close_up(self, tile: Tile) -> bool:
+        return tile.time is not None and self.req.noted(tile, tile.time, tile.time)
+
+    def ranked_cells(self) -> list[int]:
+        """Unmasked grid cells, most relevant first (reading order within a rank)."""
+        tiles = [t for t in self.req.grid_tiles() if not t.masked and t.cell is not None]
+        ranked = sorted(tiles, key=lambda t: -self.req.relevance(t))
+        out: list[int] = []
+        for t in ranked:
+            if t.cell is not None and t.cell not in out:
+                out.append(t.cell)
+        return out
+
+    def cell_ids(self, lo: int, hi: int, items: dict[str, Any], suggest: bool = False) -> list[int]:
+        """Between ``lo`` and ``hi`` distinct ids: the relevant cells first, or only cue cells for suggestions."""
+        ranked = self.ranked_cells()
+        if suggest:
+            useful = [t.cell for t in self.req.grid_tiles() if self.req.is_anchor(t) and not self.req.is_evidence(t)]
+        else:
+            useful = [c for c in ranked if any(t.cell == c and self.req.relevance(t) > 0 for t in self.req.tiles)]
+        if self.focus is None and self.intent in ("open", "zoom", "around", "flag", "record", "stop", "back"):
+            useful = [t.cell for t in self.targets()]  # an action's own cells (none to stop or go back)
+        count = max(lo, min(hi, len(useful)))
+        pool = [c for c in useful if c is not None] + [c for c in ranked if c not in useful]
+        mx = items.get("maximum")
+        mn = int(items.get("minimum", 0))
+        listed = items.get("enum")
+        fits = (lambda c: c in listed) if listed else (lambda c: (mx is None or c <= mx) and c >= mn)
+        valid = [c for c in pool if fits(c)][:count]
+        free = iter(listed) if listed else itertools.count(mn)
+        for extra in free:  # nothing seen to justify more: the first free ids
+            if len(valid) >= lo or (mx is not None and extra > mx):
+                break
+            if extra not in valid:
+                valid.append(extra)
+        return valid[:hi]
+
+    def choose_action(self, allowed: list[str]) -> str:
+        """The action a careful searcher takes given what it sees, among ``allowed`` (by what each means)."""
+        by_intent: dict[str, str] = {}
+        for value in allowed:
+            intent = intent_of(value, self._described(value))
+            if intent is not None and intent not in by_intent:
+                by_intent[intent] = value
+
+        def pick(*intents: str) -> str | None:
+            return next((by_intent[i] for i in intents if i in by_intent), None)
+
+        if not self.req.sights:
+            return self._plan_from_text(pick, allowed)
+        if self.new_evidence() and (record := pick("record")):
+            return record
+        if self._zoom_target() is not None and (zoom := pick("zoom")):
+            return zoom
+        if self._around_target() is not None and (around := pick("around")):
+            return around
+        cues = [t for t in self.req.grid_tiles() if self.req.is_anchor(t) and not self.req.is_evidence(t)]
+        if cues and not self.evidence_tiles():
+            if flag := pick("flag"):
+                return flag
+            if opened := pick("open"):
+                return opened
+        nothing = not any(self.req.relevance(t) >= 2 for t in self.req.tiles)
+        if nothing and (back := pick("back")):
+            return back
+        return pick("stop") or pick("back") or allowed[-1]
+
+    def _plan_from_text(self, pick: Any, allowed: list[str]) -> str:
+        """With no picture to look at, choose from what the text reports, as a careful searcher would.
+
+        Stop when the reports settle the question; before anything was reported, take a broad look.
+        Then, in order: a moment where a choice was reported (to confirm it: open the stretch around
+        it when the reports there are sparse, else look closely); the least-reported part of the
+        stretch where the question's subject was reported (first where text there could not be
+        read: a closer look); the least-reported stretch of all. A
+        stretch is opened a piece at a time (at most twice what a close look covers); one reported
+        every :data:`COVERED_S` seconds has been seen.
+        """
+        if self.sufficient() and (stop := pick("stop")):
+            return str(stop)
+        noted = sorted({t for line in self.req.written_lines() for t in clock_times(line)})
+        if len(noted) < 3 and (broad := pick("look")):  # next to nothing reported yet
+            return str(broad)
+        zoom, wider = pick("zoom"), pick("open")
+        close = (stated_limit(self._described(zoom), "most") if zoom else None) or 10.0
+
+        def around(t: float) -> tuple[float, float]:
+            before = max((x for x in noted if x < t - SAME_SPAN_S), default=t - close / 2)
+            after = min((x for x in noted if x > t + SAME_SPAN_S), default=t + close / 2)
+            return before, after
+
+        timed = [s for s in self.req.written_sightings() if s.start is not None]
+        for seen in sorted((s for s in timed if s.choices), key=lambda s: (-s.strength, s.start or 0.0)):
+            t = float(seen.start or 0.0)
+            a, b = around(t)
+            if sum(1 for x in noted if t - close / 2 <= x <= t + close / 2) >= close:
+                continue  # reported second by second around it already: nothing closer to see
+            if b - a > close and wider:
+                self.span = (max(a, t - close), min(b, t + close))
+                return str(wider)
+            if zoom:
+                self.span = (max(0.0, t - close / 2), t + close / 2)
+                return str(zoom)
+        for seen in timed:  # the subject reported with text that could not be read: look closer there
+            t = float(seen.start or 0.0)
+            near = sum(1 for x in noted if t - close / 2 <= x <= t + close / 2)
+            if seen.context and _UNREAD.search(seen.line) and zoom and near < close:
+                self.span = (max(0.0, t - close / 2), t + close / 2)
+                return str(zoom)
+        subject = sorted(float(s.start or 0.0) for s in timed if s.context and not s.choices)
+        stretches = []
+        if subject:
+            first, last = around(subject[0])[0], around(subject[-1])[1]
+            stretches.append([first, *(x for x in noted if first < x < last), last])
+        stretches.append(noted)
+        for marks in stretches:
+            gaps = sorted(itertools.pairwise(marks), key=lambda pair: pair[0] - pair[1])
+            for a, b in gaps:
+                if b - a > COVERED_S and wider:
+                    self.span = (a, min(b, a + 2 * close))
+                    return str(wider)
+        return str(pick("stop") or allowed[-1])
+
+    def _described(self, value: str) -> str:
+        """The description the request's text gives of an enum value (``VALUE: what it does``), if any."""
+        match = re.search(rf"^\s*[-*]?\s*{re.escape(value)}\s*[:=-]\s*(.+)$", self.req.text, re.MULTILINE)
+        return match.group(1) if match else ""
+
+    def targets(self) -> list[Tile]:
+        """The cells the chosen action applies to."""
+        if self.intent == "record":
+            return [self._cell_of(t) or t if t.cell is None else t for t in self.new_evidence()]
+        if self.intent == "zoom":
+            target = self._zoom_target()
+            return [target] if target is not None else []
+        if self.intent == "around":
+            target = self._around_target()
+            return [target] if target is not None else []
+        if self.intent in ("open", "flag"):
+            return [t for t in self.req.grid_tiles() if self.req.is_anchor(t) and not self.req.is_evidence(t)]
+        return []
+
+    def _zoom_target(self) -> Tile | None:
+        """A cell that shows the context and more marks too small to read than its image's cells usually do.
+
+        Small print that every cell carries (a tag, a ticker) is part of the picture's frame; a
+        cell with more of it than its neighbours holds something they do not.
+        """
+        if self.req.close_ups() or self.evidence_tiles():
+            return None
+        cells = [t for t in self.req.grid_tiles() if not t.masked]
+        if not cells:
+            return None
+        usual = statistics.median(t.unreadable for t in cells)
+        cued = [t for t in cells if t.unreadable > usual and self.req.context_in(t)]
+        return max(cued, key=lambda t: t.unreadable) if cued else None
+
+    def _around_target(self) -> Tile | None:
+        """For "right after (before) X": X at the edge of the view with nothing after (before) it here."""
+        if self.req.direction is None or self.evidence_tiles():
+            return None
+        cues = [t for t in self.req.grid_tiles() if self.req.context_in(t) and not t.masked]
+        if not cues:
+            return None
+        cells = self.req.cells_of(cues[0])
+        edge = (
+            max(cues, key=lambda t: t.time or 0.0)
+            if self.req.direction == "after"
+            else min(cues, key=lambda t: t.time or 0.0)
+        )
+        at = cells.index(edge) if edge in cells else -1
+        rest = cells[at + 1 :] if self.req.direction == "after" else cells[:at]
+        if any(self.req.choices_in(t) for t in rest):
+            return None  # the next choice is in view; it is just too far away to be "right" next to X
+        start, end = self.req.span_of(cells[-1] if self.req.direction == "after" else cells[0])
+        bound = end if self.req.direction == "after" else start
+        if bound is None or edge.time is None or abs(bound - edge.time) >= IMMEDIATE_S:
+            return None  # the view goes on well past X and nothing follows it: nothing is right after X here
+        return edge

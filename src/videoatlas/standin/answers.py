@@ -1,0 +1,245 @@
+"""What the evidence in a request says: which tiles answer, how often the thing appeared, the best-supported choice.
+
+The judgement every filled field draws on (:class:`Answers`): the tiles that hold the answer, the
+sightings that bear on the question (seen or written down in the request), separate appearances
+and their count, the best-supported choice and whether what was seen settles the question, the
+labels to cite, and sentences saying what was seen. :mod:`.actions` builds on it to choose a step,
+:mod:`.filler` to fill a reply schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from videoatlas.standin.language import searched_share
+from videoatlas.standin.perception import Tile
+from videoatlas.standin.policy import COUNT_COVERAGE_PCT, SAME_SPAN_S, Request, Sighting
+
+
+class Answers:
+    """Judges a :class:`Request`'s evidence, with the tile, choice and action a filler has in hand."""
+
+    def __init__(self, request: Request, seed: int = 0) -> None:
+        self.req = request
+        self.seed = seed
+        self.focus: Tile | None = None
+        self.per_choice: int | None = None
+        self.intent: str | None = None
+        self.span: tuple[float, float] | None = None
+        """The stretch of video the chosen action looks at, when it was chosen from what the text reports."""
+        self._evidence: list[Tile] | None = None
+
+    def evidence_tiles(self) -> list[Tile]:
+        """Tiles that hold what would answer the question (close-ups first: they are read best)."""
+        if self._evidence is None:
+            shown = [t for t in self.req.tiles if self.req.is_evidence(t)]
+            self._evidence = sorted(shown, key=lambda t: t.cell is not None)
+        return self._evidence
+
+    def _same_as(self, tile: Tile) -> Any:
+        """A test for "this cell shows the same thing": the same choices, or for counting the counted thing."""
+        if self.req.counting or not self.req.choices:
+            return self.req.counted_in
+        shown = set(self.req.choices_in(tile))
+        return lambda other: bool(shown & set(self.req.choices_in(other))) and self.req.is_evidence(other)
+
+    def _cell_of(self, tile: Tile) -> Tile | None:
+        return self.req.cell_at(tile.time) if tile.time is not None else None
+
+    def sightings(self) -> list[Sighting]:
+        """Everything seen or written down that bears on the question."""
+        seen = [self.req.sighting(t) for t in self.req.tiles if not t.masked]
+        seen = [s for s in seen if s.choices or s.context]
+        for s in seen:
+            if s.tile is not None and self.req.direction is not None and s.choices:
+                s.gap = self.req.next_to_anchor(s.tile)
+        written = self.req.written_sightings()
+        if self.req.direction is not None:
+            for s in written:
+                if s.choices and s.context and re.search(self.req.direction, s.line, re.IGNORECASE):
+                    s.gap = _written_gap(s.line)
+        return seen + written
+
+    def appearances(self) -> list[tuple[float, float]]:
+        """Separate appearances of the counted thing: spans of sightings merged where they touch."""
+        spans: list[tuple[float, float]] = []
+        for s in self.sightings():
+            if not s.context or s.start is None or s.end is None:
+                continue
+            if s.tile is not None and s.tile.cell is None and s.tile.evidence is None and s.tile.time is None:
+                continue  # a picture without time: counted line by line in count()
+            if s.tile is not None and s.tile.cell is not None:
+                run = self.req.run_of(s.tile, self.req.counted_in)
+                start, end = self.req.span_of(run[0])[0], self.req.span_of(run[-1])[1]
+                spans.append((start or 0.0, end if end is not None else start or 0.0))
+            else:
+                spans.append((s.start, s.end))
+        merged: list[tuple[float, float]] = []
+        for start, end in sorted(spans):
+            if merged and start <= merged[-1][1] + SAME_SPAN_S:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        return merged
+
+    def count(self) -> int | None:
+        """How many separate appearances were seen (None when nothing was).
+
+        Over time (grids, timed notes) an appearance is a run of frames; in a single picture without
+        tiles, every separate line that shows the thing is one.
+        """
+        n = len(self.appearances())
+        for tile in self.req.tiles:
+            if tile.cell is None and tile.evidence is None and tile.time is None and not tile.masked:
+                n += sum(1 for piece in self.req.line_tiles(tile) if self.req.context_in(piece))
+        return n or None
+
+    def answer_index(self) -> int | None:
+        """The best-supported choice, or None when nothing seen supports any."""
+        choices = self.req.choices
+        if not choices:
+            return None
+        if self.req.counting:
+            n = self.count()
+            numeric = [(i, int(c)) for i, c in enumerate(choices) if c.strip().isdigit()]
+            if n is None or not numeric:
+                return None
+            exact = [i for i, v in numeric if v == n]
+            return exact[0] if exact else min(numeric, key=lambda p: (abs(p[1] - n), p[1]))[0]
+        seen = [s for s in self.sightings() if s.choices]
+        if self.req.direction is not None:
+            near = [s for s in seen if s.gap is not None]
+            if near:
+                best = min(near, key=lambda s: s.gap if s.gap is not None else 0.0)
+                return best.choices[0]
+        if self.req.ordering is not None:
+            timed = [(s.start, i) for s in seen if s.start is not None for i in s.choices]
+            if not timed:
+                return None
+            first = min(timed) if self.req.ordering == "first" else max(timed)
+            return first[1]
+        strongest = max((s.strength for s in seen), default=0)
+        if strongest == 0:
+            return None
+        support: dict[int, int] = {}
+        for s in seen:
+            if s.strength == strongest:
+                for i in s.choices:
+                    support[i] = support.get(i, 0) + 1
+        return max(support, key=lambda i: (support[i], -i)) if support else None
+
+    def sufficient(self) -> bool:
+        """Whether what was seen settles the question."""
+        if not self.req.choices:
+            noted = any(s.context and s.start is not None for s in self.req.written_sightings())
+            return bool(self.evidence_tiles()) or noted
+        idx = self.answer_index()
+        if idx is None:
+            return False
+        if self.req.counting:
+            share = searched_share(self.req.text)
+            return share is not None and share >= COUNT_COVERAGE_PCT
+        seen = [s for s in self.sightings() if s.choices]
+        if self.req.ordering is not None:
+            return all(any(i in s.choices and s.start is not None for s in seen) for i in range(len(self.req.choices)))
+        if self.req.direction is not None:
+            return any(s.gap is not None and idx in s.choices for s in seen)
+        return any(idx in s.choices and (s.strength == 2 or not self.req.names) for s in seen)
+
+    def cited_labels(self) -> list[str]:
+        """Labels of tagged tiles that show the chosen answer (or anything relevant, for open questions)."""
+        idx = self.answer_index()
+        out = []
+        for tile in self.req.tiles:
+            if tile.evidence is None or tile.masked:
+                continue
+            shown = self.req.choices_in(tile)
+            context = self.req.context_in(tile)
+            relevant = (context or shown) if idx is None else (idx in shown or (self.req.counting and context))
+            if relevant:
+                out.append(tile.evidence)
+        if self.per_choice is not None:
+            return [t.evidence for t in self.req.tiles if t.evidence and self.per_choice in self.req.choices_in(t)]
+        for seen in self.req.written_sightings():  # notes labelled in the text, "[C] ..."
+            label = re.match(r"\s*\[([A-Z]{1,3})\]", seen.line)
+            wanted = idx in seen.choices if idx is not None else bool(seen.context or seen.choices)
+            if label and (wanted or (self.req.counting and seen.context)):
+                out.append(label.group(1))
+        return out
+
+    def describe(self, tile: Tile) -> str:
+        """One sentence on what a tile shows, with the stretch of video it stands for."""
+        where = f"cell {tile.cell}" if tile.cell is not None else f"item {tile.evidence}" if tile.evidence else "image"
+        start, end = self.req.span_of(tile)
+        if tile.cell is None and tile.evidence is None and tile.time is not None:
+            filed = self._cell_of(tile)
+            if filed is not None:
+                where = f"zoomed frame of cell {filed.cell}"
+        when = ""
+        if start is not None:
+            if tile.cell is not None and self.req.is_evidence(tile):
+                run = self.req.run_of(tile, self._same_as(tile))
+                first = self.req.span_of(run[0])[0]
+                start, end = (start if first is None else first), self.req.span_of(run[-1])[1]
+            when = f" at {start:.1f} s" if end is None or end <= start else f" ({start:.1f}-{end:.1f} s)"
+        shown = tile.text or "nothing legible"
+        sentence = f"{where}{when} shows: {shown}"
+        if self.req.direction is not None:
+            found = self.req.anchor_for(tile)
+            if found is not None:
+                gap, anchor = found
+                sentence += f"; {gap:.1f} s {self.req.direction} {' '.join(self.req.context_in(anchor))}"
+        if tile.unreadable:
+            sentence += "; some text there is too small or blurred to read"
+        return sentence
+
+    def overview(self) -> str:
+        """A sentence on what the images show that matters to the question, and what could not be read."""
+        if not self.req.sights:
+            noted = [s.line.strip() for s in self.req.written_sightings() if s.choices or s.context]
+            return "no image was given" + (f"; the text says: {noted[0]}" if noted else ", so nothing could be seen")
+        ev = self.evidence_tiles()
+        if ev:
+            text = "; ".join(self.describe(t) for t in ev[:4])
+        else:
+            cues = [t for t in self.req.tiles if self.req.is_anchor(t)]
+            text = (
+                "related: " + "; ".join(self.describe(t) for t in cues[:3])
+                if cues
+                else "nothing related to the question is visible here"
+            )
+        unread = sum(t.unreadable for t in self.req.tiles if not t.masked)
+        if unread:
+            text += f"; {unread} line(s) of text are too small or blurred to read at this size"
+        return text
+
+    def open_answer(self) -> str:
+        """A free-text answer from the evidence, for questions without choices."""
+        ev = self.evidence_tiles()
+        if not ev:
+            read = [t.text for t in self.req.tiles if t.text and not t.masked]
+            return ("I can read: " + "; ".join(read[:4])) if read else "I could not find the answer in what I saw."
+        return "Seen: " + "; ".join(self.describe(t) for t in ev[:3])
+
+    def _guess(self, n: int) -> int:
+        """A deterministic pick when nothing supports any choice (the stand-in's own; the agent never guesses)."""
+        digest = hashlib.sha256(f"{self.seed}:{self.req.question}".encode()).digest()
+        return digest[0] % max(1, n)
+
+    def _described_tiles(self) -> list[Tile]:
+        """Tiles to report one by one: the evidence, else every tile with text (an unlabelled image line by line)."""
+        shown = self.evidence_tiles() or [t for t in self.req.tiles if t.text and not t.masked]
+        out: list[Tile] = []
+        for tile in shown:
+            if tile.cell is None and tile.evidence is None and len(tile.lines) > 1:
+                out.extend(self.req.line_tiles(tile))
+            else:
+                out.append(tile)
+        return out
+
+
+def _written_gap(line: str) -> float | None:
+    match = re.search(r"(\d+(?:\.\d+)?)\s*s\s+(?:after|before)\b", line)
+    return float(match.group(1)) if match else None

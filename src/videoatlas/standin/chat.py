@@ -1,0 +1,280 @@
+"""``POST /v1/chat/completions``: vLLM's chat route, answered from what the stand-in reads in the images.
+
+A request is read (texts, images as data URLs, ``response_format``), held to vLLM's contract
+(:mod:`.contract`), given any fault the server was told to inject (:mod:`.faults`), perceived
+(:mod:`.perception`), understood (:mod:`.policy`) and answered (:mod:`.filler`); the reply fits the
+schema's grammar, carries reasoning the way the server is configured to give it (:mod:`.thinking`),
+and its usage counts prompt tokens, cached tokens and reasoning tokens as vLLM does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from videoatlas.standin import contract, faults
+from videoatlas.standin.context import ServerContext
+from videoatlas.standin.filler import respond
+from videoatlas.standin.perception import EncodedImage, ReadCancelled, Sight, decode_data_url
+from videoatlas.standin.policy import Request
+from videoatlas.standin.thinking import reasoning_text
+from videoatlas.standin.tokens import prompt_tokens, text_pieces
+
+log = structlog.get_logger(__name__)
+
+
+def routes(standin: ServerContext) -> list[web.RouteDef]:
+    """The chat route, bound to ``standin``."""
+    return [web.post("/v1/chat/completions", functools.partial(chat, standin))]
+
+
+async def chat(standin: ServerContext, request: web.Request) -> web.StreamResponse:
+    """``POST /v1/chat/completions``."""
+    standin.stats.chat_requests += 1
+    standin.stats.in_flight += 1
+    standin.stats.in_flight_max = max(standin.stats.in_flight_max, standin.stats.in_flight)
+    try:
+        return await _chat(standin, request)
+    finally:
+        standin.stats.in_flight -= 1
+
+
+def _record_request(path: Path, body: object) -> None:
+    """Append one request body as one JSON line (``make conformance`` checks each with vLLM's own code)."""
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
+    # The OpenAI error body, field for field.
+    body = {"error": dict(message=message, type=kind, param=param, code=status)}
+    return web.json_response(body, status=status)
+
+
+async def _chat(standin: ServerContext, request: web.Request) -> web.StreamResponse:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        standin.stats.errors["bad_json"] += 1
+        return _error(400, "request body is not valid JSON", "BadRequestError")
+    if standin.config.record is not None:
+        _record_request(standin.config.record, body)
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        standin.stats.errors["bad_request"] += 1
+        return _error(400, "'messages' must be a list", "BadRequestError", "messages")
+    model = body.get("model")
+    if model != standin.config.model:
+        standin.stats.errors["model_not_found"] += 1
+        return _error(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+    try:
+        texts, images, parts = _read_messages(body["messages"])
+    except ValueError as exc:
+        standin.stats.errors["bad_request"] += 1
+        return _error(400, str(exc), "BadRequestError", "messages")
+    for img in images:
+        if img.width * img.height > standin.config.max_image_pixels:
+            standin.stats.errors["image_too_large"] += 1
+            return _error(400, "image exceeds max_pixels", "BadRequestError", "messages")
+    schema = _schema_of(body.get("response_format"))
+    tokens = prompt_tokens(parts, standin.config.patch)
+    checked = _check_contract(standin, body, len(images), len(tokens), schema)
+    if isinstance(checked, contract.Refusal):
+        return _error(checked.status, checked.message, checked.kind, checked.param)
+    grammar, budget = checked
+
+    fault = standin.draw_fault()
+    if fault == "http500":
+        return _error(500, "internal error (injected by the stand-in)", "InternalServerError")
+    if fault == "http429":
+        return _error(429, "rate limited (injected by the stand-in)", "RateLimitError")
+    if fault == "hang":
+        await asyncio.sleep(standin.config.hang_s)
+        return _error(504, "hung (injected by the stand-in)", "TimeoutError")
+    if fault == "drop":
+        if request.transport is not None:
+            request.transport.abort()  # the client sees the connection reset, no response
+        return web.Response(status=499)
+
+    loop = asyncio.get_running_loop()
+    see = functools.partial(standin.reader.see, cancelled=standin.stopping)
+    try:
+        sights: list[Sight] = [await loop.run_in_executor(None, see, img) for img in images]
+    except ReadCancelled:
+        return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
+    understood = Request.understand(texts, sights, schema)
+    value = respond(schema, understood, standin.config.seed)
+    content = value if isinstance(value, str) and schema is None else json.dumps(value)
+    if grammar is not None and fault is None:
+        fits, why = grammar.accepts(content)
+        if not fits:
+            # A constrained decoder cannot produce this: a defect of the stand-in's filler, shown, never sent.
+            standin.stats.errors["reply_outside_grammar"] += 1
+            log.error("standin_reply_outside_grammar", error=why, reply=content[:200])
+            return _error(500, f"the stand-in's reply does not fit the schema's grammar: {why}", "InternalServerError")
+    content = faults.corrupt(content, fault, value)
+    switch = _enable_thinking(body)
+    standin.stats.enable_thinking[json.dumps(switch)] += 1
+    thinks = standin.config.reasoning != "off" and switch is not False
+    reply = _reply(content, reasoning_text(understood, value) if thinks else "", standin.config.reasoning, budget)
+
+    cached = standin.cache.lookup_and_insert(tokens)
+    completion = reply.completion_tokens
+    delay = standin.config.latency_s + standin.config.per_token_s * completion
+    if delay > 0:
+        await asyncio.sleep(delay)
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
+    standin.stats.completed += 1
+    standin.stats.completions_by_request[digest] += 1
+    standin.stats.prompt_tokens += len(tokens)
+    standin.stats.cached_tokens += cached
+    standin.stats.completion_tokens += completion
+    standin.stats.reasoning_tokens += reply.reasoning_tokens
+    standin.stats.images += len(images)
+    usage: dict[str, Any] = {
+        "prompt_tokens": len(tokens),
+        "completion_tokens": completion,
+        "total_tokens": len(tokens) + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
+    if standin.config.reasoning == "field":  # a server with a reasoning parser counts them, zero included
+        usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+    return web.json_response(
+        {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": standin.config.model,
+            "choices": [{"index": 0, "message": reply.message, "finish_reason": reply.finish_reason}],
+            "usage": usage,
+        }
+    )
+
+
+def _check_contract(
+    standin: ServerContext, body: dict[str, Any], n_images: int, n_tokens: int, schema: dict[str, Any] | None
+) -> contract.Refusal | tuple[contract.Grammar | None, int]:
+    """The checks vLLM makes before generating: token limit, images per prompt, context length, reply schema.
+
+    Returns the grammar replies must fit (None without a schema) and the output-token budget.
+    """
+    limit = contract.token_limit(body)
+    refusal = limit if isinstance(limit, contract.Refusal) else None
+    refusal = refusal or contract.image_limit(n_images, standin.config.max_images)
+    refusal = refusal or contract.context_limit(n_tokens, standin.config.max_model_len)
+    grammar: contract.Grammar | None = None
+    if refusal is None and schema is not None:
+        checked = contract.structured_outputs(schema, standin.config.structured_outputs_backend)
+        if isinstance(checked, contract.Refusal):
+            refusal = checked
+        else:
+            grammar = checked.grammar
+    if refusal is not None:
+        standin.stats.errors[f"refused_{refusal.param or 'request'}"] += 1
+        log.info("standin_refused", status=refusal.status, message=refusal.message)
+        return refusal
+    requested = limit if isinstance(limit, int) else None
+    return grammar, contract.output_budget(n_tokens, requested, standin.config.max_model_len)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """The assistant message of a completion, what it cost and why it ended."""
+
+    message: dict[str, Any]
+    completion_tokens: int
+    reasoning_tokens: int
+    finish_reason: str
+
+
+def _enable_thinking(body: dict[str, Any]) -> bool | None:
+    """The request's ``chat_template_kwargs.enable_thinking`` (None when it sends none)."""
+    kwargs = body.get("chat_template_kwargs")
+    value = kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def _reply(content: str, reasoning: str, mode: str, limit: int) -> _Reply:
+    """The message carrying ``content`` and, when there is any, ``reasoning`` the way ``mode`` says.
+
+    Reasoning is generated first and spends the same budget as the answer: a reply that would pass
+    ``limit`` is cut there, and one cut while still reasoning has no answer (``finish_reason`` length).
+    """
+    if not reasoning:
+        pieces = text_pieces(content)
+        if len(pieces) > limit:  # the token limit is reached mid-answer, as on any server
+            return _Reply({"role": "assistant", "content": "".join(pieces[:limit])}, limit, 0, "length")
+        return _Reply({"role": "assistant", "content": content}, len(pieces), 0, "stop")
+    thought, answer = text_pieces(reasoning), text_pieces(content)
+    tags = 2 if mode == "tags" else 0  # <think> and </think>, one special token each
+    finish = "stop"
+    if len(thought) + tags + len(answer) > limit:
+        finish = "length"
+        if len(thought) + tags >= limit:  # the budget ran out while thinking: no close, no answer
+            tags //= 2
+            thought = thought[: max(0, limit - tags)]
+            reasoning, content, answer = "".join(thought).strip(), "", []
+        else:
+            answer = answer[: limit - len(thought) - tags]
+            content = "".join(answer).strip()
+    completion = len(thought) + tags + len(answer)
+    if mode == "tags":
+        closed = finish == "stop" or bool(answer)
+        text = f"<think>\n{reasoning}\n</think>\n\n{content}" if closed else f"<think>\n{reasoning}"
+        return _Reply({"role": "assistant", "content": text}, completion, len(thought), finish)
+    message = {"role": "assistant", "content": content or None, "reasoning": reasoning}
+    return _Reply(message, completion, len(thought), finish)
+
+
+def _schema_of(response_format: Any) -> dict[str, Any] | None:
+    if not isinstance(response_format, dict):
+        return None
+    if response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return schema if isinstance(schema, dict) else None
+    if response_format.get("type") == "json_object":
+        return {"type": "object"}
+    return None
+
+
+def _read_messages(messages: list[Any]) -> tuple[list[str], list[EncodedImage], list[tuple[str, Any]]]:
+    """Texts, images (not yet decoded), and the ordered token parts of a chat request."""
+    texts: list[str] = []
+    images: list[EncodedImage] = []
+    parts: list[tuple[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            raise ValueError("every message must be an object")
+        role = str(message.get("role", "user"))
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+            parts.append((role, content))
+            continue
+        if not isinstance(content, list):
+            raise ValueError("message content must be a string or a list of parts")
+        for part in content:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                texts.append(str(part.get("text", "")))
+                parts.append((role, str(part.get("text", ""))))
+            elif kind == "image_url":
+                url = (part.get("image_url") or {}).get("url", "")
+                try:
+                    img = decode_data_url(url)
+                except (ValueError, OSError) as exc:
+                    raise ValueError(f"cannot read image: {exc}") from None
+                images.append(img)
+                parts.append((role, (img.sha256, img.width, img.height)))
+            else:
+                raise ValueError(f"unsupported content part type {kind!r}")
+    return texts, images, parts

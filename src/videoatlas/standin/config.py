@@ -1,0 +1,62 @@
+"""How one stand-in server behaves: its model id, speed, limits, reply style and injected faults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from videoatlas.standin import contract
+from videoatlas.standin.faults import FAULTS
+from videoatlas.standin.thinking import MODES as REASONING_MODES
+from videoatlas.standin.version import STANDIN_MODEL
+
+
+@dataclass(slots=True)
+class StandinConfig:
+    """How the stand-in behaves."""
+
+    model: str = STANDIN_MODEL
+    seed: int = 0
+    latency_s: float = 0.0
+    """Fixed delay per completion."""
+    per_token_s: float = 0.0
+    """Extra delay per completion token."""
+    patch: int = 28
+    """Pixels per visual token side: 28 (Qwen2.5-VL) or 32 (Qwen3-VL)."""
+    cache_blocks: int = 32768
+    """Prefix-cache capacity in 16-token blocks."""
+    min_text_px: int = 9
+    """Text lines shorter than this are not read (a model cannot read them at this size either)."""
+    faults: dict[str, float] = field(default_factory=dict)
+    """Fault name -> probability per chat request."""
+    hang_s: float = 600.0
+    fault_budget: int | None = None
+    """Stop injecting after this many faults (None: no limit); makes "fail, then recover" exact."""
+    max_images: int = 16
+    """Images per prompt (vLLM ``--limit-mm-per-prompt``); more are refused with vLLM's error."""
+    max_image_pixels: int = 12_845_056
+    max_model_len: int = 65_536
+    """Context length in tokens (vLLM ``--max-model-len``); a longer prompt is refused with vLLM's error."""
+    structured_outputs_backend: contract.Backend = "auto"
+    """Which vLLM structured-output backend's rules reply schemas are held to: auto, xgrammar or guidance."""
+    record: Path | None = None
+    """Append every chat request body to this file, one JSON line each, before any validation."""
+
+    reasoning: str = "off"
+    """Reply like a reasoning model: ``off``, ``field`` (the reasoning in the message's ``reasoning`` field and
+    counted in ``usage.completion_tokens_details``, as vLLM 0.33 with a reasoning parser) or ``tags`` (in
+    ``<think>`` tags before the answer, as vLLM without one). A request with ``chat_template_kwargs.enable_thinking``
+    false gets no reasoning, as from Qwen3."""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.faults) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
+        if self.reasoning not in REASONING_MODES:
+            raise ValueError(f"reasoning must be one of {', '.join(REASONING_MODES)}")
+        if self.patch not in (14, 16, 28, 32):
+            raise ValueError("patch must be 14, 16, 28 or 32")
+        if self.structured_outputs_backend not in contract.BACKENDS:
+            raise ValueError(f"structured-outputs backend must be one of {', '.join(contract.BACKENDS)}")
+        if self.max_model_len < 1 or self.max_images < 0:
+            raise ValueError("max_model_len must be positive and max_images not negative")

@@ -1,0 +1,49 @@
+"""The stand-in's request counters (``GET /stats``): what tests and benchmarks measure the client by."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class StandinStats:
+    """Request counters, exposed at ``GET /stats``."""
+
+    requests: int = 0
+    chat_requests: int = 0
+    completed: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    enable_thinking: Counter[str] = field(default_factory=Counter)
+    """Chat requests by the ``enable_thinking`` they sent (``true``, ``false``, ``null`` when none)."""
+    images: int = 0
+    completions_by_request: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0
+    in_flight_max: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for ``GET /stats``."""
+        repeated = sum(n - 1 for n in self.completions_by_request.values() if n > 1)
+        return {
+            "requests": self.requests,
+            "chat_requests": self.chat_requests,
+            "completed": self.completed,
+            "errors": dict(self.errors),
+            "faults": dict(self.faults),
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "enable_thinking": dict(self.enable_thinking),
+            "images": self.images,
+            "in_flight_max": self.in_flight_max,
+            "distinct_requests_completed": len(self.completions_by_request),
+            "repeated_completions": repeated,
+            "cache_hit_rate": round(self.cached_tokens / self.prompt_tokens, 4) if self.prompt_tokens else 0.0,
+        }
