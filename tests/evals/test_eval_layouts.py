@@ -21,7 +21,7 @@ from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import load_dataset, load_items, parse_subset
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.runs import _prepare
+from videoatlas.runs import prepare
 from videoatlas.runtime.context import RunConfig
 
 pytestmark = pytest.mark.unit
@@ -335,7 +335,7 @@ async def test_a_run_ends_an_open_longvideobench_cue_at_the_clip_end(counter_vid
     subs = tmp_path / "v_en.json"
     subs.write_text(json.dumps([{"timestamp": [1.0, None], "text": "open cue"}]))
     endpoint = EndpointSettings(base_url="http://127.0.0.1:9/v1", model="scripted")
-    prepared = await _prepare(
+    prepared = await prepare(
         counter_video, RunConfig.of(agent="uniform"), endpoint, str(subs), 0.0, ScriptedChat(script=default_reply), None
     )
     try:

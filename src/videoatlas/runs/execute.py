@@ -1,0 +1,255 @@
+"""The parts of a run: its context, its lease, the graph streamed to its end, and settling its row.
+
+:mod:`videoatlas.runs` puts them together as :func:`~videoatlas.runs.run_question` (a new run) and
+:func:`~videoatlas.runs.resume_run` (the same run from its last checkpoint).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+from langchain_core.language_models.chat_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+
+from videoatlas.agents.registry import all_agents, get_agent, settings_of
+from videoatlas.environment.atlas import VideoAtlas
+from videoatlas.environment.cache import RenderCache
+from videoatlas.environment.concat import open_source
+from videoatlas.environment.frames import FrameSource
+from videoatlas.environment.subtitles import load_subtitles
+from videoatlas.errors import NothingToResumeError, RunOwnedError
+from videoatlas.llm.chat_model import OpenAICompatibleChat
+from videoatlas.llm.client import VLMClient
+from videoatlas.llm.records import CallRecord
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.paths import render_cache_dir
+from videoatlas.persistence.checkpoint import open_checkpointer
+from videoatlas.persistence.lease import Heartbeat, LeaseTiming
+from videoatlas.persistence.store import TraceStore
+from videoatlas.runs.result import RunResult, finished_values, result_from_state
+from videoatlas.runtime.context import AgentContext, RunConfig
+from videoatlas.runtime.stopping import stop_signal
+from videoatlas.runtime.tracing import RunTracer
+
+log = structlog.get_logger(__name__)
+
+Progress = Callable[[dict[str, Any]], None]
+"""Receives each progress event an agent's nodes emit (``stream_mode="custom"``)."""
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A run's context and what it holds open: the video source, and the chat model when the run made it."""
+
+    context: AgentContext
+    source: FrameSource
+    model: BaseChatModel
+    owns_model: bool
+    records: list[CallRecord]
+
+    async def aclose(self) -> None:
+        """Close the video source, and the chat model if this run opened it."""
+        self.source.close()
+        if self.owns_model and isinstance(self.model, OpenAICompatibleChat):
+            await self.model.aclose()
+
+
+@dataclass(slots=True)
+class Owned:
+    """A run this process holds the lease of (see :mod:`videoatlas.persistence.lease`)."""
+
+    store: TraceStore
+    run_id: str
+    owner: str
+    heartbeat: Heartbeat
+    settled: bool = False
+
+
+async def claim(store: TraceStore, run_id: str, timing: LeaseTiming, force: bool = False) -> Owned:
+    """Take the run's lease (a live owner's only with ``force``) and start renewing it."""
+    owner = await asyncio.to_thread(store.claim_run, run_id, timing, force=force)
+    return Owned(store, run_id, owner, Heartbeat(store.engine, run_id, owner, timing))
+
+
+async def settle(owned: Owned, **values: Any) -> None:
+    """Write the run's final row (if any) and give the lease back, unless another process took the run."""
+    if owned.settled:
+        return
+    owned.settled = True
+    owned.heartbeat.stop()
+    if not await asyncio.to_thread(owned.store.settle_run, owned.run_id, owned.owner, **values):
+        log.warning("run_taken_over", run_id=owned.run_id, detail="another process holds the run; nothing written")
+
+
+def _stopped_by(exc: BaseException) -> str:
+    """The error recorded for a run that was stopped: ``interrupted by SIGTERM``."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted by SIGINT"
+    name = stop_signal() or (exc.args[0] if exc.args and exc.args[0] else None)
+    return "interrupted" + (f" by {name}" if name else "")
+
+
+async def prepare(
+    video: str | Path,
+    config: RunConfig,
+    endpoint: EndpointSettings,
+    subtitles: str | Path | None,
+    subtitle_offset: float,
+    chat_model: BaseChatModel | None,
+    tracer: RunTracer | None,
+) -> Prepared:
+    """The run's context: prompts, video, subtitles, the model client (its model checked) and the tracer."""
+    prompts = get_agent(config.agent).load_prompts(config.prompts)
+    source = open_source(video)
+    try:
+        # The clip's length ends a LongVideoBench cue whose end is not a number.
+        subs = load_subtitles(subtitles, subtitle_offset, source.info.duration) if subtitles else None
+    except BaseException:
+        source.close()
+        raise
+    records: list[CallRecord] = []
+
+    def on_record(record: CallRecord) -> None:
+        records.append(record)
+        if tracer is not None:
+            tracer.store.model_call(tracer.run_id, record)
+
+    try:
+        atlas = VideoAtlas(
+            source, k=config.k, cell_px=config.cell_px, cache=RenderCache(render_cache_dir()), subtitles=subs
+        )
+        model = chat_model if chat_model is not None else OpenAICompatibleChat(settings=endpoint)
+        vlm = VLMClient(model, endpoint, on_record=on_record, reask=prompts["reask"])
+        await vlm.check_model()
+    except BaseException:
+        source.close()
+        raise
+    context = AgentContext(
+        atlas=atlas,
+        vlm=vlm,
+        prompts=prompts,
+        config=config,
+        subtitles=subs,
+        tracer=tracer,
+        settings=settings_of(config),
+    )
+    return Prepared(context, source, model, chat_model is None, records)
+
+
+async def execute(
+    prepared: Prepared,
+    checkpointer: BaseCheckpointSaver[Any],
+    thread: str,
+    inputs: dict[str, Any] | None,
+    on_progress: Progress | None,
+) -> tuple[dict[str, Any], float]:
+    """Stream the graph to its end (``inputs`` None: from the last checkpoint): its final state, and wall time."""
+    graph = get_agent(prepared.context.config.agent).build(checkpointer)
+    run_config: dict[str, Any] = {
+        "configurable": {"thread_id": thread},
+        "recursion_limit": 500,
+    }
+    if inputs is None:
+        saved = await graph.aget_state(run_config)
+        if not saved.values:
+            raise NothingToResumeError(
+                f"run {thread} has no checkpoint to resume from (it stopped before its first step)"
+            )
+        if not saved.next:  # stopped after its last step but before its row said so: the answer stands
+            return dict(saved.values), 0.0
+    began = time.perf_counter()
+    final: dict[str, Any] = {}
+    # durability="sync": each finished task's writes are saved before the next step starts, so a
+    # SIGKILL loses at most the tasks that were in flight.
+    async for namespace, mode, chunk in graph.astream(
+        inputs,
+        run_config,
+        context=prepared.context,
+        stream_mode=["custom", "values"],
+        subgraphs=True,
+        durability="sync",
+    ):
+        if mode == "custom" and on_progress is not None:
+            on_progress(chunk)
+        elif mode == "values" and not namespace:  # the Master's state, not a worker's
+            final = chunk
+    if not final:  # nothing streamed (a resume with no step left): read the saved state
+        final = dict((await graph.aget_state(run_config)).values)
+    return final, time.perf_counter() - began
+
+
+async def run_traced(
+    owned: Owned | None,
+    thread: str,
+    prepared: Prepared,
+    checkpointer: BaseCheckpointSaver[Any],
+    inputs: dict[str, Any] | None,
+    question: str,
+    choices: list[str],
+    on_progress: Progress | None,
+) -> RunResult:
+    """Run the graph under the run's lease: a lost lease stops it, and its row is settled however it ends."""
+    # The graph runs as its own task, so a lost lease can stop it without cancelling our caller.
+    task = asyncio.ensure_future(execute(prepared, checkpointer, thread, inputs, on_progress))
+    if owned is not None:
+        loop = asyncio.get_running_loop()
+
+        def stop_the_run() -> None:  # called from the heartbeat's thread
+            with contextlib.suppress(RuntimeError):  # the loop already closed: the run is over anyway
+                loop.call_soon_threadsafe(task.cancel)
+
+        owned.heartbeat.watch(stop_the_run)
+    try:
+        final, wall = await task
+    except BaseException as exc:
+        if owned is not None:
+            current = asyncio.current_task()
+            if owned.heartbeat.lost and current is not None and not current.cancelling():
+                owned.settled = True  # the lease is another process's now: write nothing
+                raise RunOwnedError(f"run {thread} was taken over by another process; this one stopped") from None
+            stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+            error = _stopped_by(exc) if stopped else f"{type(exc).__name__}: {exc}"
+            await settle(owned, status="interrupted" if stopped else "failed", error=error[:2000])
+        raise
+    finally:
+        if owned is not None:
+            owned.heartbeat.stop()
+        await prepared.aclose()
+    result = result_from_state(thread, question, choices, final, wall, prepared.records)
+    if owned is not None:
+        await settle(owned, **finished_values(result))
+    return result
+
+
+def endpoint_record(settings: EndpointSettings) -> dict[str, Any]:
+    """What is stored about the endpoint: never the API key; for the in-process stand-in, that it was one."""
+    record: dict[str, Any] = {
+        "base_url": settings.base_url,
+        "model": settings.model,
+        "timeout_s": settings.timeout_s,
+        "strict_schema": settings.strict_schema,
+    }
+    if settings.standin:
+        record.update(standin=True, max_image_pixels=settings.max_image_pixels)
+    return record
+
+
+@contextlib.asynccontextmanager
+async def saver_for(url: str | None) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """The checkpointer for ``url`` (None: in memory, for a run that is not kept)."""
+    if url is None:
+        yield InMemorySaver()
+        return
+    # One saver per database serves every run in the process, whatever the agent: its serializer must
+    # know every agent's state records, so every agent is loaded before it is made.
+    all_agents()
+    async with open_checkpointer(url) as saver:
+        yield saver

@@ -1,0 +1,116 @@
+"""What a run produced (:class:`RunResult`), built from an agent's final state, and the row that records it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from videoatlas.environment.render import evidence_label
+from videoatlas.llm.records import CallRecord
+from videoatlas.state.models import Cost, Evidence
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What a question's run produced, and what it cost."""
+
+    run_id: str
+    question: str
+    choices: list[str]
+    answer: str
+    answer_index: int | None
+    reasoning: str
+    evidence: list[Evidence]
+    cited: list[str]
+    cost: Cost
+    rounds: int
+    stop_reason: str
+    search_task: str
+    traversal: str
+    wall_s: float
+    records: list[CallRecord] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def grounded(self) -> bool:
+        """Whether the answer rests on evidence the final decision cited (False: a pick without evidence)."""
+        return bool(self.answer) and bool(self.cited)
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """Share of prompt tokens the server reported as cached."""
+        return self.cost.cached_tokens / self.cost.prompt_tokens if self.cost.prompt_tokens else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return {
+            "run_id": self.run_id,
+            "question": self.question,
+            "choices": self.choices,
+            "answer": self.answer,
+            "answer_index": self.answer_index,
+            "reasoning": self.reasoning,
+            "evidence": [
+                {
+                    "label": evidence_label(i),
+                    "time": e.time,
+                    "interval": [e.start, e.end],
+                    "cell": e.cell,
+                    "depth": e.depth,
+                    "description": e.description,
+                    "confidence": e.confidence,
+                    "subtitle": e.subtitle,
+                    "cited": e.id in self.cited,
+                }
+                for i, e in enumerate(self.evidence)
+            ],
+            "cost": {
+                **self.cost.summary(),
+                "cache_hit_rate": round(self.cache_hit_rate, 4),
+            },
+            "grounded": self.grounded,
+            "repairs": [r.model_dump() for r in self.state.get("repairs", [])],
+            "rounds": self.rounds,
+            "stop_reason": self.stop_reason,
+            "search_task": self.search_task,
+            "traversal": self.traversal,
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+def result_from_state(
+    thread: str, question: str, choices: list[str], final: dict[str, Any], wall: float, records: list[CallRecord]
+) -> RunResult:
+    """The result of run ``thread`` from the agent's final state (the fields every agent's state shares)."""
+    return RunResult(
+        run_id=thread,
+        question=question,
+        choices=list(choices),
+        answer=final.get("answer", ""),
+        answer_index=final.get("answer_index"),
+        reasoning=final.get("reasoning", ""),
+        evidence=list(final.get("evidence", [])),
+        cited=list(final.get("cited", [])),
+        cost=final.get("cost") or Cost(),
+        rounds=int(final.get("round", 0)),
+        stop_reason=final.get("stop_reason", ""),
+        search_task=final.get("search_task", ""),
+        traversal=final.get("traversal", ""),
+        wall_s=wall,
+        records=records,
+        state=final,
+    )
+
+
+def finished_values(result: RunResult) -> dict[str, Any]:
+    """The run row's values once ``result`` is in: finished, with its answer and cost."""
+    return {
+        "status": "finished",
+        "finished_at": datetime.now(UTC),
+        "answer": result.answer,
+        "answer_index": result.answer_index,
+        "reasoning": result.reasoning,
+        "cost": {**result.cost.summary(), "wall_s": round(result.wall_s, 3)},
+        "stop_reason": result.stop_reason,
+    }
