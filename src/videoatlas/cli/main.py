@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from videoatlas import __version__, limits
+from videoatlas.agents.registry import DEFAULT_AGENT
 from videoatlas.cli import commands, eval_commands, graph_command
 from videoatlas.cli.signals import Interrupted, raise_on_sigterm
 from videoatlas.errors import VideoAtlasError
@@ -115,8 +116,8 @@ def port(text: str) -> int:
 def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) -> None:
     """The agent to run, the knobs every agent shares, and each agent's own settings (one group per agent).
 
-    An agent's options are generated from its settings model: ``--bfs-cells`` sets Video-RLM's
-    ``bfs_cells``, ``--frames`` the uniform baseline's ``frames``; the help is the field's description.
+    An agent's options are generated from its settings model: a field ``some_field`` is set by
+    ``--some-field``, and the help is the field's description (one flag serves agents that share a field).
     ``with_settings=False`` leaves those out (and the settings models unimported): for a command line
     that does not run this parser.
     """
@@ -126,8 +127,8 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
     p.add_argument(
         "--agent",
         choices=names,
-        default="video-rlm",
-        help="which agent answers (default video-rlm); uniform: one call over evenly spaced frames (the baseline)",
+        default=DEFAULT_AGENT,
+        help="which agent answers: %(choices)s (default %(default)s)",
     )
     p.add_argument("--prompts", default="default", help="prompt set: the agent's built-in set name or a directory")
     p.add_argument(
@@ -149,8 +150,8 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
         "--thinking",
         default=None,
         metavar="on|off|ROLE=on,...",
-        help="a reasoning model's thinking, for every role or per role (video-rlm: master, worker; videoseek: "
-        "planner, looker; uniform: answerer), sent as enable_thinking (env VIDEOATLAS_THINKING; default: "
+        help="a reasoning model's thinking, for every role or per role (each agent has its own roles; an unknown "
+        "one is refused with the list), sent as enable_thinking (env VIDEOATLAS_THINKING; default: "
         "nothing sent, the server's default)",
     )
     if not with_settings:
@@ -398,7 +399,11 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("graph", help="print an agent's LangGraph graph as Mermaid text (or write it with -o)")
     p.add_argument(
-        "--agent", choices=_Lazy(_agents), default="video-rlm", metavar="NAME", help="%(choices)s (default video-rlm)"
+        "--agent",
+        choices=_Lazy(_agents),
+        default=DEFAULT_AGENT,
+        metavar="NAME",
+        help="%(choices)s (default %(default)s)",
     )
     p.add_argument(
         "-o",
