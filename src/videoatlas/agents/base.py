@@ -1,8 +1,13 @@
-"""What an agent is to the rest of the project: a graph builder, its prompt templates, its settings, its code.
+"""What an agent is to the rest of the project: its graph, templates, settings, code, and how its runs read back.
 
 Each agent also names the code its answers depend on; :meth:`Agent.code_version` hashes that code,
 and the eval runner keys every result by it, so an edited node re-runs the questions it can change
 and an edit elsewhere (tracing, the database, the CLI) re-runs none.
+
+How a run reads back is the agent's too, so that nothing above the agents names one: its hooks
+give ``trace`` its lines, the run page its section and the final decision's panel its details, and
+``ask`` its progress lines. An agent without them is shown by what every agent has (the node
+timeline, the decision, the evidence).
 """
 
 from __future__ import annotations
@@ -10,16 +15,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from videoatlas.prompts import PromptSet, TemplateSpec, load_prompt_set
 from videoatlas.runtime.config import AgentSettings
+
+if TYPE_CHECKING:
+    from videoatlas.agents.page import PageContext
 
 SHARED_SOURCES = (
     "videoatlas.runs",
@@ -29,6 +37,7 @@ SHARED_SOURCES = (
     "videoatlas.runtime.calls",
     "videoatlas.state",
     "videoatlas.prompts",
+    "videoatlas.agents.decision",
     "videoatlas.environment.atlas",
     "videoatlas.environment.cache",
     "videoatlas.environment.concat",
@@ -54,7 +63,7 @@ SHARED_SOURCES = (
     "videoatlas.llm.settings",
 )
 """Code every agent's answers depend on: running a question, the state and reply schemas, the
-template loader, video access and rendering, and the model client. The stand-in server
+template loader, the final decision, video access and rendering, and the model client. The stand-in server
 (``standin``) is not here: it is the model, versioned by the model id the endpoint reports."""
 
 UNVERSIONED = (
@@ -63,6 +72,7 @@ UNVERSIONED = (
     "videoatlas.agents",
     "videoatlas.agents.base",
     "videoatlas.agents.registry",
+    "videoatlas.agents.page",
     "videoatlas.runtime.tracing",
     "videoatlas.runtime.stopping",
     "videoatlas.logging",
@@ -94,6 +104,22 @@ class Agent:
     """(that view, repair lines by round or turn) -> lines for ``trace``; without it the timeline alone is shown."""
     roles: tuple[str, ...] = ("master",)
     """Who makes the agent's model calls (``--thinking ROLE=on|off`` names them)."""
+    page_view: Callable[[dict[str, Any], PageContext], dict[str, Any]] | None = None
+    """(trace, page context) -> the agent's section of the run page, as plain data: any of ``facts``
+    (label, text) for the header, ``rounds``, ``turns``, ``timeline``, ``steps`` (how many were taken:
+    a page following the run reloads when it grows), ``repairs`` (those shown outside the section)
+    and ``duration`` (the video's length when the trace tells it better than the probe). Without
+    it the page shows the node timeline."""
+    history: Callable[[str, str], Awaitable[dict[int, dict[str, Any]]]] | None = None
+    """(database URL, run id) -> what the page view needs from earlier checkpoints, by round
+    (:attr:`PageContext.history`); without it, nothing is read."""
+    describe_event: Callable[[dict[str, Any]], str | None] | None = None
+    """A progress event the agent's nodes sent -> a line for ``ask`` (None: not its event, or not worth a line)."""
+    decision_node: str | None = None
+    """The node whose call makes the final decision (the run page shows that call with the answer)."""
+    decision_grid: bool = False
+    """Whether the final call's first image is the root grid: the page then shows it, with the cells
+    that gave evidence outlined, apart from the scratchpad pages."""
 
     @property
     def sources(self) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ agents and their options stays cheap (this module imports neither pydantic nor a
 from __future__ import annotations
 
 import importlib
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from videoatlas.errors import BadInputError
@@ -25,6 +26,9 @@ PACKAGES: dict[str, str] = {
     "videoseek": "videoatlas.agents.videoseek",
 }
 """Agent name -> its package."""
+
+DEFAULT_AGENT = "video-rlm"
+"""The agent a command runs when none is named (``RunConfig``'s default)."""
 
 
 def agent_names() -> list[str]:
@@ -116,3 +120,27 @@ async def saved_snapshot(url: str, agent: str, run_id: str) -> StateSnapshot:
     async with open_checkpointer(url) as saver:
         snapshot: StateSnapshot = await graph_of(saver).aget_state({"configurable": {"thread_id": run_id}})
     return snapshot
+
+
+async def state_history(url: str, agent: str, run_id: str) -> AsyncIterator[StateSnapshot]:
+    """Every checkpointed state of run ``run_id`` in database ``url``, newest first."""
+    from videoatlas.persistence.checkpoint import open_checkpointer
+
+    graph_of = get_agent(agent).build
+    all_agents()  # as in saved_snapshot: the serializer must know every agent's state records
+    async with open_checkpointer(url) as saver:
+        async for snapshot in graph_of(saver).aget_state_history({"configurable": {"thread_id": run_id}}):
+            yield snapshot
+
+
+def describe_event(event: dict[str, Any]) -> str | None:
+    """A progress line for an event an agent's nodes sent (None: no agent has a line for it).
+
+    An event does not say which agent sent it; each agent's hook answers for its own events, in
+    the order of :data:`PACKAGES`.
+    """
+    for agent in all_agents().values():
+        line = agent.describe_event(event) if agent.describe_event is not None else None
+        if line is not None:
+            return line
+    return None

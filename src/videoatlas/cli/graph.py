@@ -17,7 +17,7 @@ TEXT_SUFFIXES = (".mmd", ".mermaid")
 def add_graph_parser(sub: Subparsers) -> None:
     """``videoatlas graph [--agent NAME] [-o FILE]``."""
     p = sub.add_parser("graph", help="print an agent's LangGraph graph as Mermaid text (or write it with -o)")
-    add_agent_option(p, "%(choices)s (default video-rlm)", metavar="NAME")
+    add_agent_option(p, "%(choices)s (default %(default)s)", metavar="NAME")
     add_output_option(
         p,
         "FILE",

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn, TypeAlias
 
 from videoatlas import limits
+from videoatlas.agents.registry import DEFAULT_AGENT
 from videoatlas.environment.timefmt import parse_time
 
 Container: TypeAlias = argparse._ActionsContainer
@@ -186,20 +187,18 @@ def add_listen_options(
 
 def add_agent_option(p: Container, help: str, metavar: str | None = None) -> None:
     """``--agent``: which registered agent (the registry is read only for a check or a help page)."""
-    p.add_argument("--agent", choices=Lazy(registered_agents), default="video-rlm", metavar=metavar, help=help)
+    p.add_argument("--agent", choices=Lazy(registered_agents), default=DEFAULT_AGENT, metavar=metavar, help=help)
 
 
 def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) -> None:
     """The agent to run, the knobs every agent shares, and each agent's own settings (one group per agent).
 
-    An agent's options are generated from its settings model: ``--bfs-cells`` sets Video-RLM's
-    ``bfs_cells``, ``--frames`` the uniform baseline's ``frames``; the help is the field's description.
+    An agent's options are generated from its settings model: a field ``some_field`` is set by
+    ``--some-field``, and the help is the field's description (one flag serves agents that share a field).
     ``with_settings=False`` leaves those out (and the settings models unimported): for a command line
     that does not run this parser.
     """
-    add_agent_option(
-        p, "which agent answers (default video-rlm); uniform: one call over evenly spaced frames (the baseline)"
-    )
+    add_agent_option(p, "which agent answers: %(choices)s (default %(default)s)")
     p.add_argument("--prompts", default="default", help="prompt set: the agent's built-in set name or a directory")
     add_grid_options(p, ", and K x cell-px within the endpoint's image limit")
     p.add_argument("--token-budget", type=positive_int, default=None, help="stop exploring after this many tokens")
@@ -211,8 +210,8 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
         "--thinking",
         default=None,
         metavar="on|off|ROLE=on,...",
-        help="a reasoning model's thinking, for every role or per role (video-rlm: master, worker; videoseek: "
-        "planner, looker; uniform: answerer), sent as enable_thinking (env VIDEOATLAS_THINKING; default: "
+        help="a reasoning model's thinking, for every role or per role (each agent has its own roles; an unknown "
+        "one is refused with the list), sent as enable_thinking (env VIDEOATLAS_THINKING; default: "
         "nothing sent, the server's default)",
     )
     if not with_settings:

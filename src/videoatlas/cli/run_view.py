@@ -20,34 +20,12 @@ if TYPE_CHECKING:
 
 
 def describe_event(event: dict[str, Any]) -> str | None:
-    """One progress line for a streamed event (None: not worth a line)."""
-    kind = event.get("event")
-    if kind == "run_started":
+    """One progress line for a streamed event (None: not worth a line); the agent that sent it words its own."""
+    if event.get("event") == "run_started":
         return f"run id: {event['run_id']}" + (" (resumed)" if event.get("resumed") else "")
-    if kind == "search_task_done":
-        return f"search task: {event['search_task']}"
-    if kind == "traversal":
-        return f"traversal: {event['traversal']} ({event['reason']})"
-    if kind == "assign":
-        return f"round {event['round']}: workers on {', '.join(event['targets'])}"
-    if kind == "worker_step":
-        mark = "" if event.get("valid", True) else " [invalid]"
-        return f"  {event['worker']} step {event['step'] + 1}: {event['note']}{mark}"
-    if kind == "worker_done":
-        return f"  {event['worker']} done ({event['stop']}): {event['evidence']} evidence in {event['steps']} step(s)"
-    if kind == "worker_error":
-        return f"  {event['worker']} stopped: {event['error']}"
-    if kind == "round_done":
-        return (
-            f"round {event['round']} done: {event['evidence']} evidence items, {event['covered']:.0%} of the video "
-            f"searched ({event['explored']:.0%} without findings), {event['tokens']:,} tokens so far"
-        )
-    if kind == "uncertainty_done":
-        verdict = "sufficient" if event["sufficient"] else "not sufficient"
-        return f"uncertainty: {verdict}; {event['hints']} place(s) suggested; {event['erased']} item(s) erased"
-    if kind == "decide":
-        return "final decision..."
-    return None
+    from videoatlas.agents.registry import describe_event as agent_line
+
+    return agent_line(event)
 
 
 class RunProgress:

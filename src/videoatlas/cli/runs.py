@@ -80,7 +80,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    """``videoatlas trace RUN``: rounds -> workers -> steps."""
+    """``videoatlas trace RUN``: the run's header, then the agent's own view of it (or its node timeline)."""
     from videoatlas.inspect import load_trace, trace_lines
 
     trace = asyncio.run(load_trace(args.run, args.db))

@@ -23,7 +23,7 @@ from videoatlas.persistence import queries
 from videoatlas.persistence.store import TraceStore
 from videoatlas.ui import evals as ev
 from videoatlas.ui import runs_list
-from videoatlas.ui.history import rounds_after_merge
+from videoatlas.ui.history import history
 from videoatlas.ui.render import render, render_run, render_run_body
 from videoatlas.ui.view import run_view
 
@@ -80,7 +80,7 @@ async def _run_view(request: web.Request) -> dict[str, Any]:
     run = trace["run"]
     summaries = await asyncio.to_thread(runs_list.runs_by_id, store.engine, [run["id"]])
     status = summaries.get(run["id"], {}).get("status")
-    after = await rounds_after_merge(store.url, trace["agent"], run["id"])
+    after = await history(store.url, trace["agent"], run["id"])
     duration = await asyncio.to_thread(_duration, request.app, run["video"])
     return run_view(trace, after, duration, status)
 

@@ -9,7 +9,7 @@ from videoatlas.environment.concat import media_duration
 from videoatlas.errors import VideoAtlasError
 from videoatlas.inspect import load_trace
 from videoatlas.persistence.db import resolve_db_url
-from videoatlas.ui.history import rounds_after_merge
+from videoatlas.ui.history import history
 from videoatlas.ui.render import render_report
 from videoatlas.ui.view import run_view
 
@@ -25,7 +25,7 @@ async def report_html(run_id: str, db_url: str | None = None) -> str:
     """The run's page with every image inlined."""
     url = resolve_db_url(db_url)
     trace = await load_trace(run_id, url, with_images=True)
-    after = await rounds_after_merge(url, trace["agent"], trace["run"]["id"])
+    after = await history(url, trace["agent"], trace["run"]["id"])
     duration = await asyncio.to_thread(_duration, trace["run"]["video"])
     return render_report(run_view(trace, after, duration), trace["images"])
 

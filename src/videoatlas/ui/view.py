@@ -2,24 +2,23 @@
 
 The templates only lay out what this module computes (intervals, which cells to outline, which
 call belongs to which step), so the page served by ``videoatlas ui`` and the file written by
-``videoatlas report`` are one rendering of one view.
+``videoatlas report`` are one rendering of one view. How the agent worked is its own section, from
+its page hook (:attr:`videoatlas.agents.base.Agent.page_view`); an agent without one is shown by
+its node timeline. The header, the failure and the final decision are the same for every agent.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from videoatlas.environment.geometry import cell_interval, parse_path
+from videoatlas.agents.base import Agent
+from videoatlas.agents.page import PageContext, call_view, grid_cells, root_cell, timeline
+from videoatlas.agents.registry import get_agent
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.persistence.db import redact_url
-
-WORKER_NODES = ("worker",)
-MASTER_NODES = ("global_probe", "analyze_uncertainty", "decide")
 
 
 def endpoint_host(base_url: str | None) -> str:
@@ -31,90 +30,11 @@ def endpoint_host(base_url: str | None) -> str:
     return f"{host}:{parts.port}" if parts.port else host
 
 
-def reply_json(call: dict[str, Any] | None) -> dict[str, Any]:
-    """A call's reply as parsed JSON (empty when there is none or it is not a JSON object)."""
-    if not call or not call.get("reply_text"):
-        return {}
-    try:
-        value = json.loads(call["reply_text"])
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _parse_time(text: str | None) -> datetime | None:
     if not text:
         return None
     when = datetime.fromisoformat(text)
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def _grid_cells(cells: Sequence[int], k: int, labels: dict[int, str] | None = None) -> list[dict[str, Any]]:
-    """Where root cells lie on a K x K sheet, in percent (cells outside the sheet are left out)."""
-    out = []
-    for cell in sorted(set(cells)):
-        if 0 <= cell < k * k:
-            row, col = divmod(cell, k)
-            out.append(
-                {
-                    "cell": cell,
-                    "left": round(100 * col / k, 3),
-                    "top": round(100 * row / k, 3),
-                    "size": round(100 / k, 3),
-                    "label": (labels or {}).get(cell, str(cell)),
-                }
-            )
-    return out
-
-
-def _root_cell(path: str | None) -> int | None:
-    if not path:
-        return None
-    head = path.strip("/").split("/")[0]
-    return int(head) if head.isdigit() else None
-
-
-def _duration(trace: dict[str, Any], k: int, probed: float | None) -> float | None:
-    """The video's length: probed from the file, else worked out from a cell target's span."""
-    if probed:
-        return probed
-    for rnd in trace["detail"].get("rounds", []):
-        for worker in rnd["workers"]:
-            path = worker["target"]
-            if path and "-" not in path:
-                start, end = worker["span"]
-                depth = len(path.strip("/").split("/"))
-                return float((end - start) * k**depth)
-    return None
-
-
-def _interval_text(start: float, end: float) -> str:
-    return f"{format_ts(start, 1)}–{format_ts(end, 1)}"
-
-
-def _view_interval(view: str, duration: float | None, k: int) -> str:
-    if "-" in view:
-        start, _, end = view.partition("-")
-        try:
-            return _interval_text(float(start), float(end))
-        except ValueError:
-            return view
-    if duration is None:
-        return ""
-    try:
-        iv = cell_interval(duration, parse_path(view, k), k)
-    except ValueError:
-        return ""
-    return _interval_text(iv.start, iv.end)
-
-
-def _call_view(call: dict[str, Any] | None) -> dict[str, Any] | None:
-    if call is None:
-        return None
-    return {
-        **call,
-        "tokens": call["prompt_tokens"] + call["completion_tokens"],
-    }
 
 
 def settings_rows(values: dict[str, Any]) -> list[tuple[str, str]]:
@@ -177,154 +97,9 @@ def header(trace: dict[str, Any], duration: float | None, status: str | None = N
     }
 
 
-def _probe(call: dict[str, Any] | None, workers: list[dict[str, Any]], k: int) -> dict[str, Any]:
-    reply = reply_json(call)
-    chosen = [c for c in reply.get("cells", []) if isinstance(c, int)]
-    assigned = {
-        cell: w["worker"]
-        for w in workers
-        if (cell := _root_cell(w["target"])) is not None and "/" not in w["target"].strip("/")
-    }
-    labels = {c: f"{c}: {assigned[c]}" if c in assigned else str(c) for c in {*chosen, *assigned}}
-    return {
-        "call": _call_view(call),
-        "grid": call["images"][0] if call and call["images"] else None,
-        "chosen": chosen,
-        "outlines": _grid_cells([*chosen, *assigned], k, labels),
-        "reason": reply.get("reason", ""),
-        "assigned": [(w["worker"], w["target"], w.get("source", "")) for w in workers],
-    }
-
-
-def _workers(
-    rnd: dict[str, Any], calls: list[dict[str, Any]], duration: float | None, k: int, labels: dict[str, str]
-) -> list[dict[str, Any]]:
-    mine = [c for c in calls if c["round"] == rnd["round"] and c["worker"] and c["step"] is not None]
-    by_step = {(c["worker"], c["step"]): c for c in mine}
-    out = []
-    for worker in rnd["workers"]:
-        start, end = worker["span"]
-        steps = []
-        for step in worker["steps"]:
-            call = by_step.get((worker["worker"], step["index"]))
-            steps.append(
-                {
-                    **step,
-                    "number": step["index"] + 1,
-                    "interval": _view_interval(step["view"], duration, k),
-                    "call": _call_view(call),
-                }
-            )
-        out.append(
-            {
-                **worker,
-                "interval": _interval_text(start, end),
-                "steps": steps,
-                "found": [labels.get(e, e) for e in worker.get("evidence", [])],
-            }
-        )
-    return out
-
-
-def _uncertainty(
-    call: dict[str, Any] | None, check: dict[str, Any] | None, choices: list[str], labels: dict[str, str]
-) -> dict[str, Any] | None:
-    if call is None and check is None:
-        return None
-    reply = reply_json(call)
-    statuses = []
-    for entry in (check or {}).get("statuses", []):
-        index, _, status = str(entry).partition(":")
-        choice = int(index) if index.isdigit() else -1
-        statuses.append(
-            {
-                "letter": chr(ord("A") + choice) if 0 <= choice < 26 else "?",
-                "choice": choices[choice] if 0 <= choice < len(choices) else "",
-                "status": status,
-            }
-        )
-    ranges = [
-        _interval_text(float(r["start"]), float(r["end"]))
-        for r in reply.get("explore_ranges", [])
-        if isinstance(r, dict) and isinstance(r.get("start"), int | float) and isinstance(r.get("end"), int | float)
-    ]
-    return {
-        "call": _call_view(call),
-        "sufficient": (check or {}).get("sufficient"),
-        "statuses": statuses,
-        "hint_cells": [c for c in reply.get("explore_cells", []) if isinstance(c, int)],
-        "hint_ranges": ranges,
-        "hints": (check or {}).get("hints", 0),
-        "erased": [labels.get(e, e) for e in (check or {}).get("erased", [])],
-        "reasoning": (check or {}).get("reasoning") or reply.get("reasoning", ""),
-    }
-
-
-def _merge(
-    round_no: int, after: dict[int, dict[str, Any]], erased_later: set[str], final_evidence: list[dict[str, Any]]
-) -> dict[str, Any] | None:
-    state = after.get(round_no)
-    if state is None:
-        found = [e for e in final_evidence if e.get("round") == round_no]
-        return {"evidence": found, "dead_zones": None} if found else None
-    before = after.get(round_no - 1, {"dead_zones": []})
-    old = {tuple(z) for z in before["dead_zones"]}
-    new_zones = [_interval_text(a, b) for a, b in state["dead_zones"] if (a, b) not in old]
-    labels = {e["id"]: e["label"] for e in final_evidence}
-    items = [
-        {
-            "id": e.id,
-            "label": labels.get(e.id, ""),
-            "time": e.time,
-            "cell": e.cell,
-            "description": e.description,
-            "confidence": e.confidence,
-            "erased": e.id in erased_later or e.id not in labels,
-        }
-        for e in state["evidence"]
-        if e.round == round_no
-    ]
-    return {"evidence": items, "dead_zones": new_zones}
-
-
-def rounds(
-    trace: dict[str, Any], after: dict[int, dict[str, Any]], duration: float | None, k: int
-) -> list[dict[str, Any]]:
-    """Video-RLM's rounds: the probe, each worker and its steps, the merge, the uncertainty analysis."""
-    detail = trace["detail"]
-    checks = {c["round"]: c for c in detail.get("checks", [])}
-    erased = {e for c in detail.get("checks", []) for e in c.get("erased", [])}
-    labels = {e["id"]: f"[{e['label']}]" for e in trace["evidence"]}
-    repairs: dict[int, list[dict[str, Any]]] = {}
-    for repair in trace["repairs"]:
-        repairs.setdefault(repair["round"], []).append(repair)
-    errors: dict[int | None, list[dict[str, Any]]] = {}
-    for event in trace["timeline"]:
-        if event["error"]:
-            errors.setdefault(event["round"], []).append(event)
-    out = []
-    for rnd in detail.get("rounds", []):
-        number = rnd["round"]
-        workers = _workers(rnd, trace["calls"], duration, k, labels)
-        out.append(
-            {
-                "round": number,
-                "probe": _probe(rnd.get("global_probe"), rnd["workers"], k),
-                "workers": workers,
-                "merge": _merge(number, after, erased, trace["evidence"]),
-                "uncertainty": _uncertainty(
-                    rnd.get("analyze_uncertainty"), checks.get(number), trace["run"]["choices"], labels
-                ),
-                "repairs": repairs.get(number, []),
-                "errors": errors.get(number, []),
-            }
-        )
-    return out
-
-
-def decision(trace: dict[str, Any], k: int) -> dict[str, Any] | None:
+def decision(trace: dict[str, Any], k: int, agent: Agent) -> dict[str, Any] | None:
     """The final decision: its call, the root grid with cells that gave findings, the scratchpad, citations."""
-    call = next((c for c in reversed(trace["calls"]) if c["node"] in ("decide", "answer")), None)
+    call = next((c for c in reversed(trace["calls"]) if c["node"] == agent.decision_node), None)
     run = trace["run"]
     if call is None and run["answer"] is None:
         return None
@@ -332,15 +107,15 @@ def decision(trace: dict[str, Any], k: int) -> dict[str, Any] | None:
     evidence = [{**e, "cited": e["id"] in cited} for e in trace["evidence"]]
     findings: dict[int, int] = {}
     for e in evidence:
-        cell = _root_cell(e.get("cell"))
+        cell = root_cell(e.get("cell"))
         if cell is not None:
             findings[cell] = findings.get(cell, 0) + 1
     images = call["images"] if call else []
-    grid_call = call if trace["agent"] == "video-rlm" else None
+    grid_call = call if agent.decision_grid else None
     return {
-        "call": _call_view(call),
+        "call": call_view(call),
         "grid": images[0] if grid_call and images else None,
-        "findings": _grid_cells(list(findings), k, {c: f"{c}: {n} found" for c, n in findings.items()}),
+        "findings": grid_cells(list(findings), k, {c: f"{c}: {n} found" for c, n in findings.items()}),
         "scratchpad": images[1:] if grid_call else images,
         "evidence": evidence,
         "answer": run["answer"],
@@ -349,31 +124,6 @@ def decision(trace: dict[str, Any], k: int) -> dict[str, Any] | None:
         "stop_reason": run["stop_reason"],
         "grounded": trace["grounded"],
     }
-
-
-def timeline(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    """Any agent's node events in order, each with the calls it made (reply text, images)."""
-    made: dict[tuple[str, str | None, int | None], list[dict[str, Any]]] = {}
-    for call in trace["calls"]:
-        made.setdefault((call["node"], call["worker"], call["round"]), []).append(call)
-    out = []
-    for event in trace["timeline"]:
-        mine = made.pop((event["node"], event["worker"], event["round"]), [])
-        out.append({**event, "call_list": [_call_view(c) for c in mine]})
-    for (node, worker, round_no), rest in made.items():  # calls of a node that has not ended yet
-        out.append(
-            {
-                "node": node,
-                "worker": worker,
-                "round": round_no,
-                "duration_s": None,
-                "error": None,
-                "calls": len(rest),
-                "tokens": sum(c["prompt_tokens"] + c["completion_tokens"] for c in rest),
-                "call_list": [_call_view(c) for c in rest],
-            }
-        )
-    return out
 
 
 def _failure(failure: Any) -> dict[str, Any] | None:
@@ -407,34 +157,49 @@ def _failure(failure: Any) -> dict[str, Any] | None:
     }
 
 
+def section(trace: dict[str, Any], agent: Agent, context: PageContext) -> dict[str, Any]:
+    """The agent's section of the page (its own view, or the node timeline), with what it leaves out filled in."""
+    shown: dict[str, Any] = {
+        "duration": context.duration,
+        "facts": [],
+        "rounds": [],
+        "turns": [],
+        "timeline": [],
+        "steps": 0,
+        "repairs": trace["repairs"],
+    }
+    shown.update(agent.page_view(trace, context) if agent.page_view is not None else {"timeline": timeline(trace)})
+    return shown
+
+
 def run_view(
     trace: dict[str, Any],
     after: dict[int, dict[str, Any]] | None = None,
     duration: float | None = None,
     status: str | None = None,
 ) -> dict[str, Any]:
-    """Everything the run page shows, as plain data."""
+    """Everything the run page shows, as plain data.
+
+    ``after``: what the agent's history hook read from the run's checkpoints (:func:`videoatlas.ui.history.history`).
+    """
     config = trace["run"].get("config") or {}
     k = int(config.get("k", 8))
-    length = _duration(trace, k, duration)
-    detail = trace["detail"]
-    steps = sum(len(w["steps"]) for r in detail.get("rounds", []) for w in r["workers"])
-    general_repairs = [r for r in trace["repairs"] if not detail.get("rounds") or r["round"] == 0]
+    agent = get_agent(trace["agent"])
+    own = section(trace, agent, PageContext(k, duration, after or {}))
     return {
         "run": trace["run"],
         "agent": trace["agent"],
-        "header": header(trace, length, status),
+        "header": header(trace, own["duration"], status),
         "failure": _failure(trace.get("failure")),
         "pending": trace["pending"],
-        "search_task": detail.get("search_task"),
-        "traversal": detail.get("traversal"),
+        "facts": own["facts"],
         "k": k,
-        "rounds": rounds(trace, after or {}, length, k) if "rounds" in detail else [],
-        "turns": detail.get("turns", []),
-        "timeline": timeline(trace) if "rounds" not in detail else [],
-        "decision": decision(trace, k),
-        "repairs": general_repairs,
-        "steps": steps,
+        "rounds": own["rounds"],
+        "turns": own["turns"],
+        "timeline": own["timeline"],
+        "decision": decision(trace, k, agent),
+        "repairs": own["repairs"],
+        "steps": own["steps"],
         "calls": len(trace["calls"]),
         "labels": {e["id"]: e["label"] for e in trace["evidence"]},
         "evidence_label": evidence_label,

@@ -1,11 +1,18 @@
-"""The agent as the registry knows it: its graph, templates, package and settings."""
+"""The agent as the registry knows it: its graph, templates, package, settings, and how its runs read back."""
 
 from __future__ import annotations
 
+from videoatlas.agents import decision
 from videoatlas.agents.base import Agent
 from videoatlas.agents.uniform.graph import AGENT_NAME, TEMPLATES, build_uniform_graph
 from videoatlas.agents.uniform.settings import Settings
 
 AGENT = Agent(
-    AGENT_NAME, build_uniform_graph, TEMPLATES, "videoatlas.agents.uniform", Settings, roles=Settings.thinking_roles
+    AGENT_NAME,
+    build_uniform_graph,
+    TEMPLATES,
+    "videoatlas.agents.uniform",
+    Settings,
+    roles=Settings.thinking_roles,
+    describe_event=decision.describe_event,
 )

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.decision import DecisionCall, decide_final
 from videoatlas.agents.uniform.settings import uniform
 from videoatlas.agents.uniform.state import UniformState
+from videoatlas.environment.atlas import GridView
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.errors import EndpointError, ModelReplyError
-from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, as_image, ask, choices_block, emit, failed_call_cost
+from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, as_image, choices_block
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
-from videoatlas.state.schemas import decided, decision_schema
 
 _CITATION = re.compile(r"^\s*\[?\s*(\d+)\s*/\s*(\d+)\s*\]?\s*$")
 
@@ -44,27 +46,28 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
         "k": k,
         "duration": format_ts(ctx.atlas.duration, 0),
     }
-    emit("decide")
-    try:
-        labels = [f"{n + 1}/{cell.index}" for n, view in enumerate(views) for cell in view.grid.cells]
-        schema = decision_schema(len(choices), labels)
-        reply, cost = await ask(
-            ctx, schema, "answer_uniform", "answer", images, values, system="system", thinker="answerer"
-        )
-    except (ModelReplyError, EndpointError) as exc:
-        return {
-            "answer": "",
-            "answer_index": None,
-            "reasoning": f"no valid answer: {exc}",
-            "cited": [],
-            "evidence": [],
-            "cost": failed_call_cost(exc, "master"),
-            "stop_reason": "single call; answer failed",
-            "round": 0,
-        }
-    value: Any = reply.value
+    call = DecisionCall(
+        node="answer_uniform",
+        template="answer",
+        system="system",
+        images=images,
+        values=values,
+        choices=choices,
+        labels=[f"{n + 1}/{cell.index}" for n, view in enumerate(views) for cell in view.grid.cells],
+        stop="single call",
+        step="answer",
+        thinker="answerer",
+        extra={"round": 0},
+    )
+    return await decide_final(ctx, call, functools.partial(_cited_frames, ctx, views), [])
+
+
+def _cited_frames(
+    ctx: AgentContext, views: Sequence[GridView], cited: Sequence[str]
+) -> tuple[list[str], list[Evidence] | None]:
+    """The sampled frames a reply cites (``sheet/cell``), each once, as evidence items."""
     evidence: list[Evidence] = []
-    for label in value.evidence:
+    for label in cited:
         match = _CITATION.match(label)
         if not match:
             continue
@@ -88,15 +91,4 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
             )
         )
     unique = list({e.id: e for e in evidence}.values())
-    index, answer = decided(value, choices)
-    emit("answer", answer=answer, index=index, grounded=bool(unique))
-    return {
-        "answer": answer,
-        "answer_index": index,
-        "reasoning": value.reasoning,
-        "cited": [e.id for e in unique],
-        "evidence": unique,
-        "cost": cost,
-        "stop_reason": "single call",
-        "round": 0,
-    }
+    return [e.id for e in unique], unique

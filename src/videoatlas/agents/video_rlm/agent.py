@@ -1,10 +1,11 @@
-"""The agent as the registry knows it: its graph, templates, package and settings."""
+"""The agent as the registry knows it: its graph, templates, package, settings, and how its runs read back."""
 
 from __future__ import annotations
 
 from videoatlas.agents.base import Agent
-from videoatlas.agents.video_rlm import trace
+from videoatlas.agents.video_rlm import page, progress, trace
 from videoatlas.agents.video_rlm.graph import AGENT_NAME, TEMPLATES, build_graph
+from videoatlas.agents.video_rlm.history import rounds_after_merge
 from videoatlas.agents.video_rlm.settings import Settings
 
 AGENT = Agent(
@@ -16,4 +17,9 @@ AGENT = Agent(
     trace.detail,
     trace.lines,
     roles=Settings.thinking_roles,
+    page_view=page.page_view,
+    history=rounds_after_merge,
+    describe_event=progress.describe_event,
+    decision_node="decide",
+    decision_grid=True,
 )

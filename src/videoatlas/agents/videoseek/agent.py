@@ -1,7 +1,8 @@
-"""The agent as the registry knows it: its graph, templates, package and settings."""
+"""The agent as the registry knows it: its graph, templates, package, settings, and how its runs read back."""
 
 from __future__ import annotations
 
+from videoatlas.agents import decision
 from videoatlas.agents.base import Agent
 from videoatlas.agents.videoseek import trace
 from videoatlas.agents.videoseek.graph import AGENT_NAME, TEMPLATES, build_graph
@@ -16,4 +17,7 @@ AGENT = Agent(
     trace.detail,
     trace.lines,
     roles=Settings.thinking_roles,
+    page_view=trace.page_view,
+    describe_event=decision.describe_event,
+    decision_node="answer",
 )

@@ -6,23 +6,14 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.errors import EndpointError, ModelReplyError
-from videoatlas.runtime.calls import (
-    FORMAT_CHOICES,
-    FORMAT_OPEN,
-    ask,
-    choices_block,
-    emit,
-    failed_call_cost,
-    labelled,
-)
+from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, choices_block, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
-from videoatlas.state.schemas import cited_ids, decided, decision_schema
 
 
 def flagged_evidence(turns: list[Turn], ctx: AgentContext, short_px: int) -> list[Evidence]:
@@ -65,41 +56,17 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         "evidence": evidence_block(evidence),
         "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
     }
-    stop = state.get("stop_reason") or "the planner answered"
-    emit("decide")
-    try:
-        reply, cost = await ask(
-            ctx,
-            decision_schema(len(choices), list(labels)),
-            "answer",
-            "answer",
-            [],
-            values,
-            system=PLANNER_SYSTEM,
-            thinker="planner",
-        )
-    except (ModelReplyError, EndpointError) as exc:
-        return {
-            "answer": "",
-            "answer_index": None,
-            "reasoning": f"no valid final answer: {exc}",
-            "cited": [],
-            "evidence": evidence,
-            "cost": failed_call_cost(exc, "master"),
-            "stop_reason": f"{stop}; final answer failed",
-            "round": len(turns),
-        }
-    value: Any = reply.value
-    cited = cited_ids(value.evidence, labels)
-    index, text = decided(value, choices)
-    emit("answer", answer=text, index=index, grounded=bool(cited))
-    return {
-        "answer": text,
-        "answer_index": index,
-        "reasoning": value.reasoning,
-        "cited": cited,
-        "evidence": evidence,
-        "cost": cost,
-        "stop_reason": stop,
-        "round": len(turns),
-    }
+    call = DecisionCall(
+        node="answer",
+        template="answer",
+        system=PLANNER_SYSTEM,
+        images=[],
+        values=values,
+        choices=choices,
+        labels=list(labels),
+        stop=state.get("stop_reason") or "the planner answered",
+        step="final answer",
+        thinker="planner",
+        extra={"round": len(turns)},
+    )
+    return await decide_final(ctx, call, cite_labels(labels), evidence)

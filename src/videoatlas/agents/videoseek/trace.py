@@ -1,10 +1,14 @@
-"""How a VideoSeek run reads back: turn by turn, the planner's thought, the tool it called, what came back."""
+"""How a VideoSeek run reads back: turn by turn, the planner's thought, the tool it called, what came back.
+
+``trace`` shows the turns; the run page shows them above the node timeline.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from videoatlas.agents.page import PageContext, timeline
 from videoatlas.agents.videoseek.views import turn_header
 
 
@@ -40,3 +44,8 @@ def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
         if len(report) > 6:
             out.append(f"    | ... {len(report) - 6} more line(s)")
     return out
+
+
+def page_view(trace: dict[str, Any], context: PageContext) -> dict[str, Any]:
+    """The run page's VideoSeek section: the turns, then every node with its calls."""
+    return {"turns": trace["detail"].get("turns", []), "timeline": timeline(trace)}

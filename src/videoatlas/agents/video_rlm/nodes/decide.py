@@ -6,22 +6,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
 from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text, evidence_block, scratchpad_images
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.errors import EndpointError, ModelReplyError
-from videoatlas.runtime.calls import (
-    FORMAT_CHOICES,
-    FORMAT_OPEN,
-    as_image,
-    ask,
-    choices_block,
-    emit,
-    failed_call_cost,
-    labelled,
-)
+from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, as_image, choices_block, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import zones_as_intervals
-from videoatlas.state.schemas import cited_ids, decided, decision_schema
 
 
 async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -42,31 +32,16 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
         "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
         "coverage": coverage_text(state, ctx.atlas.duration),
     }
-    emit("decide")
-    stop = state.get("stop_reason") or "evidence sufficient"
     labels = dict(labelled(evidence))
-    try:
-        reply, cost = await ask(
-            ctx, decision_schema(len(choices), list(labels)), "decide", "decide", images, values, system=SYSTEM
-        )
-    except (ModelReplyError, EndpointError) as exc:
-        return {
-            "answer": "",
-            "answer_index": None,
-            "reasoning": f"no valid final decision: {exc}",
-            "cited": [],
-            "cost": failed_call_cost(exc, "master"),
-            "stop_reason": f"{stop}; final decision failed",
-        }
-    value: Any = reply.value
-    cited = cited_ids(value.evidence, labels)
-    index, answer = decided(value, choices)
-    emit("answer", answer=answer, index=index, grounded=bool(cited))
-    return {
-        "answer": answer,
-        "answer_index": index,
-        "reasoning": value.reasoning,
-        "cited": cited,
-        "cost": cost,
-        "stop_reason": stop,
-    }
+    call = DecisionCall(
+        node="decide",
+        template="decide",
+        system=SYSTEM,
+        images=images,
+        values=values,
+        choices=choices,
+        labels=list(labels),
+        stop=state.get("stop_reason") or "evidence sufficient",
+        step="final decision",
+    )
+    return await decide_final(ctx, call, cite_labels(labels))

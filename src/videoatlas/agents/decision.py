@@ -1,0 +1,109 @@
+"""The final decision every agent ends with: one call to the decision schema, its answer and its citations.
+
+An agent brings what the call shows (images, template values, the labels an answer may cite) and
+how a cited label becomes evidence; asking, the progress events, a failed reply recorded as the
+run's result (never guessed) and the result's shape are written here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from videoatlas.errors import EndpointError, ModelReplyError
+from videoatlas.llm.images import ImagePart
+from videoatlas.runtime.calls import ask, emit, failed_call_cost
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Cost, Evidence
+from videoatlas.state.schemas import cited_ids, decided, decision_schema
+
+DECIDE_EVENT = "decide"
+"""The progress event sent as the final call starts (``answer`` follows with its result)."""
+
+Citing = Callable[[Sequence[str]], tuple[list[str], list[Evidence] | None]]
+"""A reply's cited labels -> the ids of the evidence they name, and the evidence the result records
+(None: the evidence passed to :func:`decide_final`, or none written)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionCall:
+    """What an agent's final call shows, and how its result reads."""
+
+    node: str
+    """The caller's name in the trace (the node the call is recorded under)."""
+    template: str
+    """The user template (``<template>.user``)."""
+    system: str
+    """The system template."""
+    images: Sequence[ImagePart]
+    values: dict[str, Any]
+    """The user template's variables."""
+    choices: Sequence[str]
+    labels: Sequence[str]
+    """The labels the reply may cite (the schema allows only these)."""
+    stop: str
+    """The run's stop reason; a failed call adds ``; <step> failed`` to it."""
+    step: str
+    """What the agent calls this step (``final decision``, ``answer``): named in a failure."""
+    thinker: str | None = None
+    """The caller among the agent's roles (its thinking setting applies); None: the master."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """State keys the result also sets, whatever the outcome (after all the others)."""
+
+
+def cite_labels(labelled: dict[str, Evidence]) -> Citing:
+    """Citations of evidence labels (``[A]``, ``B``): each cited item once; the evidence itself is not rewritten."""
+
+    def cite(cited: Sequence[str]) -> tuple[list[str], list[Evidence] | None]:
+        return cited_ids(cited, labelled), None
+
+    return cite
+
+
+def _result(
+    answer: str,
+    index: int | None,
+    reasoning: str,
+    cited: list[str],
+    evidence: list[Evidence] | None,
+    cost: Cost,
+    stop: str,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"answer": answer, "answer_index": index, "reasoning": reasoning, "cited": cited}
+    if evidence is not None:
+        out["evidence"] = evidence
+    return {**out, "cost": cost, "stop_reason": stop, **extra}
+
+
+async def decide_final(
+    ctx: AgentContext, call: DecisionCall, cite: Citing, evidence: list[Evidence] | None = None
+) -> dict[str, Any]:
+    """Ask for the final decision and return the state update that records it.
+
+    Judges each choice against what ``call`` shows and answers. A reply that cannot be used (or an
+    endpoint that fails) ends the run with no answer and the error as its reasoning, never a guess.
+    ``evidence``: the evidence the result records (None: the state's evidence is left as it is).
+    """
+    emit(DECIDE_EVENT)
+    schema = decision_schema(len(call.choices), list(call.labels))
+    try:
+        reply, cost = await ask(
+            ctx, schema, call.node, call.template, call.images, call.values, system=call.system, thinker=call.thinker
+        )
+    except (ModelReplyError, EndpointError) as exc:
+        failed = failed_call_cost(exc, "master")
+        reason = f"no valid {call.step}: {exc}"
+        return _result("", None, reason, [], evidence, failed, f"{call.stop}; {call.step} failed", call.extra)
+    value: Any = reply.value
+    cited, found = cite(value.evidence)
+    index, answer = decided(value, call.choices)
+    emit("answer", answer=answer, index=index, grounded=bool(cited))
+    recorded = found if found is not None else evidence
+    return _result(answer, index, value.reasoning, cited, recorded, cost, call.stop, call.extra)
+
+
+def describe_event(event: dict[str, Any]) -> str | None:
+    """The progress line of the final decision's event (None for any other event)."""
+    return "final decision..." if event.get("event") == DECIDE_EVENT else None
