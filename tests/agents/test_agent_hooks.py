@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from videoatlas.cli.run_view import describe_event
 
 from videoatlas.agents import decision, registry
 from videoatlas.agents.base import Agent
 from videoatlas.agents.page import PageContext
+from videoatlas.cli.run_view import describe_event
 from videoatlas.errors import ModelReplyError
 from videoatlas.runtime.config import AgentSettings, RunConfig
 from videoatlas.state.models import Cost, Evidence, FrameRef
