@@ -153,6 +153,7 @@ def test_no_phrase_or_token_of_our_prompts() -> None:
 SOURCES_BY_VERSION = {
     6: "dce753a7be6325811685fb6056a54d8a7c2a7274a48722e95178d47de20cbf8d",
     7: "5e05b2f7772f4aa18fb098b777c3a0a1ca6bde9de4d33166015a444a0d0da916",
+    8: "3bacdf878586e81e716ba6be804d13428b33fc38cc094fd57874abbebf955ec6",
 }
 
 

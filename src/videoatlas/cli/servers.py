@@ -95,6 +95,19 @@ def add_standin_parser(sub: Subparsers) -> None:
         "counted (field: vLLM with a reasoning parser) or in <think> tags before the answer (tags: without one); "
         "a request with enable_thinking false gets no reasoning (default off)",
     )
+    p.add_argument(
+        "--enable-auto-tool-choice",
+        action="store_true",
+        help="let requests ask for tool calls (tool_choice auto, required or a named function), as vLLM's flag; "
+        "needs --tool-call-parser. Without both, tool calls are refused with vLLM's error",
+    )
+    p.add_argument(
+        "--tool-call-parser",
+        default=None,
+        metavar="NAME",
+        help="tool-call parser, as vLLM's flag (any name vLLM 0.33 registers, e.g. hermes for Qwen2.5-VL and "
+        "Qwen3-VL); the stand-in writes calls in OpenAI's form whichever is named",
+    )
     p.set_defaults(func=cmd_standin)
 
 
@@ -151,6 +164,7 @@ def _faults(specs: list[str]) -> dict[str, float]:
 def cmd_standin(args: argparse.Namespace) -> int:
     """``videoatlas standin``: the stand-in VLM in the foreground."""
     from videoatlas.standin.server import FAULTS, StandinConfig, StandinServer, serve_forever
+    from videoatlas.standin.tools import PARSERS
 
     faults = _faults(args.fault)
     unknown = set(faults) - set(FAULTS)
@@ -158,6 +172,10 @@ def cmd_standin(args: argparse.Namespace) -> int:
         raise BadInputError(f"unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
     if args.record and not Path(args.record).parent.is_dir():
         raise BadInputError(f"--record: folder {Path(args.record).parent} does not exist")
+    if args.enable_auto_tool_choice and not args.tool_call_parser:
+        raise BadInputError("--enable-auto-tool-choice requires --tool-call-parser")
+    if args.enable_auto_tool_choice and args.tool_call_parser not in PARSERS:
+        raise BadInputError(f"invalid tool call parser: {args.tool_call_parser} (choose from {', '.join(PARSERS)})")
     config = StandinConfig(
         model=args.model or STANDIN_MODEL,
         seed=args.seed,
@@ -172,6 +190,8 @@ def cmd_standin(args: argparse.Namespace) -> int:
         max_model_len=args.max_model_len,
         max_images=args.limit_mm_per_prompt,
         structured_outputs_backend=args.structured_outputs_backend,
+        enable_auto_tool_choice=args.enable_auto_tool_choice,
+        tool_call_parser=args.tool_call_parser,
     )
     _check_port_free(args.host, args.port)
     sys.stderr.write(

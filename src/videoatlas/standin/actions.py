@@ -166,7 +166,9 @@ class Actions(Answers):
         return str(pick("stop") or allowed[-1])
 
     def _described(self, value: str) -> str:
-        """The description the request's text gives of an enum value (``VALUE: what it does``), if any."""
+        """The description the request gives of a value (a tool's own, else ``VALUE: what it does`` in its text)."""
+        if self.told.get(value):
+            return self.told[value]
         match = re.search(rf"^\s*[-*]?\s*{re.escape(value)}\s*[:=-]\s*(.+)$", self.req.text, re.MULTILINE)
         return match.group(1) if match else ""
 

@@ -30,6 +30,8 @@ class Answers:
         self.span: tuple[float, float] | None = None
         """The stretch of video the chosen action looks at, when it was chosen from what the text reports."""
         self._evidence: list[Tile] | None = None
+        self.told: dict[str, str] = {}
+        """What a value does, told outside the text (a tool's own description), by value."""
 
     def evidence_tiles(self) -> list[Tile]:
         """Tiles that hold what would answer the question (close-ups first: they are read best)."""

@@ -1,10 +1,12 @@
 """``POST /v1/chat/completions``: vLLM's chat route, answered from what the stand-in reads in the images.
 
-A request is read (texts, images as data URLs, ``response_format``), held to vLLM's contract
-(:mod:`.contract`), given any fault the server was told to inject (:mod:`.faults`), perceived
-(:mod:`.perception`), understood (:mod:`.policy`) and answered (:mod:`.filler`); the reply fits the
-schema's grammar, carries reasoning the way the server is configured to give it (:mod:`.thinking`),
-and its usage counts prompt tokens, cached tokens and reasoning tokens as vLLM does.
+A request is read (texts, images as data URLs, ``response_format``, ``tools`` and ``tool_choice``),
+held to vLLM's contract (:mod:`.contract`, :mod:`.tools`), given any fault the server was told to
+inject (:mod:`.faults`), perceived (:mod:`.perception`), understood (:mod:`.policy`) and answered
+(:mod:`.filler`): with tool calls (:mod:`.tools`), a JSON object asked for in words (:mod:`.jsontext`),
+or text; the reply fits the schema's grammar, carries reasoning the way the server is configured to
+give it (:mod:`.thinking`), and its usage counts prompt tokens, cached tokens and reasoning tokens as
+vLLM does. Content faults (``malformed``, ``schema``, ``range``) spoil content, never tool calls.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from videoatlas.standin import contract, faults
+from videoatlas.standin import contract, faults, jsontext, tools
 from videoatlas.standin.context import ServerContext
 from videoatlas.standin.filler import respond
 from videoatlas.standin.perception import EncodedImage, ReadCancelled, Sight, decode_data_url
 from videoatlas.standin.policy import Request
 from videoatlas.standin.thinking import reasoning_text
 from videoatlas.standin.tokens import prompt_tokens, text_pieces
+from videoatlas.standin.tools import ToolFiller
 
 log = structlog.get_logger(__name__)
 
@@ -76,6 +79,10 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     if model != standin.config.model:
         standin.stats.errors["model_not_found"] += 1
         return _error(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+    asked = tools.read(body)
+    if isinstance(asked, contract.Refusal):
+        standin.stats.errors[f"refused_{asked.param or 'request'}"] += 1
+        return _error(asked.status, asked.message, asked.kind, asked.param)
     try:
         texts, images, parts = _read_messages(body["messages"])
     except ValueError as exc:
@@ -86,8 +93,20 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
             standin.stats.errors["image_too_large"] += 1
             return _error(400, "image exceeds max_pixels", "BadRequestError", "messages")
     schema = _schema_of(body.get("response_format"))
+    forced: dict[str, Any] | None = None
+    if asked is not None:
+        refused = tools.unavailable(asked, standin.config.auto_tools)
+        forced_or_refused = refused or tools.forced_schema(asked)
+        if isinstance(forced_or_refused, contract.Refusal):
+            standin.stats.errors[f"refused_{forced_or_refused.param or 'tool_choice'}"] += 1
+            return _error(
+                forced_or_refused.status, forced_or_refused.message, forced_or_refused.kind, forced_or_refused.param
+            )
+        forced = forced_or_refused
+        if forced is not None:
+            schema = None  # a forced call overrides response_format, as vLLM's tool parser does
     tokens = prompt_tokens(parts, standin.config.patch)
-    checked = _check_contract(standin, body, len(images), len(tokens), schema)
+    checked = _check_contract(standin, body, len(images), len(tokens), forced or schema)
     if isinstance(checked, contract.Refusal):
         return _error(checked.status, checked.message, checked.kind, checked.param)
     grammar, budget = checked
@@ -112,7 +131,32 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     except ReadCancelled:
         return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
     understood = Request.understand(texts, sights, schema)
-    value = respond(schema, understood, standin.config.seed)
+    switch = _enable_thinking(body)
+    standin.stats.enable_thinking[json.dumps(switch)] += 1
+    thinks = standin.config.reasoning != "off" and switch is not False
+    if asked is not None:
+        filler = ToolFiller(understood, standin.config.seed, tools.made_calls(body["messages"]))
+        calls = filler.choose(asked)
+        if calls:
+            standin.stats.tool_calls += len(calls)
+            text = tools.call_text(asked, calls)
+            if grammar is not None:
+                fits, why = grammar.accepts(text)
+                if not fits:
+                    standin.stats.errors["reply_outside_grammar"] += 1
+                    log.error("standin_call_outside_grammar", error=why, reply=text[:200])
+                    return _error(
+                        500, f"the stand-in's call does not fit the tools' grammar: {why}", "InternalServerError"
+                    )
+            reasoning = reasoning_text(understood, text) if thinks and standin.config.reasoning == "field" else ""
+            reply = _call_reply(asked, calls, text, reasoning, budget)
+            await _wait(standin, reply)
+            return _completion(standin, tokens, len(images), body, reply)
+    written = jsontext.asked_schema(texts, len(understood.choices)) if schema is None and forced is None else None
+    if written is not None:
+        value: Any = ToolFiller(understood, standin.config.seed).filled(written)
+    else:
+        value = respond(schema, understood, standin.config.seed)
     content = value if isinstance(value, str) and schema is None else json.dumps(value)
     if grammar is not None and fault is None:
         fits, why = grammar.accepts(content)
@@ -122,16 +166,24 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
             log.error("standin_reply_outside_grammar", error=why, reply=content[:200])
             return _error(500, f"the stand-in's reply does not fit the schema's grammar: {why}", "InternalServerError")
     content = faults.corrupt(content, fault, value)
-    switch = _enable_thinking(body)
-    standin.stats.enable_thinking[json.dumps(switch)] += 1
-    thinks = standin.config.reasoning != "off" and switch is not False
     reply = _reply(content, reasoning_text(understood, value) if thinks else "", standin.config.reasoning, budget)
+    await _wait(standin, reply)
+    return _completion(standin, tokens, len(images), body, reply)
 
-    cached = standin.cache.lookup_and_insert(tokens)
-    completion = reply.completion_tokens
-    delay = standin.config.latency_s + standin.config.per_token_s * completion
+
+async def _wait(standin: ServerContext, reply: _Reply) -> None:
+    """The configured latency for a reply of this length."""
+    delay = standin.config.latency_s + standin.config.per_token_s * reply.completion_tokens
     if delay > 0:
         await asyncio.sleep(delay)
+
+
+def _completion(
+    standin: ServerContext, tokens: list[Any], n_images: int, body: dict[str, Any], reply: _Reply
+) -> web.Response:
+    """The chat completion carrying ``reply``, with its usage counted (and added to the server's stats)."""
+    cached = standin.cache.lookup_and_insert(tokens)
+    completion = reply.completion_tokens
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
     standin.stats.completed += 1
     standin.stats.completions_by_request[digest] += 1
@@ -139,7 +191,7 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     standin.stats.cached_tokens += cached
     standin.stats.completion_tokens += completion
     standin.stats.reasoning_tokens += reply.reasoning_tokens
-    standin.stats.images += len(images)
+    standin.stats.images += n_images
     usage: dict[str, Any] = {
         "prompt_tokens": len(tokens),
         "completion_tokens": completion,
@@ -235,6 +287,30 @@ def _reply(content: str, reasoning: str, mode: str, limit: int) -> _Reply:
     return _Reply(message, completion, len(thought), finish)
 
 
+def _call_reply(
+    asked: tools.ToolRequest, calls: list[tuple[tools.Tool, dict[str, Any]]], text: str, reasoning: str, limit: int
+) -> _Reply:
+    """The message carrying ``calls`` (decoded as ``text``), cut like any reply at the token ``limit``.
+
+    A forced call's message has empty content, an automatic one none; a cut named call keeps its cut
+    arguments, a cut list of calls parses to none (vLLM's parser then finds no call).
+    """
+    thought, pieces = text_pieces(reasoning), text_pieces(text)
+    cut = len(thought) + len(pieces) > limit
+    message: dict[str, Any] = {"role": "assistant", "content": None if asked.mode == "auto" else ""}
+    if reasoning:
+        message["reasoning"] = "".join(thought[:limit]).strip()
+    kept = max(0, limit - len(thought))
+    if not cut:
+        message["tool_calls"] = tools.tool_calls(calls)
+    elif asked.mode == "named" and kept:
+        named = tools.tool_calls(calls)
+        named[0]["function"]["arguments"] = "".join(pieces[:kept])
+        message["tool_calls"] = named
+    completion = min(limit, len(thought) + len(pieces))
+    return _Reply(message, completion, min(len(thought), limit), tools.finish_reason(asked, cut))
+
+
 def _schema_of(response_format: Any) -> dict[str, Any] | None:
     if not isinstance(response_format, dict):
         return None
@@ -256,6 +332,11 @@ def _read_messages(messages: list[Any]) -> tuple[list[str], list[EncodedImage], 
             raise ValueError("every message must be an object")
         role = str(message.get("role", "user"))
         content = message.get("content")
+        # Its own earlier calls count in the prompt; they are remembered as calls made (tools.made_calls),
+        # not read again as reports of what was seen.
+        parts.extend((role, call) for call in _calls_of(message))
+        if content is None:  # an assistant turn that only called tools
+            continue
         if isinstance(content, str):
             texts.append(content)
             parts.append((role, content))
@@ -278,3 +359,14 @@ def _read_messages(messages: list[Any]) -> tuple[list[str], list[EncodedImage], 
             else:
                 raise ValueError(f"unsupported content part type {kind!r}")
     return texts, images, parts
+
+
+def _calls_of(message: dict[str, Any]) -> list[str]:
+    """An assistant message's tool calls as text (``name({arguments})``)."""
+    calls = message.get("tool_calls")
+    out = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            out.append(f"{function.get('name')}({function.get('arguments') or ''})")
+    return out

@@ -8,6 +8,7 @@ from pathlib import Path
 from videoatlas.standin import contract
 from videoatlas.standin.faults import FAULTS
 from videoatlas.standin.thinking import MODES as REASONING_MODES
+from videoatlas.standin.tools import PARSERS
 from videoatlas.standin.version import STANDIN_MODEL
 
 
@@ -39,6 +40,10 @@ class StandinConfig:
     """Context length in tokens (vLLM ``--max-model-len``); a longer prompt is refused with vLLM's error."""
     structured_outputs_backend: contract.Backend = "auto"
     """Which vLLM structured-output backend's rules reply schemas are held to: auto, xgrammar or guidance."""
+    enable_auto_tool_choice: bool = False
+    """vLLM ``--enable-auto-tool-choice``: with a tool-call parser, requests may ask for tool calls."""
+    tool_call_parser: str | None = None
+    """vLLM ``--tool-call-parser`` (one of the names vLLM 0.33 registers); without it every tool call is refused."""
     record: Path | None = None
     """Append every chat request body to this file, one JSON line each, before any validation."""
 
@@ -58,5 +63,16 @@ class StandinConfig:
             raise ValueError("patch must be 14, 16, 28 or 32")
         if self.structured_outputs_backend not in contract.BACKENDS:
             raise ValueError(f"structured-outputs backend must be one of {', '.join(contract.BACKENDS)}")
+        if self.enable_auto_tool_choice and not self.tool_call_parser:
+            raise ValueError("--enable-auto-tool-choice requires --tool-call-parser")
+        if self.enable_auto_tool_choice and self.tool_call_parser not in PARSERS:
+            raise ValueError(
+                f"invalid tool call parser: {self.tool_call_parser} (chose from {{ {','.join(PARSERS)} }})"
+            )
         if self.max_model_len < 1 or self.max_images < 0:
             raise ValueError("max_model_len must be positive and max_images not negative")
+
+    @property
+    def auto_tools(self) -> bool:
+        """Whether the server has a tool parser (vLLM builds one only with both tool flags)."""
+        return self.enable_auto_tool_choice and self.tool_call_parser is not None

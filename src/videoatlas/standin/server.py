@@ -2,7 +2,7 @@
 
 It is not a vision-language model. It exists so that everything can run and be tested on a
 machine without a GPU. It speaks the same protocol as vLLM's server (``GET /v1/models``,
-``POST /v1/chat/completions`` with images as data URLs and ``response_format`` json_schema,
+``POST /v1/chat/completions`` with images as data URLs, ``response_format`` json_schema and tool calls,
 OpenAI-style error bodies, usage with ``prompt_tokens_details.cached_tokens``), perceives only
 what it is sent (see :mod:`.perception` and :mod:`.policy`), and can be told to be slow or to
 fail in every way a real server can, so the client's handling of each is tested over real HTTP.

@@ -23,6 +23,8 @@ class StandinStats:
     enable_thinking: Counter[str] = field(default_factory=Counter)
     """Chat requests by the ``enable_thinking`` they sent (``true``, ``false``, ``null`` when none)."""
     images: int = 0
+    tool_calls: int = 0
+    """Tool calls made in replies (``tool_choice`` required, named or auto)."""
     completions_by_request: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
     in_flight_max: int = 0
@@ -42,6 +44,7 @@ class StandinStats:
             "reasoning_tokens": self.reasoning_tokens,
             "enable_thinking": dict(self.enable_thinking),
             "images": self.images,
+            "tool_calls": self.tool_calls,
             "in_flight_max": self.in_flight_max,
             "distinct_requests_completed": len(self.completions_by_request),
             "repeated_completions": repeated,

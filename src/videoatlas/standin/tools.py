@@ -1,0 +1,293 @@
+"""Tool calling as vLLM 0.33's chat route does it: ``tools`` and ``tool_choice`` read, checked and answered.
+
+vLLM first validates the request model (an empty ``tools`` list, a ``tool_choice`` without tools, an
+unknown choice or a named function that is not offered: HTTP 400 from its validation handler), then,
+while rendering, refuses any ``tool_choice`` but ``none`` when the server has no tool parser (one
+needs both ``--enable-auto-tool-choice`` and ``--tool-call-parser``). ``required`` and a named
+function are decoded under structured outputs (the arguments, or a list of ``{name, parameters}``,
+as a JSON schema: :func:`forced_schema`); ``auto`` leaves the model free to call or to write text.
+
+Which function the stand-in calls is decided by :meth:`ToolFiller.choose`, by the same general rules
+as its ``response_format`` answers: a function whose name or description means answering is called
+once what was seen settles the question; before that a function whose name or description means a
+kind of step (look closer, open, look around, record...) is chosen as an action enum is; else the
+function whose name and description share most words with the question. Under ``auto`` it writes
+text when none fits, when the question is settled and no function answers, or when the call it
+would make was already made in the conversation (its result is in the messages).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from videoatlas.standin.contract import Refusal
+from videoatlas.standin.filler import Filler
+from videoatlas.standin.language import intent_of, tokens, words_of
+
+PARSERS = (  # noqa: SIM905 - a list of names reads best as text
+    "apertus beam cohere_command3 cohere_command4 deepseek_v3 deepseek_v31 deepseek_v32 deepseek_v4 deepseek_v41 "
+    "dots ernie45 functiongemma gemma4 gigachat3 glm45 glm47 granite granite-20b-fc granite4 hermes hf hunyuan_a13b "
+    "hy_v3 hy_v4 inkling internlm jamba k2_horizon kimi_k2 kimi_k3 lfm2 ling3 llama3_json llama4_json "
+    "llama4_pythonic longcat mimo minicpm5 minimax_m2 minimax_m3 mistral muse muse_glimmer musespark1x olmo3 openai "
+    "phi4_mini_json plamo3 poolside_v1 pythonic qwen3_coder qwen3_json qwen3_xml seed_oss step3 step3p5 step5 xlam"
+).split()
+"""The ``--tool-call-parser`` names vLLM 0.33.0 registers (``vllm/tool_parsers/__init__.py``)."""
+_ANSWERING = {"answer", "answers", "submit", "finish", "respond", "reply", "conclude", "conclusion"}
+"""Words that say a function gives the reply itself rather than looking further."""
+_USAGE = 'Correct usage: `{"type": "function", "function": {"name": "my_function"}}`'
+
+Mode = Literal["auto", "required", "named"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One function a request offers."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """The JSON schema of its arguments (an empty object schema when the request gives none, as vLLM does)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRequest:
+    """The functions a request offers and how it asks for them to be called."""
+
+    tools: tuple[Tool, ...]
+    mode: Mode
+    named: str | None
+    """The function ``tool_choice`` names (``mode`` "named")."""
+    single: bool
+    """``parallel_tool_calls`` false: at most one call."""
+
+    def tool(self, name: str) -> Tool:
+        """The offered function called ``name``."""
+        return next(t for t in self.tools if t.name == name)
+
+
+def _invalid(body: dict[str, Any], text: str, param: str) -> Refusal:
+    """The body vLLM's validation handler answers a ``VLLMValidationError`` raised by its request model with."""
+    detail = (
+        f"{{'type': 'value_error', 'loc': ('body',), 'msg': {f'Value error, {text} (parameter={param})'!r}, "
+        f"'input': '<dict of {len(body)} items>', 'ctx': {{'error': VLLMValidationError({text!r})}}}}"
+    )
+    return Refusal(400, f"1 validation error:\n  {detail}", "Bad Request", param)
+
+
+def read(body: dict[str, Any]) -> ToolRequest | Refusal | None:
+    """The request's tool call, checked as vLLM's request model checks it; None when it asks for none."""
+    tools, choice = body.get("tools"), body.get("tool_choice", "auto" if body.get("tools") else "none")
+    if tools == []:
+        return _invalid(
+            body,
+            "`tools` must not be an empty array. Either provide at least one tool or omit the field entirely.",
+            "tools",
+        )
+    if choice == "none" or choice is None:
+        return None
+    if tools is None:
+        return _invalid(body, "When using `tool_choice`, `tools` must be set.", "tool_choice")
+    if choice not in ("auto", "required") and not isinstance(choice, dict):
+        text = (
+            f'Invalid value for `tool_choice`: {choice}! Only named tools, "none", "auto" or "required" are supported.'
+        )
+        return _invalid(body, text, "tool_choice")
+    offered = _tools(tools)
+    if isinstance(offered, Refusal):
+        return offered
+    named = None
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        if not isinstance(function, dict):
+            return _invalid(
+                body, f"Invalid value for `function`: `{function}` in `tool_choice`! {_USAGE}", "tool_choice.function"
+            )
+        if "name" not in function:
+            return _invalid(
+                body, f"Expected field `name` in `function` in `tool_choice`! {_USAGE}", "tool_choice.function.name"
+            )
+        named = function["name"]
+        if not isinstance(named, str) or not named:
+            text = f"Invalid `name` in `function`: `{named}` in `tool_choice`! {_USAGE}"
+            return _invalid(body, text, "tool_choice.function.name")
+        if all(t.name != named for t in offered):
+            return _invalid(
+                body, "The tool specified in `tool_choice` does not match any of the specified `tools`", "tool_choice"
+            )
+    mode: Mode = "named" if named is not None else "required" if choice == "required" else "auto"
+    return ToolRequest(tuple(offered), mode, named, body.get("parallel_tool_calls") is False)
+
+
+def _tools(tools: Any) -> list[Tool] | Refusal:
+    if not isinstance(tools, list):
+        return Refusal(400, "`tools` must be a list of function tools", "Bad Request", "tools")
+    out = []
+    for i, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        params = function.get("parameters") if isinstance(function, dict) else None
+        if not isinstance(name, str) or (params is not None and not isinstance(params, dict)):
+            return Refusal(400, f"tools[{i}] must be a function tool with a name", "Bad Request", "tools")
+        assert isinstance(function, dict)
+        description = function.get("description")
+        empty = {"type": "object", "properties": {}}
+        out.append(Tool(name, description if isinstance(description, str) else "", params or empty))
+    return out
+
+
+def unavailable(request: ToolRequest, auto_tools: bool) -> Refusal | None:
+    """The refusal vLLM gives a tool call on a server without a tool parser (``auto_tools``: it has one)."""
+    if auto_tools:
+        return None
+    if request.mode == "auto":
+        return Refusal(400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
+    wanted = f'function "{request.named}"' if request.mode == "named" else '"required"'
+    return Refusal(400, f"tool_choice={wanted} requires --tool-call-parser to be set")
+
+
+def forced_schema(request: ToolRequest) -> dict[str, Any] | Refusal | None:
+    """The JSON schema vLLM decodes a ``required`` or named call under (None for ``auto``)."""
+    if request.mode == "named":
+        assert request.named is not None
+        named: dict[str, Any] = request.tool(request.named).parameters
+        return named
+    if request.mode == "auto":
+        return None
+    defs: dict[str, Any] = {}
+    variants = []
+    for tool in request.tools:
+        params = dict(tool.parameters)
+        for name, definition in (params.pop("$defs", None) or {}).items():
+            if name in defs and defs[name] != definition:
+                text = f"Tool definition '{name}' has multiple schemas, which is not supported."
+                return Refusal(400, text, param="tools")
+            defs[name] = definition
+        variants.append(
+            {
+                "properties": {"name": {"type": "string", "enum": [tool.name]}, "parameters": params},
+                "required": ["name", "parameters"],
+            }
+        )
+    schema: dict[str, Any] = {"type": "array", "minItems": 1, "items": {"type": "object", "anyOf": variants}}
+    if request.single:
+        schema["maxItems"] = 1
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+class ToolFiller(Filler):
+    """A :class:`.filler.Filler` that also picks the function to call and fills its arguments."""
+
+    def __init__(self, request: Any, seed: int = 0, made: set[tuple[str, str]] | None = None) -> None:
+        super().__init__(request, {}, seed)
+        self.made = made or set()
+        """Calls already made in the conversation: (function name, arguments as canonical JSON)."""
+
+    def string(self, node: dict[str, Any], name: str) -> str:
+        """A string as :class:`Filler` fills it; one it has no opinion on names what the question is about."""
+        text = super().string(node, name)
+        if text or not self.req.context or not name:
+            return text
+        return self._fit_text(" ".join(self.req.context), node)
+
+    def filled(self, schema: dict[str, Any]) -> Any:
+        """A value for a schema the request wrote itself (a JSON example in its text)."""
+        self.root = schema
+        return self.value(schema)
+
+    def arguments(self, tool: Tool) -> dict[str, Any]:
+        """Arguments for ``tool``, filled with the step it stands for in mind."""
+        self.root = tool.parameters
+        self.intent = intent_of(tool.name, tool.description)
+        value = self.value(tool.parameters)
+        return value if isinstance(value, dict) else {}
+
+    def choose(self, request: ToolRequest) -> list[tuple[Tool, dict[str, Any]]]:
+        """The calls to make (one at most), or none when the reply should be text (``auto`` only)."""
+        if request.mode == "named":
+            assert request.named is not None
+            tool = request.tool(request.named)
+            return [(tool, self.arguments(tool))]
+        self.told.update({t.name: t.description for t in request.tools})
+        for tool in self._ranked(request):
+            args = self.arguments(tool)
+            if (tool.name, json.dumps(args, sort_keys=True)) not in self.made:
+                return [(tool, args)]
+            if request.mode == "auto":
+                return []  # the call it would make was made: its result is in the conversation
+        if request.mode == "auto":
+            return []
+        tool = request.tools[0]  # "required" with nothing better: the first function, as offered
+        return [(tool, self.arguments(tool))]
+
+    def _ranked(self, request: ToolRequest) -> list[Tool]:
+        """Functions worth calling now, best first (empty when text would do, for ``auto``)."""
+        answering = [t for t in request.tools if _answers(t)]
+        if self.sufficient() and (answering or request.mode == "auto"):
+            return answering
+        acting = [t for t in request.tools if t not in answering and _acts(t)]
+        ranked: list[Tool] = []
+        if acting:
+            best = self.choose_action([t.name for t in acting])
+            ranked.append(request.tool(best))
+        wanted = {t for w in self.req.context for t in tokens(w)}
+        overlap = {t.name: len(wanted & set(tokens(f"{t.name} {t.description}"))) for t in request.tools}
+        ranked += sorted(
+            (t for t in request.tools if overlap[t.name] and t not in ranked), key=lambda t: -overlap[t.name]
+        )
+        return ranked
+
+
+def _answers(tool: Tool) -> bool:
+    return bool(_ANSWERING & set(words_of(tool.name) + words_of(tool.description)[:4]))
+
+
+def _acts(tool: Tool) -> bool:
+    return intent_of(tool.name, tool.description) not in (None, "stop")
+
+
+def made_calls(messages: list[Any]) -> set[tuple[str, str]]:
+    """The calls the assistant made earlier in the conversation (its ``tool_calls``)."""
+    made = set()
+    for message in messages:
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        for call in calls if isinstance(calls, list) else []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                continue
+            try:
+                args = json.loads(function.get("arguments") or "{}")
+            except (json.JSONDecodeError, TypeError):
+                continue
+            made.add((str(function.get("name")), json.dumps(args, sort_keys=True)))
+    return made
+
+
+def call_text(request: ToolRequest, calls: list[tuple[Tool, dict[str, Any]]]) -> str:
+    """What the constrained decoder writes for ``calls``: the arguments (named) or the list of calls (required)."""
+    if request.mode == "named":
+        return json.dumps(calls[0][1], ensure_ascii=False)
+    return json.dumps([{"name": t.name, "parameters": args} for t, args in calls], ensure_ascii=False)
+
+
+def tool_calls(calls: list[tuple[Tool, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The reply's ``tool_calls``, as vLLM writes them (``chatcmpl-tool-`` ids, arguments as a JSON string)."""
+    return [
+        {
+            "id": f"chatcmpl-tool-{uuid.uuid4().hex}",
+            "type": "function",
+            "function": {"name": tool.name, "arguments": json.dumps(args, ensure_ascii=False)},
+        }
+        for tool, args in calls
+    ]
+
+
+def finish_reason(request: ToolRequest, cut: bool) -> str:
+    """``tool_calls`` for calls the model chose, ``stop`` for a named function (as OpenAI), ``length`` if cut."""
+    if cut:
+        return "length"
+    return "stop" if request.mode == "named" else "tool_calls"
