@@ -18,10 +18,13 @@ EXE = str(Path(sys.executable).parent / "videoatlas")
 class StandIn:
     """The stand-in VLM as its own process (so killing the agent does not kill it)."""
 
-    def __init__(self, latency: float) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+    def __init__(self, latency: float, port: int | None = None) -> None:
+        """Start it on ``port`` (default: a free one; a given one restarts a stopped stand-in where it was)."""
+        if port is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+        self.port = port
         self.proc = subprocess.Popen(
             [EXE, "standin", "--port", str(self.port), "--latency", str(latency)], stderr=subprocess.DEVNULL
         )

@@ -61,3 +61,21 @@ class RunOwnedError(VideoAtlasError):
     """The run is being run by another live process (its lease is held and renewed)."""
 
     exit_code = 7
+
+
+class OutageError(VideoAtlasError):
+    """Something the runs depend on (the VLM endpoint, the database) went away for longer than the patience.
+
+    Not the question's fault: its run is left ``interrupted`` (resumable), never scored as a wrong answer.
+    The exit code is sysexits' EX_TEMPFAIL (a temporary failure: run the same command again).
+    """
+
+    exit_code = 75
+
+
+class EndpointDownError(OutageError):
+    """The VLM endpoint answered before, then stopped answering for longer than the patience."""
+
+
+class DatabaseDownError(OutageError):
+    """The run store or the checkpointer lost its database for longer than the patience."""

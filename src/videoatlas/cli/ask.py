@@ -40,7 +40,7 @@ from videoatlas.cli.run_view import RunProgress, print_result
 from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.cli.video import open_atlas
 from videoatlas.environment.geometry import Interval
-from videoatlas.errors import BadInputError
+from videoatlas.errors import BadInputError, OutageError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.paths import home_dir
 
@@ -158,6 +158,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
             if args.no_persist:
                 raise
             raise progress.stopped(exc) from None
+        except OutageError as exc:
+            if args.no_persist:
+                raise
+            raise progress.outage(exc) from None
     if args.stream_json:
         sys.stdout.write(json.dumps({"event": "result", **result.as_dict()}) + "\n")
     elif args.json:
@@ -311,6 +315,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
             result = run_stoppable(resume_run(args.run, args.db, progress, endpoint=endpoint, force=args.force))
         except Interrupted as exc:
             raise progress.stopped(exc) from None
+        except OutageError as exc:
+            raise progress.outage(exc) from None
     if args.json:
         _json(result.as_dict())
     else:

@@ -32,6 +32,11 @@ EXIT_CODES = (
     (5, "the VLM endpoint is unreachable, does not serve the model, or refused a request"),
     (6, "the model's reply could not be read, even after a repair and a re-ask"),
     (7, "the run is being run by another live process (its lease is held; resume --force takes it)"),
+    (
+        75,
+        "interrupted by an outage: the VLM endpoint or the database went away for longer than "
+        "--endpoint-patience; runs are left interrupted, resumable (re-run the eval, or videoatlas resume RUN)",
+    ),
     (130, "interrupted (Ctrl-C); a run is left interrupted, resumable with videoatlas resume RUN"),
     (143, "stopped by SIGTERM (Slurm preemption or time limit); the same as 130"),
 )

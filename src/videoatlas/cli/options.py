@@ -78,6 +78,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
+
+
 def context_length(text: str) -> int | str:
     """An argparse type: a context length in tokens, or ``auto`` (the longest that fits the GPU)."""
     return "auto" if text.strip().lower() == "auto" else positive_int(text)
@@ -267,6 +278,15 @@ def add_endpoint_options(p: argparse.ArgumentParser) -> None:
     add_model_option(p, "model id (env VIDEOATLAS_MODEL; default: first served)")
     p.add_argument("--api-key", default=None, help="API key (env VIDEOATLAS_API_KEY)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per request (default 120)")
+    p.add_argument(
+        "--endpoint-patience",
+        type=seconds,
+        default=None,
+        metavar="S",
+        help="how long to wait for an endpoint (or database) that answered before and went away, e.g. a "
+        "restarted vLLM, before stopping the runs as interrupted (resumable) (env VIDEOATLAS_ENDPOINT_PATIENCE; "
+        "default 300)",
+    )
     p.add_argument(
         "--no-strict-schema",
         action="store_true",

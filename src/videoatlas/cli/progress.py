@@ -40,6 +40,7 @@ class _Reporter:
         self.bar: Any = None
         self.last_line = -1.0
         self.last_tenth = -1
+        self.down_line: float | None = None
 
     def _plain_due(self, done: int, total: int) -> bool:
         """Whether a plain line is due: the first, every tenth of the work, the last, or after a quiet while."""
@@ -90,13 +91,26 @@ class Progress(_Reporter):
             self._line(f"{self.label}: {pct}% ({done:,}/{total:,} {self.unit}s)")
 
 
+DOWN_EVERY_S = 10.0
+"""Without a terminal, while the endpoint is down, a line this often (the wait goes on for minutes)."""
+
+
+def down_status(p: EvalProgress) -> str:
+    """``endpoint down, waiting (42 s)`` while the VLM endpoint is down, else nothing."""
+    return "" if p.endpoint_down_s is None else f"endpoint down, waiting ({p.endpoint_down_s:.0f} s)"
+
+
 def eval_status(p: EvalProgress) -> str:
     """An evaluation's running figures, as the bar's postfix and in every plain line."""
     acc = "-" if p.accuracy is None else f"{p.accuracy:.1%}"
     err = "-" if p.error_rate is None else f"{p.error_rate:.1%}"
     eta = "-" if p.eta_s is None else format_ts(p.eta_s, 0)
+    down = down_status(p)
     return (
-        f"acc {acc} | errors {err} ({p.errors}) | {p.parse_failures} parse fail | {p.tokens / 1e6:.2f}M tokens "
+        (f"{down} | " if down else "")
+        + (f"{p.interrupted} interrupted | " if p.interrupted else "")
+        + f"acc {acc} | errors {err} ({p.errors}) |"
+        f" {p.parse_failures} parse fail | {p.tokens / 1e6:.2f}M tokens "
         f"| {p.cached} cached | ETA {eta}"
     )
 
@@ -113,9 +127,20 @@ class EvalProgressBar(_Reporter):
                 # The ETA is the runner's own (this invocation's pace), not tqdm's, which counts cached answers.
                 fmt = "{l_bar}{bar}| {n_fmt}/{total_fmt} {postfix}"
                 self.bar = _live_bar(self.stream, total=p.total, desc="eval", unit="question", bar_format=fmt)
-            self.bar.set_postfix_str(eval_status(p), refresh=False)
+            self.bar.set_postfix_str(eval_status(p), refresh=p.endpoint_down_s is not None)
             self.bar.update(p.done - self.bar.n)
             if p.done >= p.total:
                 self.close()
-        elif self._plain_due(p.done, p.total):
+        elif self._down_due(p) or self._plain_due(p.done, p.total):
             self._line(f"{p.done}/{p.total} questions | {eval_status(p)}")
+
+    def _down_due(self, p: EvalProgress) -> bool:
+        """Whether a plain line is due because the endpoint went down or stays down (one every few seconds)."""
+        if p.endpoint_down_s is None:
+            self.down_line = None
+            return False
+        now = time.monotonic()
+        if self.down_line is not None and now - self.down_line < DOWN_EVERY_S:
+            return False
+        self.down_line = now
+        return True

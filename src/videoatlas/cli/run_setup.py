@@ -128,6 +128,7 @@ def endpoint_from(args: argparse.Namespace, config: RunConfig | None = None) -> 
         model=args.model,
         api_key=args.api_key,
         timeout_s=args.timeout,
+        patience_s=getattr(args, "endpoint_patience", None),
         strict_schema=False if getattr(args, "no_strict_schema", False) else None,
         max_image_pixels=pixels,
     )

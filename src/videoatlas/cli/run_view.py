@@ -13,6 +13,7 @@ from videoatlas.cli.outputs import command_name
 from videoatlas.cli.outputs import write_line as _out
 from videoatlas.cli.signals import Interrupted
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import OutageError
 from videoatlas.textsafe import escape
 
 if TYPE_CHECKING:
@@ -55,13 +56,24 @@ class RunProgress:
 
     def stopped(self, exc: Interrupted) -> Interrupted:
         """``exc`` with the way back: the run is interrupted and resumable."""
-        if self.run_id is not None:
-            import shlex
-
-            where = f" --db {shlex.quote(self.db)}" if self.db else ""
-            command = f"{command_name()} resume {self.run_id}{where}"
-            exc.hint = f"run {self.run_id} is interrupted; resume it with: {command}"
+        hint = self.resume_hint()
+        if hint:
+            exc.hint = hint
         return exc
+
+    def outage(self, exc: OutageError) -> OutageError:
+        """An outage's error (the endpoint or the database gone past the patience), with the way back."""
+        hint = self.resume_hint()
+        return type(exc)(f"{exc}; {hint}") if hint else exc
+
+    def resume_hint(self) -> str:
+        """``run R is interrupted; resume it with: videoatlas resume R`` (empty before the run started)."""
+        if self.run_id is None:
+            return ""
+        import shlex
+
+        where = f" --db {shlex.quote(self.db)}" if self.db else ""
+        return f"run {self.run_id} is interrupted; resume it with: {command_name()} resume {self.run_id}{where}"
 
 
 def print_result(result: RunResult) -> None:

@@ -24,6 +24,11 @@ class EvalProgress:
     started: float = field(default_factory=time.monotonic)
     ran: int = 0
     """Questions answered by this invocation (not taken from a cache): the ETA's basis."""
+    interrupted: int = 0
+    """Questions whose run an outage stopped (the endpoint or the database gone past the patience): not done,
+    not scored; the next invocation resumes them."""
+    endpoint_down_s: float | None = None
+    """Seconds the VLM endpoint has been down (None: it answers); no question starts meanwhile."""
 
     @property
     def accuracy(self) -> float | None:

@@ -38,6 +38,14 @@ class EvalData:
     """One row per attempted question: its latest current row, finished (``ok``) or failed."""
     pending: int
     """Questions asked for but with no current row yet."""
+    interrupted: int = 0
+    """Questions whose latest run an outage stopped (the endpoint or the database, not the question): not
+    scored, like pending ones; re-running the eval resumes them."""
+
+    @property
+    def rerun_needed(self) -> bool:
+        """Whether running the eval again would change it: questions not run yet, interrupted, or failed."""
+        return bool(self.pending or self.interrupted or self.errors)
 
     @property
     def answered(self) -> list[dict[str, Any]]:
@@ -62,7 +70,7 @@ def load_eval(folder: str | Path) -> EvalData:
     meta_files = sorted(path.glob("eval*.json"))
     if not meta_files:
         raise BadInputError(f"{path} holds no eval (no eval.json; run `videoatlas eval run --out {path}` first)")
-    metas, rows, pending = [], [], 0
+    metas, rows, pending, interrupted = [], [], 0, 0
     for meta_file in meta_files:
         try:
             meta = json.loads(meta_file.read_text(encoding="utf-8"))
@@ -78,12 +86,14 @@ def load_eval(folder: str | Path) -> EvalData:
             current = latest.get(item)
             if current is None:
                 pending += 1
+            elif current.get("status") == "interrupted":
+                interrupted += 1
             else:
                 rows.append(current)
     agents = {(m["agent"], str(m.get("agent_code")), m["prompt_sha"], m["model"]) for m in metas}
     if len(agents) > 1:
         raise BadInputError(f"{path}: shards disagree on agent, agent code, prompt set or model ({sorted(agents)})")
-    return EvalData(path, metas, rows, pending)
+    return EvalData(path, metas, rows, pending, interrupted)
 
 
 def failed(row: dict[str, Any]) -> bool:
@@ -207,7 +217,9 @@ def report(data: EvalData) -> dict[str, Any]:
         "prompt_sha": meta["prompt_sha"],
         "model": meta["model"],
         "pending": data.pending,
+        "interrupted": data.interrupted,
         "errors": len(data.errors),
+        "rerun_needed": data.rerun_needed,
         "subset": meta.get("subset"),
         "skipped": _skipped(data.metas),
         "overall": summarize(data.rows),
@@ -266,6 +278,20 @@ def _skipped_lines(rep: dict[str, Any]) -> list[str]:
     return [*lines, ""] if lines else []
 
 
+def _rerun_lines(rep: dict[str, Any]) -> list[str]:
+    """Whether the eval needs running again, and why (empty when it is complete)."""
+    if not rep.get("rerun_needed"):
+        return []
+    why = []
+    if rep.get("interrupted"):
+        why.append(f"{rep['interrupted']} interrupted by an outage resume from their checkpoints")
+    if rep["pending"]:
+        why.append(f"{rep['pending']} not run yet run")
+    if rep["errors"]:
+        why.append(f"{rep['errors']} that failed to run are tried again")
+    return ["**Re-run needed**: run the same `eval run` command again (" + "; ".join(why) + ").", ""]
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     """The report for people, as Markdown tables."""
     lines = [
@@ -273,8 +299,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "",
         f"model `{rep['model']}`, agent code `{rep['agent_code'] or 'unrecorded'}`, "
         f"prompt set `{rep['prompt_set']}` ({rep['prompt_sha']}); "
-        f"{rep['overall']['answered']} answered, {rep['errors']} failed to run, {rep['pending']} not run yet",
+        f"{rep['overall']['answered']} answered, {rep['errors']} failed to run (the question's: a bad video, "
+        f"a refused request), {rep.get('interrupted', 0)} interrupted by an outage (the endpoint's or the "
+        f"database's: not scored), {rep['pending']} not run yet",
         "",
+        *_rerun_lines(rep),
         "Accuracy counts every attempted question: a run that failed (errors) or gave no valid answer "
         "(parse fail) is wrong. No evidence: answers whose final decision cited no evidence (a pick, counted "
         "in accuracy like any answer). Fallbacks: runs that went on without a model reply they could not use "

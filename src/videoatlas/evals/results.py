@@ -135,6 +135,17 @@ def error_row(item: EvalItem, key: str, stamp: dict[str, str], run_id: str, exc:
     }
 
 
+def interrupted_row(item: EvalItem, key: str, stamp: dict[str, str], run_id: str, exc: Exception) -> dict[str, Any]:
+    """The row of a question whose run an outage stopped: not scored (the question did nothing wrong), never reused."""
+    return {
+        **_item_fields(item, key, stamp, "interrupted"),
+        "duration": item.duration,
+        "error": f"{type(exc).__name__}: {exc}"[:1000],
+        "run_id": run_id,
+        "finished_at": datetime.now(UTC).isoformat(),
+    }
+
+
 class Appender:
     """Appends result lines to one file, each flushed and synced before the next question counts."""
 
@@ -143,8 +154,8 @@ class Appender:
         self.fh = path.open("a", encoding="utf-8")
 
     def write(self, row: dict[str, Any]) -> None:
-        """Append ``row`` as one line, on disk before this returns."""
-        self.fh.write(json.dumps(row) + "\n")
+        """Append ``row`` as one line, on disk before this returns (keys starting with ``_`` are not written)."""
+        self.fh.write(json.dumps({k: v for k, v in row.items() if not k.startswith("_")}) + "\n")
         self.fh.flush()
         os.fsync(self.fh.fileno())
 

@@ -3,18 +3,25 @@
 Re-running the same command resumes: a question whose result is already in the output folder is
 skipped, one whose run was interrupted is resumed from its checkpoint, and one finished by any
 earlier eval on the same database is read back from it. A question whose run failed is tried
-again; until it succeeds it counts as answered wrong. Every result is keyed by a hash of the
-question, the agent and the hash of its code, the hash of the prompt templates it uses, the model
-and the agent's settings (:func:`result_key`), so editing a prompt or a node re-runs exactly the
-questions it can change.
+again; until it succeeds it counts as answered wrong.
+
+An outage is not a failure of the question. While the VLM endpoint is down no new question starts
+and the runs in flight wait (:mod:`videoatlas.llm.outage`); the databases are waited for the same
+way (:mod:`videoatlas.persistence.patience`). Past the patience the eval stops: the questions
+whose runs were stopped get an ``interrupted`` line (never scored), and
+:class:`~videoatlas.errors.OutageError` says to run the same command again, which resumes them.
+
+Every result is keyed by a hash of the question, the agent and the hash of its code, the hash of
+the prompt templates it uses, the model and the agent's settings (:func:`result_key`), so editing a
+prompt or a node re-runs exactly the questions it can change.
 
 Output folder layout (``--shard i/n`` gives each shard its own two files, so a Slurm array can
 share one folder and one PostgreSQL database)::
 
     eval.json        what was run: dataset, agent and its code version, config, prompt set and hash,
                      model, item keys
-    results.jsonl    one line per attempted question (status "ok" or "error"), appended as each one
-                     finishes; a retried question's later line replaces its earlier one
+    results.jsonl    one line per attempted question (status "ok", "error" or "interrupted"), appended
+                     as each one ends; a retried question's later line replaces its earlier one
 
 The run's parts live by concern: what it selects (:mod:`.spec`), its output folder and rows
 (:mod:`.results`), its progress (:mod:`.progress`); this module runs the questions.
@@ -35,13 +42,20 @@ from videoatlas import __version__, limits
 from videoatlas.agents.registry import get_agent
 from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.concat import media_duration
-from videoatlas.errors import BadInputError, NothingToResumeError, VideoAtlasError
+from videoatlas.errors import (
+    BadInputError,
+    DatabaseDownError,
+    NothingToResumeError,
+    OutageError,
+    VideoAtlasError,
+)
 from videoatlas.evals.items import EvalItem
 from videoatlas.evals.progress import EvalProgress
 from videoatlas.evals.results import (
     Appender,
     check_folder,
     error_row,
+    interrupted_row,
     read_rows,
     result_key,
     result_row,
@@ -50,8 +64,10 @@ from videoatlas.evals.results import (
 from videoatlas.evals.spec import EvalSpec, Shard, load_selected, runnable, select_items, skipped_summary
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
+from videoatlas.llm.outage import EndpointWatch, watch_for
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import resolve_db_url
+from videoatlas.persistence.patience import is_connection_loss
 from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import load_finished, resume_run, run_question
 from videoatlas.runtime.context import RunConfig
@@ -167,30 +183,76 @@ async def run_eval(
     queue: asyncio.Queue[EvalItem] = asyncio.Queue()
     for item in pending:
         queue.put_nowait(item)
+    watch = watch_for(endpoint)
+    outages: list[OutageError] = []
 
     async def worker() -> None:
-        while True:
+        while not outages:
+            try:
+                await watch.wait_until_up()  # no new question while the endpoint is down
+            except OutageError as exc:
+                outages.append(exc)
+                return
             try:
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             row = await _answer(item, keys[item.id], stamp, spec.config, endpoint, url)
             appender.write(row)
-            if row.get("source") != "db-cache":
-                progress.ran += 1
+            if row["status"] == "interrupted":
+                outages.append(row.pop("_outage"))
+                progress.interrupted += 1
             else:
-                progress.cached += 1
-            progress.add(row)
+                if row.get("source") != "db-cache":
+                    progress.ran += 1
+                else:
+                    progress.cached += 1
+                progress.add(row)
             if on_progress is not None:
                 on_progress(progress)
 
+    ticker = asyncio.ensure_future(_show_outages(watch, progress, on_progress))
+    try:
+        await _run_workers(worker, min(spec.concurrency, max(1, len(pending))))
+    finally:
+        ticker.cancel()
+        appender.close()
+    if outages:
+        raise _stopped(outages[0], progress)
+    return EvalOutcome(out, results_file, progress, model)
+
+
+async def _run_workers(worker: Callable[[], Any], count: int) -> None:
+    """Run ``count`` workers to their end; a worker's unexpected error is raised as itself, never as a group."""
     try:
         async with asyncio.TaskGroup() as group:
-            for _ in range(min(spec.concurrency, max(1, len(pending)))):
+            for _ in range(count):
                 group.create_task(worker())
-    finally:
-        appender.close()
-    return EvalOutcome(out, results_file, progress, model)
+    except BaseExceptionGroup as group_error:
+        raise group_error.exceptions[0] from None
+
+
+async def _show_outages(
+    watch: EndpointWatch, progress: EvalProgress, on_progress: Callable[[EvalProgress], None] | None
+) -> None:
+    """While the endpoint is down, tell the progress callback how long for, every second."""
+    while True:
+        await asyncio.sleep(1.0)
+        down = watch.down_for()
+        if down == progress.endpoint_down_s:
+            continue
+        progress.endpoint_down_s = down
+        if on_progress is not None:
+            on_progress(progress)
+
+
+def _stopped(first: OutageError, progress: EvalProgress) -> OutageError:
+    """The error an eval stopped by an outage ends with: what went away, what is left, how to go on."""
+    left = progress.total - progress.done
+    return type(first)(
+        f"{first}; {progress.done} of {progress.total} question(s) have a result, {left} left "
+        f"({progress.interrupted} interrupted mid-run, none scored): run the same command again to resume them"
+    )
 
 
 async def _answer(
@@ -201,7 +263,7 @@ async def _answer(
     with structlog.contextvars.bound_contextvars(item=item.id):
         try:
             duration = item.duration if item.duration is not None else media_duration(item.video)
-            store = await asyncio.to_thread(TraceStore.shared, url)
+            store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s)
             try:
                 existing = await asyncio.to_thread(store.run, run_id)
             finally:
@@ -229,9 +291,19 @@ async def _answer(
                 run_id=run_id,
             )
             return result_row(item, key, stamp, result, duration, "run")
-        except VideoAtlasError as exc:
-            # A question whose run failed is recorded as an error and scored as a wrong answer:
-            # dropping it would raise accuracy exactly where the model struggles. It is not cached,
-            # so the next invocation tries it again.
-            log.warning("question failed", error=str(exc))
-            return error_row(item, key, stamp, run_id, exc)
+        except Exception as exc:
+            if isinstance(exc, OutageError):
+                outage: OutageError = exc
+            elif is_connection_loss(exc):  # a database call outside the patient ones: the same outage
+                outage = DatabaseDownError(f"the database connection was lost: {str(exc).strip().splitlines()[0]}")
+            elif isinstance(exc, VideoAtlasError):
+                # A question whose run failed is recorded as an error and scored as a wrong answer:
+                # dropping it would raise accuracy exactly where the model struggles. It is not cached,
+                # so the next invocation tries it again.
+                log.warning("question failed", error=str(exc))
+                return error_row(item, key, stamp, run_id, exc)
+            else:
+                raise
+            # Not the question's fault: its run is left interrupted, and the next invocation resumes it.
+            log.warning("question interrupted by an outage", error=str(outage))
+            return {**interrupted_row(item, key, stamp, run_id, outage), "_outage": outage}

@@ -7,7 +7,9 @@ repaired locally (fences, stray text, trailing commas); failing that, the model 
 more with the validation error; failing that, :class:`ModelReplyError`. Never a random fallback.
 
 Transport failures (connection errors, timeouts, HTTP 429 and 5xx) are retried with exponential
-backoff and full jitter; other 4xx answers are not retried.
+backoff and full jitter; other 4xx answers are not retried. An endpoint that answered before and
+stops answering is waited for instead (:mod:`videoatlas.llm.outage`): its calls spend no retries
+while it is down, and past the patience raise :class:`~videoatlas.errors.EndpointDownError`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from videoatlas.errors import (
     ModelReplyError,
     VideoAtlasError,
 )
+from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.images import ImagePart, check_limits
+from videoatlas.llm.outage import EndpointWatch, watch_for
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CallRecord, CallTotals
 from videoatlas.llm.repair import repair_json
@@ -133,7 +137,9 @@ class VLMClient:
     """Structured, budgeted, counted access to one chat model.
 
     ``model`` is any langchain-core chat model: :class:`OpenAICompatibleChat` in production and
-    end-to-end tests, a fake chat model in unit tests.
+    end-to-end tests, a fake chat model in unit tests. ``watch`` waits out the endpoint's outages;
+    by default an :class:`OpenAICompatibleChat` gets its endpoint's shared watch (made on the first
+    call, in the caller's event loop), any other model none.
     """
 
     def __init__(
@@ -144,8 +150,10 @@ class VLMClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         seed: int | None = None,
         reask: Template | None = None,
+        watch: EndpointWatch | None = None,
     ) -> None:
         self.model = model
+        self._watch = watch
         self.settings = settings
         self.totals = CallTotals()
         self.on_record = on_record
@@ -153,6 +161,13 @@ class VLMClient:
         self._rng = random.Random(seed)
         self._semaphore = asyncio.Semaphore(settings.max_concurrency)
         self._reask = reask or builtin_template("reask")
+
+    @property
+    def watch(self) -> EndpointWatch | None:
+        """The endpoint's outage watch (None for a model that is no HTTP endpoint, such as a fake in tests)."""
+        if self._watch is None and isinstance(self.model, OpenAICompatibleChat):
+            self._watch = watch_for(self.settings)
+        return self._watch
 
     def build_messages(self, system: str, images: Sequence[ImagePart], text: str) -> list[BaseMessage]:
         """System prompt, then images, then the changing text (stable parts first)."""
@@ -257,8 +272,11 @@ class VLMClient:
 
     async def _send(self, messages: list[BaseMessage], fmt: dict[str, Any], record: CallRecord) -> str:
         attempt = 0
+        watch = self.watch
         while True:
             attempt += 1
+            if watch is not None:
+                await watch.wait_until_up()  # nothing is sent to an endpoint that is down
             record.attempts += 1
             try:
                 async with self._semaphore:
@@ -266,6 +284,12 @@ class VLMClient:
             except Exception as exc:
                 if not _retryable(exc):
                     raise await self._translate(exc, record) from None
+                if watch is not None and await watch.outage(exc):
+                    # The endpoint was down and answers again: the failure was not this call's.
+                    record.retries += 1
+                    attempt -= 1
+                    log.info("model_call_resumed", error=_describe(exc))
+                    continue
                 if attempt > self.settings.max_retries:
                     raise EndpointError(
                         f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: {_describe(exc)}"
@@ -274,6 +298,8 @@ class VLMClient:
                 log.info("model_call_retry", attempt=attempt, error=_describe(exc))
                 await self._backoff(attempt)
                 continue
+            if watch is not None:
+                watch.saw_answer()
             prompt, completion, cached = _usage(message)
             record.prompt_tokens += prompt
             record.completion_tokens += completion
@@ -330,12 +356,20 @@ class VLMClient:
         if lister is None:
             return self.settings.model
         attempt = 0
+        watch = self.watch
         while True:
             attempt += 1
+            if watch is not None:
+                await watch.wait_until_up()
             try:
                 served: list[str] = await lister()
+                if watch is not None:
+                    watch.saw_answer()
                 break
             except openai.OpenAIError as exc:
+                if watch is not None and await watch.outage(exc):
+                    attempt -= 1
+                    continue
                 if not _retryable(exc) or attempt > self.settings.max_retries:
                     # No answer at all (nothing listening, a wrong host) is told apart from a server that errs.
                     kind = EndpointUnreachableError if isinstance(exc, openai.APIConnectionError) else EndpointError

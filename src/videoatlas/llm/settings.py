@@ -10,6 +10,8 @@ from typing import Any
 from videoatlas.errors import BadInputError
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_PATIENCE_S = 300.0
+"""Five minutes: a vLLM server restarted after an out-of-memory error or a preemption loads its model in that time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +28,10 @@ class EndpointSettings:
     """Retries after the first attempt, on connection errors, timeouts, 429 and 5xx."""
     backoff_s: float = 0.5
     backoff_cap_s: float = 8.0
+    patience_s: float = DEFAULT_PATIENCE_S
+    """How long calls wait for an endpoint that answered before and stopped (restarted, preempted) before the
+    runs stop as interrupted (``--endpoint-patience``, ``VIDEOATLAS_ENDPOINT_PATIENCE``; see
+    :mod:`videoatlas.llm.outage`). The run store and the checkpointer wait as long for their database."""
     max_concurrency: int = 16
     """Requests in flight at once, across every node and worker."""
     max_tokens: int = 4096
@@ -64,13 +70,15 @@ class EndpointSettings:
                 raise BadInputError(f"{name} must be positive")
         if self.max_retries < 0:
             raise BadInputError("max_retries must be >= 0")
+        if not self.patience_s >= 0:
+            raise BadInputError(f"the endpoint patience must be 0 or more seconds, got {self.patience_s!r}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> EndpointSettings:
         """Settings from the ``VIDEOATLAS_*`` environment variables, ``overrides`` on top.
 
         Read: ``VIDEOATLAS_BASE_URL``, ``VIDEOATLAS_MODEL``, ``VIDEOATLAS_API_KEY``, ``VIDEOATLAS_STRICT_SCHEMA``,
-        ``VIDEOATLAS_MAX_IMAGE_PIXELS``. ``overrides`` (command-line flags) win.
+        ``VIDEOATLAS_MAX_IMAGE_PIXELS``, ``VIDEOATLAS_ENDPOINT_PATIENCE``. ``overrides`` (command-line flags) win.
         """
         source = os.environ if env is None else env
         values: dict[str, Any] = {}
@@ -86,6 +94,9 @@ class EndpointSettings:
             if not pixels.isdigit() or int(pixels) <= 0:
                 raise BadInputError(f"VIDEOATLAS_MAX_IMAGE_PIXELS must be a positive whole number, got {pixels!r}")
             values["max_image_pixels"] = int(pixels)
+        patience = source.get("VIDEOATLAS_ENDPOINT_PATIENCE", "").strip()
+        if patience:
+            values["patience_s"] = parse_patience(patience, "VIDEOATLAS_ENDPOINT_PATIENCE")
         strict = source.get("VIDEOATLAS_STRICT_SCHEMA", "").strip().lower()
         if strict:
             if strict not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
@@ -103,3 +114,14 @@ class EndpointSettings:
         data = asdict(self)
         data["api_key"] = "***" if self.api_key and self.api_key != "EMPTY" else self.api_key
         return data
+
+
+def parse_patience(text: str, where: str = "--endpoint-patience") -> float:
+    """Seconds of patience from ``text`` (a number, 0 or more); ``where`` names the flag or variable in the error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadInputError(f"{where} must be a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise BadInputError(f"{where} must be 0 or more seconds, got {text!r}")
+    return value

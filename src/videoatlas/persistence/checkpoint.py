@@ -13,6 +13,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from videoatlas.errors import BadInputError
 from videoatlas.persistence.db import is_sqlite, libpq_url, redact_url, sqlite_path
+from videoatlas.persistence.patience import db_patience, mark_reached, retry_async, was_reached
 from videoatlas.state.models import Frozen
 
 _SETUP_LOCK_KEY = 0x7669646561746C  # pg_advisory_lock key: "videatl"
@@ -81,8 +82,13 @@ def _registry() -> _Shared:
 
 
 @asynccontextmanager
-async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    """An async checkpointer on ``url`` with its tables created; released on exit."""
+async def open_checkpointer(url: str, patience_s: float | None = None) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """An async checkpointer on ``url`` with its tables created; released on exit.
+
+    On PostgreSQL a lost connection is replaced and the operation repeated for ``patience_s``
+    (default :func:`~videoatlas.persistence.patience.db_patience`; see :mod:`.pg_saver`). A SQLite
+    file has no connection to lose.
+    """
     if is_sqlite(url):
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -117,19 +123,25 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]
                 else:
                     registry.entries[path] = (conn, saver, users - 1)
         return
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from psycopg import AsyncConnection, OperationalError
-    from psycopg.rows import dict_row
+    from psycopg import OperationalError
 
+    from videoatlas.persistence.pg_saver import PatientPostgresSaver, connect
+
+    patience = db_patience() if patience_s is None else patience_s
+    conninfo = libpq_url(url)
     try:
-        pg_conn = await AsyncConnection.connect(libpq_url(url), autocommit=True, row_factory=dict_row)
+        if was_reached(url):
+            pg_conn = await retry_async(lambda: connect(conninfo), "checkpoints", patience)
+        else:
+            pg_conn = await connect(conninfo)
     except OperationalError as exc:
         raise BadInputError(f"cannot connect to {redact_url(url)}: {str(exc).strip().splitlines()[0]}") from None
+    mark_reached(url)
+    pg_saver = PatientPostgresSaver(pg_conn, conninfo, patience, serializer())
     try:
-        pg_saver = AsyncPostgresSaver(pg_conn, serde=serializer())
         if url not in _pg_ready:
             await _setup_once(pg_conn, pg_saver)
             _pg_ready.add(url)
         yield pg_saver
     finally:
-        await pg_conn.close()
+        await pg_saver.aclose()

@@ -13,6 +13,7 @@ from sqlalchemy.sql import text as sql_text
 from videoatlas.errors import BadInputError
 from videoatlas.persistence.db import is_sqlite, redact_url, sqlalchemy_url
 from videoatlas.persistence.lease import LeaseBase
+from videoatlas.persistence.patience import is_connection_loss
 from videoatlas.persistence.tables import Base
 
 log = structlog.get_logger(__name__)
@@ -43,10 +44,11 @@ def make_engine(url: str) -> Engine:
     return create_engine(sqlalchemy_url(url), pool_pre_ping=True)
 
 
-def open_engine(url: str) -> Engine:
+def open_engine(url: str, lost_ok: bool = False) -> Engine:
     """An engine over ``url`` with every table of the store made (and missing columns added).
 
-    A database that cannot be used is a :class:`BadInputError` naming it, its password redacted.
+    A database that cannot be used is a :class:`BadInputError` naming it, its password redacted;
+    with ``lost_ok``, a lost or refused connection is raised as it is (for the caller to wait it out).
     """
     engine = make_engine(url)
     try:
@@ -55,6 +57,8 @@ def open_engine(url: str) -> Engine:
         _add_missing_columns(engine)
     except SQLAlchemyError as exc:
         engine.dispose()
+        if lost_ok and is_connection_loss(exc):
+            raise
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
         raise BadInputError(f"cannot use the database {redact_url(url)}: {reason}") from None
     return engine

@@ -2,6 +2,8 @@
 
 Writes go through a queue to one background thread, so the agent never waits on the database and a
 database error never stops a run: failed writes are logged and counted (``TraceStore.failed``).
+Each write is one transaction; a lost connection is retried on a fresh one for the store's patience
+(:mod:`~videoatlas.persistence.patience`), and so are the run's own reads and writes (its row, its lease).
 A run's lease is claimed and given back here, with its row, in one transaction. The tables are
 :mod:`~videoatlas.persistence.tables`, reading them is :mod:`~videoatlas.persistence.queries`
 (the store's read methods hand over to it).
@@ -13,9 +15,9 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import structlog
 from sqlalchemy import update
@@ -24,10 +26,12 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from videoatlas.errors import DatabaseDownError
 from videoatlas.persistence import queries
 from videoatlas.persistence.db import is_sqlite, redact_url
 from videoatlas.persistence.engine import make_engine, open_engine
 from videoatlas.persistence.lease import Holder, LeaseTiming, claim, holders, release
+from videoatlas.persistence.patience import db_patience, mark_reached, retry_sync, was_reached
 from videoatlas.persistence.tables import ArtifactRow, Base, ModelCallRow, NodeEventRow, RunRow, utc_now
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 _STOP = object()
+T = TypeVar("T")
 
 
 class TraceStore:
@@ -58,12 +63,14 @@ class TraceStore:
     _instances_lock: ClassVar[threading.Lock] = threading.Lock()
 
     @classmethod
-    def shared(cls, url: str) -> TraceStore:
-        """The process's store for ``url`` (release it with :meth:`release`)."""
+    def shared(cls, url: str, patience_s: float | None = None) -> TraceStore:
+        """The process's store for ``url`` (release it with :meth:`release`); ``patience_s``: see :meth:`__init__`."""
         with cls._instances_lock:
             store, users = cls._instances.get(url, (None, 0))
             if store is None:
-                store = cls(url)
+                store = cls(url, patience_s)
+            elif patience_s is not None:
+                store.patience_s = patience_s
             cls._instances[url] = (store, users + 1)
             return store
 
@@ -82,9 +89,18 @@ class TraceStore:
                 return
         self.close()
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, patience_s: float | None = None) -> None:
+        """A store over ``url``; a lost database is waited for ``patience_s`` (default :func:`db_patience`).
+
+        A database that never answered in this process is not waited for (a wrong ``--db`` fails at once).
+        """
         self.url = url
-        self.engine = open_engine(url)
+        self.patience_s = db_patience() if patience_s is None else patience_s
+        if was_reached(url):
+            self.engine = retry_sync(lambda: open_engine(url, lost_ok=True), "run store", self.patience_s)
+        else:
+            self.engine = open_engine(url)
+        mark_reached(url)
         self.failed = 0
         self.written = 0
         self._queue: queue.Queue[Any] = queue.Queue()
@@ -106,13 +122,20 @@ class TraceStore:
             try:
                 self._write_with_retries(item)
                 self.written += 1
-            except SQLAlchemyError as exc:
+            except (SQLAlchemyError, DatabaseDownError) as exc:
                 self.failed += 1
                 log.warning("trace_write_failed", error=str(exc).splitlines()[0], kind=type(item).__name__)
             finally:
                 self._queue.task_done()
 
-    def _write_with_retries(self, item: Any, attempts: int = 20) -> None:
+    def _patiently(self, work: Callable[[], T], what: str) -> T:
+        return retry_sync(work, what, self.patience_s)
+
+    def _write_with_retries(self, item: Any) -> None:
+        """Write, again on a fresh connection after a lost one (see :mod:`~videoatlas.persistence.patience`)."""
+        self._patiently(lambda: self._write_locked(item), "run store write")
+
+    def _write_locked(self, item: Any, attempts: int = 20) -> None:
         """Write, waiting out a lock held by another process (bounded: about 20 s in all)."""
         for attempt in range(attempts):
             try:
@@ -153,8 +176,12 @@ class TraceStore:
 
     def start_run(self, row: RunRow) -> None:
         """Record a run as it starts (written now, not queued: its id must exist before anything else)."""
-        with Session(self.engine) as session, session.begin():
-            session.merge(row)
+
+        def write() -> None:
+            with Session(self.engine) as session, session.begin():
+                session.merge(row)
+
+        self._patiently(write, "run row")
 
     def update_run(self, run_id: str, **values: Any) -> None:
         """Change a run's status, answer, cost..."""
@@ -166,11 +193,15 @@ class TraceStore:
         ``values`` (a status...) are written to the run's row in the same transaction, so the run
         changes hands and state at once. Raises :class:`~videoatlas.errors.RunOwnedError`.
         """
-        with self.engine.begin() as conn:
-            owner = claim(conn, run_id, timing, force=force)
-            if values:
-                conn.execute(update(RunRow).where(RunRow.id == run_id).values(updated_at=utc_now(), **values))
-        return owner
+
+        def take() -> str:
+            with self.engine.begin() as conn:
+                owner = claim(conn, run_id, timing, force=force)
+                if values:
+                    conn.execute(update(RunRow).where(RunRow.id == run_id).values(updated_at=utc_now(), **values))
+            return owner
+
+        return self._patiently(take, "run lease")
 
     def settle_run(self, run_id: str, owner: str, **values: Any) -> bool:
         """Write a run's final row and give its lease back in one transaction, if the lease is still ours.
@@ -178,13 +209,17 @@ class TraceStore:
         Queued writes go first, so none lands after the final status. False: another process took
         the run over; nothing was written.
         """
-        self.flush()
-        with self.engine.begin() as conn:
-            if not release(conn, run_id, owner):
-                return False
-            if values:
-                conn.execute(update(RunRow).where(RunRow.id == run_id).values(updated_at=utc_now(), **values))
-        return True
+        self.flush(timeout=max(30.0, self.patience_s))
+
+        def write() -> bool:
+            with self.engine.begin() as conn:
+                if not release(conn, run_id, owner):
+                    return False
+                if values:
+                    conn.execute(update(RunRow).where(RunRow.id == run_id).values(updated_at=utc_now(), **values))
+            return True
+
+        return self._patiently(write, "run row")
 
     def holders(self, run_ids: Sequence[str], timing: LeaseTiming) -> dict[str, Holder]:
         """Who holds the leases of ``run_ids``, and whether they went stale."""
@@ -263,7 +298,7 @@ class TraceStore:
 
     def run(self, run_id: str) -> RunRow | None:
         """One run by id (or by a unique id prefix)."""
-        return queries.find_run(self.engine, run_id)
+        return self._patiently(lambda: queries.find_run(self.engine, run_id), "run row")
 
     def calls(self, run_id: str) -> list[ModelCallRow]:
         """A run's model calls in time order."""

@@ -65,7 +65,7 @@ async def run_question(
     timing = LeaseTiming.from_env()
     # Store calls that touch the database run on a thread: on the event loop, waiting for SQLite's
     # write lock would block the checkpointer (same loop) that holds it.
-    store = await asyncio.to_thread(TraceStore.shared, url) if url else None
+    store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s) if url else None
     owned: Owned | None = None
     try:
         tracer = RunTracer(store, thread) if store is not None else None
@@ -101,7 +101,7 @@ async def run_question(
             on_progress({"event": "run_started", "run_id": thread})
         inputs = {"question": question, "choices": list(choices)}
         with structlog.contextvars.bound_contextvars(run_id=thread), run_log(thread):
-            async with saver_for(url) as saver:
+            async with saver_for(url, endpoint.patience_s) as saver:
                 return await run_traced(owned, thread, prepared, saver, inputs, question, choices, on_progress)
     finally:
         if owned is not None:
@@ -125,7 +125,7 @@ async def resume_run(
     """
     url = resolve_db_url(db_url)
     timing = LeaseTiming.from_env()
-    store = await asyncio.to_thread(TraceStore.shared, url)
+    store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s if endpoint else None)
     owned: Owned | None = None
     try:
         row = await asyncio.to_thread(store.run, run_id)
@@ -161,7 +161,7 @@ async def resume_run(
         if on_progress is not None:
             on_progress({"event": "run_started", "run_id": row.id, "resumed": True})
         with structlog.contextvars.bound_contextvars(run_id=row.id), run_log(row.id):
-            async with saver_for(url) as saver:
+            async with saver_for(url, settings.patience_s) as saver:
                 return await run_traced(owned, row.id, prepared, saver, None, row.question, row.choices, on_progress)
     finally:
         if owned is not None:

@@ -18,6 +18,7 @@ import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy.exc import SQLAlchemyError
 
 from videoatlas.agents.registry import all_agents, get_agent, settings_of
 from videoatlas.environment.atlas import VideoAtlas
@@ -25,7 +26,7 @@ from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.concat import open_source
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import load_subtitles
-from videoatlas.errors import NothingToResumeError, RunOwnedError
+from videoatlas.errors import DatabaseDownError, NothingToResumeError, OutageError, RunOwnedError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.records import CallRecord
@@ -80,12 +81,22 @@ async def claim(store: TraceStore, run_id: str, timing: LeaseTiming, force: bool
 
 
 async def settle(owned: Owned, **values: Any) -> None:
-    """Write the run's final row (if any) and give the lease back, unless another process took the run."""
+    """Write the run's final row (if any) and give the lease back, unless another process took the run.
+
+    A database that stays away past the store's patience leaves the row as it was: the run then
+    shows as ``stale`` once its lease lapses, and is resumed like an interrupted one. That is logged,
+    not raised: whatever stopped the run is what its caller hears about.
+    """
     if owned.settled:
         return
     owned.settled = True
     owned.heartbeat.stop()
-    if not await asyncio.to_thread(owned.store.settle_run, owned.run_id, owned.owner, **values):
+    try:
+        kept = await asyncio.to_thread(owned.store.settle_run, owned.run_id, owned.owner, **values)
+    except (DatabaseDownError, SQLAlchemyError) as exc:
+        log.warning("run_not_settled", run_id=owned.run_id, status=values.get("status"), error=str(exc)[:300])
+        return
+    if not kept:
         log.warning("run_taken_over", run_id=owned.run_id, detail="another process holds the run; nothing written")
 
 
@@ -215,8 +226,13 @@ async def run_traced(
             if owned.heartbeat.lost and current is not None and not current.cancelling():
                 owned.settled = True  # the lease is another process's now: write nothing
                 raise RunOwnedError(f"run {thread} was taken over by another process; this one stopped") from None
-            stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
-            error = _stopped_by(exc) if stopped else f"{type(exc).__name__}: {exc}"
+            # An outage (the endpoint or the database gone past the patience) stops the run like a
+            # signal does: interrupted, resumable; never failed.
+            stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError | OutageError)
+            if isinstance(exc, OutageError):
+                error = f"interrupted: {exc}"
+            else:
+                error = _stopped_by(exc) if stopped else f"{type(exc).__name__}: {exc}"
             await settle(owned, status="interrupted" if stopped else "failed", error=error[:2000])
         raise
     finally:
@@ -243,13 +259,16 @@ def endpoint_record(settings: EndpointSettings) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def saver_for(url: str | None) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    """The checkpointer for ``url`` (None: in memory, for a run that is not kept)."""
+async def saver_for(url: str | None, patience_s: float | None = None) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """The checkpointer for ``url`` (None: in memory, for a run that is not kept).
+
+    A lost database is waited for ``patience_s`` (see :mod:`videoatlas.persistence.patience`).
+    """
     if url is None:
         yield InMemorySaver()
         return
     # One saver per database serves every run in the process, whatever the agent: its serializer must
     # know every agent's state records, so every agent is loaded before it is made.
     all_agents()
-    async with open_checkpointer(url) as saver:
+    async with open_checkpointer(url, patience_s) as saver:
         yield saver
