@@ -10,9 +10,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, Field, ValidationError
 
 from videoatlas.errors import BadInputError, ImageLimitError, ModelReplyError
-from videoatlas.llm.client import VLMClient, choice_schema, response_format
+from videoatlas.llm.client import VLMClient
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.repair import repair_json
+from videoatlas.llm.schemas import choice_schema, response_format
 from videoatlas.llm.settings import EndpointSettings
 
 pytestmark = pytest.mark.unit

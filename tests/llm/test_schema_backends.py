@@ -21,7 +21,7 @@ from xgrammar.testing import _is_grammar_accept_string
 
 import videoatlas
 from videoatlas.agents.registry import all_agents
-from videoatlas.llm.client import closed_schema
+from videoatlas.llm.schemas import closed_schema
 from videoatlas.standin.contract import Grammar, Refusal, structured_outputs
 from videoatlas.state.portable import CONSTRAINTS, keywords_used, unportable, xgrammar_unsupported
 from videoatlas.state.schemas import registered_factories, registered_schemas
@@ -172,7 +172,7 @@ def test_every_schema_an_agent_asks_with_is_registered() -> None:
     registered = {name.rsplit(".", 1)[-1] for name in registered_factories()}
     registered |= {label.rsplit(".", 1)[-1] for label, _ in registered_schemas() if "(" not in label}
     calls = list(_schema_arguments())
-    assert len(calls) >= 9
+    assert len(calls) >= 8  # every call site in the agents (the three final decisions share one, in decision.py)
     for where, line, arg, owner in calls:
         for name in _builders(arg, owner):
             assert name in registered, f"{where}:{line}: the schema {ast.unparse(arg)} ({name}) is not registered"

@@ -20,8 +20,9 @@ from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import Interval
 from videoatlas.errors import EndpointError, ModelNotServedError, ModelReplyError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
-from videoatlas.llm.client import VLMClient, choice_schema, response_format
+from videoatlas.llm.client import VLMClient
 from videoatlas.llm.images import ImagePart
+from videoatlas.llm.schemas import choice_schema, response_format
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer

@@ -60,6 +60,7 @@ SHARED_SOURCES = (
     "videoatlas.llm.reasoning",
     "videoatlas.llm.records",
     "videoatlas.llm.repair",
+    "videoatlas.llm.schemas",
     "videoatlas.llm.settings",
 )
 """Code every agent's answers depend on: running a question, the state and reply schemas, the
@@ -73,6 +74,8 @@ UNVERSIONED = (
     "videoatlas.agents.base",
     "videoatlas.agents.registry",
     "videoatlas.agents.page",
+    "videoatlas.llm.server_errors",
+    "videoatlas.llm.outage",
     "videoatlas.runtime.tracing",
     "videoatlas.runtime.stopping",
     "videoatlas.logging",

@@ -19,13 +19,13 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 import openai
 import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, ValidationError
 
 from videoatlas.errors import (
     EndpointError,
@@ -40,9 +40,10 @@ from videoatlas.llm.outage import EndpointWatch, watch_for
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CallRecord, CallTotals
 from videoatlas.llm.repair import repair_json
+from videoatlas.llm.schemas import response_format
+from videoatlas.llm.server_errors import describe, refused_feature, route_hint, server_message, short_error
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.prompts import Template, builtin_template
-from videoatlas.state.portable import unportable
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -56,63 +57,6 @@ class Reply(Generic[T]):
 
     value: T
     record: CallRecord
-
-
-def choice_schema(name: str, field: str, allowed: Sequence[str], **fields: Any) -> type[BaseModel]:
-    """A schema whose ``field`` is an enum of ``allowed`` values, built at run time.
-
-    This is how a worker's available actions become part of its schema: an action it does not
-    have is not in the enum, so constrained decoding cannot produce it and validation rejects it.
-    """
-    if not allowed:
-        raise ValueError("a choice schema needs at least one allowed value")
-    literal = Literal.__getitem__(tuple(allowed))
-    definitions: dict[str, Any] = {field: (literal, ...), **fields}
-    model: type[BaseModel] = create_model(name, **definitions)
-    return model
-
-
-def response_format(schema: type[BaseModel], strict: bool = True) -> dict[str, Any]:
-    """The OpenAI ``response_format`` for a pydantic schema (see :func:`closed_schema`).
-
-    ``strict`` asks the server to enforce the schema while decoding (vLLM does it either way; an
-    OpenAI- or Gemini-style endpoint checks the schema's form first). It is a setting of the
-    endpoint (:attr:`EndpointSettings.strict_schema`), off for servers that refuse it.
-    """
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.__name__, "schema": closed_schema(schema), "strict": strict},
-    }
-
-
-def closed_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of ``schema`` in the form strict decoders accept.
-
-    Every object lists all its properties as required and forbids others (``additionalProperties:
-    false``); a union is ``anyOf`` (pydantic writes a discriminated union as ``oneOf`` with a
-    ``discriminator`` keyword, which strict modes refuse). Only keywords every vLLM backend enforces
-    may appear (:mod:`videoatlas.state.portable`); any other raises ``ValueError``.
-    """
-
-    def close(node: Any) -> Any:
-        if isinstance(node, list):
-            return [close(n) for n in node]
-        if not isinstance(node, dict):
-            return node
-        out = {k: close(v) for k, v in node.items() if k != "discriminator"}
-        if "oneOf" in out:
-            out["anyOf"] = out.pop("oneOf")
-        if out.get("type") == "object" or "properties" in out:
-            out["additionalProperties"] = False
-            out["required"] = list(out.get("properties", {}))
-        return out
-
-    closed: dict[str, Any] = close(schema.model_json_schema())
-    bad = unportable(closed)
-    if bad:
-        # A programming error, not a user's: the schema would be refused or not enforced by vLLM.
-        raise ValueError(f"reply schema {schema.__name__} uses keywords vLLM's backends refuse or ignore: {bad}")
-    return closed
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -258,7 +202,7 @@ class VLMClient:
             record.outcome = "ok"
             return value, ""
         except ValidationError as exc:
-            first_error = _short_error(exc)
+            first_error = short_error(exc)
         repaired = repair_json(text)
         if repaired is not None and repaired != text:
             try:
@@ -266,7 +210,7 @@ class VLMClient:
                 record.outcome = "repaired"
                 return value, ""
             except ValidationError as exc:
-                first_error = _short_error(exc)
+                first_error = short_error(exc)
         record.parse_errors.append(first_error)
         return None, first_error
 
@@ -288,14 +232,14 @@ class VLMClient:
                     # The endpoint was down and answers again: the failure was not this call's.
                     record.retries += 1
                     attempt -= 1
-                    log.info("model_call_resumed", error=_describe(exc))
+                    log.info("model_call_resumed", error=describe(exc))
                     continue
                 if attempt > self.settings.max_retries:
                     raise EndpointError(
-                        f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: {_describe(exc)}"
+                        f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: {describe(exc)}"
                     ) from None
                 record.retries += 1
-                log.info("model_call_retry", attempt=attempt, error=_describe(exc))
+                log.info("model_call_retry", attempt=attempt, error=describe(exc))
                 await self._backoff(attempt)
                 continue
             if watch is not None:
@@ -329,10 +273,10 @@ class VLMClient:
                 )
         if isinstance(exc, openai.APIStatusError):
             where = f"node {record.node}: " if record is not None and record.node else ""
-            what = _refused_feature(exc, record.schema if record is not None else "")
+            what = refused_feature(exc, record.schema if record is not None else "")
             return EndpointError(
-                f"{where}HTTP {exc.status_code}, the VLM endpoint refused {what}: {_server_message(exc)} "
-                f"(endpoint {self.settings.base_url})" + _route_hint(exc, self.settings.base_url)
+                f"{where}HTTP {exc.status_code}, the VLM endpoint refused {what}: {server_message(exc)} "
+                f"(endpoint {self.settings.base_url})" + route_hint(exc, self.settings.base_url)
             )
         return exc
 
@@ -375,7 +319,7 @@ class VLMClient:
                     kind = EndpointUnreachableError if isinstance(exc, openai.APIConnectionError) else EndpointError
                     raise kind(
                         f"cannot reach the VLM endpoint at {self.settings.base_url} "
-                        f"after {attempt} attempts: {_describe(exc)}" + _route_hint(exc, self.settings.base_url)
+                        f"after {attempt} attempts: {describe(exc)}" + route_hint(exc, self.settings.base_url)
                     ) from None
                 await self._backoff(attempt)
         if not self.settings.model:
@@ -426,64 +370,3 @@ def _take_reasoning(message: BaseMessage, content: str, record: CallRecord) -> s
             hint="the reply reached its token limit; with thinking on, raise thinking_max_tokens",
         )
     return answer
-
-
-def _route_hint(exc: BaseException, base_url: str) -> str:
-    """For an HTTP 404 from a base URL without the ``/v1`` that OpenAI-compatible servers serve under: where to look."""
-    if not isinstance(exc, openai.NotFoundError) or base_url.rstrip("/").endswith("/v1"):
-        return ""
-    return f"; did you mean {base_url.rstrip('/')}/v1?"
-
-
-def _short_error(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:3]:
-        where = ".".join(str(p) for p in err.get("loc", ())) or "reply"
-        parts.append(f"{where}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts)
-
-
-_REFUSED_PARAMS = {
-    "image": "the number of images in the prompt (the server's --limit-mm-per-prompt)",
-    "input_tokens": "the prompt's length (the server's --max-model-len)",
-    "input_text": "the prompt's length (the server's --max-model-len)",
-    "max_completion_tokens": "the output-token limit",
-    "max_tokens": "the output-token limit",
-    "messages": "the messages",
-    "response_format": "the reply schema",
-}
-
-
-def _error_fields(exc: openai.APIStatusError) -> dict[str, Any]:
-    """The server's error object: ``{"error": {...}}`` (vLLM, OpenAI) or the fields at the top of the body."""
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error")
-    return error if isinstance(error, dict) else body
-
-
-def _refused_feature(exc: openai.APIStatusError, schema: str) -> str:
-    """What a refusal was about: the error's ``param`` where the server names one, else the reply schema."""
-    param = _error_fields(exc).get("param")
-    if isinstance(param, str) and param in _REFUSED_PARAMS:
-        feature = _REFUSED_PARAMS[param]
-        return f"reply schema {schema}" if param == "response_format" and schema else feature
-    message = _server_message(exc).lower()
-    if schema and any(word in message for word in ("grammar", "schema", "json", "structured")):
-        return f"reply schema {schema} (structured outputs)"
-    return f"the request for {schema}" if schema else "the request"
-
-
-def _server_message(exc: openai.APIStatusError) -> str:
-    """The server's own message, as its error body gives it."""
-    return str(_error_fields(exc).get("message") or exc.message)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, openai.APITimeoutError):
-        return "request timed out"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        return f"connection error ({type(cause).__name__ if cause else 'no response'})"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {_server_message(exc)}"
-    return f"{type(exc).__name__}: {exc}"
