@@ -152,7 +152,16 @@ def test_interrupted_synth_removes_what_it_wrote(tmp_path: Path) -> None:
     out = tmp_path / "new" / "deeper"
     env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path / "home")}
     args = [EXE, "synth", "--duration", "1h", "--size", "320x180", "--out", str(out)]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as a terminal sends it: the child starts with SIGINT's default action even when this test
+    # runs in a background job, whose children inherit SIGINT ignored (and Python then keeps ignoring it).
+    proc = subprocess.Popen(
+        args,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         while not (out / ".video.partial.mp4").exists():  # wait until it is writing the video
             assert proc.poll() is None, proc.communicate()
