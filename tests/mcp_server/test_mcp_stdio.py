@@ -63,10 +63,10 @@ async def test_stdio_server_answers_reads_back_and_refuses_bad_input(
         for result in (outside, missing, bad_option, bad_agent):
             assert "Traceback" not in text_of(result) and len(text_of(result).splitlines()) == 1
 
-        progress: list[tuple[float, str | None]] = []
+        seen: list[tuple[float, str | None]] = []
 
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            progress.append((value, message))
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
 
         answered = await client.call_tool(
             "ask",
@@ -79,8 +79,8 @@ async def test_stdio_server_answers_reads_back_and_refuses_bad_input(
         run_id = result["run_id"]
         assert result["answer"] in question["choices"]
         assert result["evidence"] and all(0 <= e["time"] <= 180 for e in result["evidence"])
-        assert progress[0] == (1, f"run {run_id} started")
-        assert len(progress) >= 3 and [v for v, _ in progress] == sorted(v for v, _ in progress)
+        assert seen[0] == (1, f"run {run_id} started")
+        assert len(seen) >= 3 and [v for v, _ in seen] == sorted(v for v, _ in seen)
 
         runs = await client.call_tool("list_runs", {})
         assert runs.structured_content is not None

@@ -34,6 +34,7 @@ INSTRUCTIONS = (
     "(times in seconds) and a run id, which `trace`, `evidence_frames` and `resume` take."
 )
 
+PATH_HELP = "absolute path of the video, under the server's roots"
 AGENT_HELP = f"the agent: one of {', '.join(agent_names())}"
 """The ``agent`` argument's description (module level: the SDK reads tool annotations from the module)."""
 
@@ -49,6 +50,28 @@ def _one_line(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
             raise ToolError(str(exc)) from None
 
     return run
+
+
+_DETACHED: set[asyncio.Task[Any]] = set()
+"""Runs whose client went away, finishing their clean-up (held so that they are not collected meanwhile)."""
+
+
+async def _run_detached(work: Awaitable[T]) -> T:
+    """Run a question as a task of its own, which a client that goes away cancels once.
+
+    The SDK cancels a call whose client is gone through an anyio cancel scope, which cancels every
+    await in it again and again, the run's own clean-up included: the run would be left ``running``
+    until its lease went stale. Cancelled once from here, the run records itself ``interrupted``
+    (resumable) and its task ends on its own.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        _DETACHED.add(task)
+        task.add_done_callback(_DETACHED.discard)
+        raise
 
 
 @contextlib.asynccontextmanager
@@ -81,7 +104,7 @@ def build_server(service: Service) -> MCPServer:
     @server.tool(description="Answer a question about a video (multiple choice with `choices`); reports progress.")
     @_one_line
     async def ask(
-        path: Annotated[str, Field(description="absolute path of the video, under the server's roots")],
+        path: Annotated[str, Field(description=PATH_HELP)],
         question: Annotated[str, Field(description="the question")],
         ctx: Context,
         choices: Annotated[list[str] | None, Field(description="answer options (none: open-ended)")] = None,
@@ -93,15 +116,17 @@ def build_server(service: Service) -> MCPServer:
         ] = None,
     ) -> dict[str, Any]:
         async with _progress(ctx) as on_event:
-            return await tools.ask(
-                service, path, question, choices or [], agent, token_budget, call_budget, options or {}, on_event
+            return await _run_detached(
+                tools.ask(
+                    service, path, question, choices or [], agent, token_budget, call_budget, options or {}, on_event
+                )
             )
 
     @server.tool(description="Continue an interrupted run from its last checkpoint; reports progress.")
     @_one_line
     async def resume(run_id: str, ctx: Context) -> dict[str, Any]:
         async with _progress(ctx) as on_event:
-            return await tools.resume(service, run_id, on_event)
+            return await _run_detached(tools.resume(service, run_id, on_event))
 
     @server.tool(description="List the newest runs with their status (running, finished, interrupted, stale...).")
     @_one_line
@@ -129,7 +154,7 @@ def build_server(service: Service) -> MCPServer:
 
     @server.tool(description="Probe a video: duration, frame rate, frame count, size, codec, audio.")
     @_one_line
-    async def probe(path: Annotated[str, Field(description="absolute path under the server's roots")]) -> dict[str, Any]:
+    async def probe(path: Annotated[str, Field(description=PATH_HELP)]) -> dict[str, Any]:
         return await asyncio.to_thread(tools.probe_video, service, path)
 
     return server

@@ -62,7 +62,7 @@ async def ask(
         if value is not None:
             knobs[name] = value
     result = await aask(
-        video, question, list(choices), agent=agent, db=service.db, endpoint=service.endpoint, on_event=on_event, **knobs
+        video, question, choices, agent=agent, db=service.db, endpoint=service.endpoint, on_event=on_event, **knobs
     )
     return result.as_dict()
 
