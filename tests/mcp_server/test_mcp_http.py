@@ -120,12 +120,6 @@ async def test_http_server_answers_and_refuses_a_path_outside_its_roots(
     assert "Traceback" not in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: a run cancelled through the SDK's anyio cancel scope is settled 'interrupted' but its "
-    "last checkpoint has no next step, so resume returns the half-done state (plain asyncio cancellation, "
-    "as Ctrl-C on `ask`, keeps the pending step); see the issue-28 report",
-)
 async def test_http_client_gone_mid_question_leaves_a_run_the_resume_tool_finishes(
     synth_video: tuple[Path, dict[str, Any]], standin: StandIn, tmp_path: Path
 ) -> None:

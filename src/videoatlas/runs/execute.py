@@ -18,6 +18,7 @@ import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import StateSnapshot
 
 from videoatlas.agents.registry import all_agents, get_agent, settings_of
 from videoatlas.environment.atlas import VideoAtlas
@@ -144,6 +145,17 @@ async def prepare(
     return Prepared(context, source, model, chat_model is None, records)
 
 
+def has_step_left(saved: StateSnapshot) -> bool:
+    """Whether a run's last checkpoint leaves any of its graph to run.
+
+    Not ``saved.next``: that omits the tasks that already saved their writes. A run stopped after
+    every task of a step had finished, but before the checkpoint that applies their writes was saved
+    (a cancel that lands while ``durability="sync"`` waits for that save), has no ``next`` and still
+    a step to finish: resuming applies those writes and goes on. Only the graph's end has no task.
+    """
+    return bool(saved.tasks)
+
+
 async def execute(
     prepared: Prepared,
     checkpointer: BaseCheckpointSaver[Any],
@@ -163,7 +175,7 @@ async def execute(
             raise NothingToResumeError(
                 f"run {thread} has no checkpoint to resume from (it stopped before its first step)"
             )
-        if not saved.next:  # stopped after its last step but before its row said so: the answer stands
+        if not has_step_left(saved):  # stopped after its last step but before its row said so: the answer stands
             return dict(saved.values), 0.0
     began = time.perf_counter()
     final: dict[str, Any] = {}
