@@ -23,7 +23,8 @@ from process_helpers import EXE, StandIn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-OPTIONS = {"workers": 2, "rounds": 1}
+OPTIONS = {"workers": 2, "rounds": 1, "k": 4, "cell_px": 96}
+"""A run of about ten calls on small grids: long enough to hang up in the middle of."""
 LEASE = {"VIDEOATLAS_LEASE_HEARTBEAT": "0.5", "VIDEOATLAS_LEASE_TIMEOUT": "3"}
 
 
@@ -94,61 +95,45 @@ async def start_question(url: str, args: dict[str, Any]) -> tuple[asyncio.Task[A
     return task, seen[0].split()[1]
 
 
-async def test_http_server_answers_and_refuses_a_path_outside_its_roots(
-    synth_video: tuple[Path, dict[str, Any]], standin: StandIn, tmp_path: Path
-) -> None:
-    video, truth = synth_video
-    question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
-    server = McpServer(video.parent, standin.url + "/v1", sqlite_url(tmp_path / "runs.db"), tmp_path / "home")
-    try:
-        seen: list[str] = []
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            seen.append(message or "")
-
-        async with Client(server.url, read_timeout_seconds=300) as client:
-            outside = await client.call_tool("ask", {"path": "/etc/hostname", "question": "what?"})
-            assert outside.is_error and "outside the folders this server may open" in str(outside.content[0])
-            args = {"path": str(video), "question": question["question"], "choices": question["choices"]}
-            answered = await client.call_tool("ask", {**args, "options": OPTIONS}, progress_callback=on_progress)
-            assert not answered.is_error, answered.content
-            assert answered.structured_content is not None
-            assert answered.structured_content["answer"] in question["choices"]
-            assert seen[0] == f"run {answered.structured_content['run_id']} started"
-    finally:
-        err = server.stop()
-    assert "Traceback" not in err, err
-
-
-async def test_http_client_gone_mid_question_leaves_a_run_the_resume_tool_finishes(
+async def test_http_server_refuses_outside_paths_and_a_run_its_client_left_is_resumed_to_an_answer(
     synth_video: tuple[Path, dict[str, Any]], standin: StandIn, tmp_path: Path
 ) -> None:
     video, truth = synth_video
     question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
     args = {"path": str(video), "question": question["question"], "choices": question["choices"], "options": OPTIONS}
-    db = sqlite_url(tmp_path / "runs.db")
-    first = McpServer(video.parent, standin.url + "/v1", db, tmp_path / "home")
+    server = McpServer(video.parent, standin.url + "/v1", sqlite_url(tmp_path / "runs.db"), tmp_path / "home")
     try:
-        async with Client(first.url) as client:
-            outside = await client.call_tool("probe", {"path": "/etc/hostname"})
-            assert outside.is_error and "outside the folders" in str(outside.content[0])
+        async with Client(server.url) as client:
+            for tool, call in (
+                ("ask", {"path": "/etc/hostname", "question": "what?"}),
+                ("probe", {"path": "/etc/hostname"}),
+            ):
+                outside = await client.call_tool(tool, call)
+                assert outside.is_error and "outside the folders this server may open" in str(outside.content[0])
 
         # The client hangs up mid-question: the run stops, interrupted, and the resume tool finishes it.
-        task, run_id = await start_question(first.url, args)
+        task, run_id = await start_question(server.url, args)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        row = await run_status(first.url, run_id, "interrupted")
+        row = await run_status(server.url, run_id, "interrupted")
         assert row["status"] == "interrupted", row
-        async with Client(first.url, read_timeout_seconds=300) as client:
-            resumed = await client.call_tool("resume", {"run_id": run_id})
+        resumed_seen: list[str] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            resumed_seen.append(message or "")
+
+        async with Client(server.url, read_timeout_seconds=300) as client:
+            resumed = await client.call_tool("resume", {"run_id": run_id}, progress_callback=on_progress)
             assert not resumed.is_error, resumed.content
             assert resumed.structured_content is not None
             assert resumed.structured_content["run_id"] == run_id
             assert resumed.structured_content["answer"] in question["choices"]
+            assert resumed.structured_content["evidence"]
+            assert resumed_seen[0] == f"run {run_id} started"
             again = await client.call_tool("resume", {"run_id": run_id})
             assert again.is_error and "already finished" in str(again.content[0])
-        assert (await run_status(first.url, run_id, "finished"))["answer"] == resumed.structured_content["answer"]
+        assert (await run_status(server.url, run_id, "finished"))["answer"] == resumed.structured_content["answer"]
     finally:
-        err = first.stop()
+        err = server.stop()
     assert "Traceback" not in err, err

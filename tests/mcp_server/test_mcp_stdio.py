@@ -19,8 +19,8 @@ from process_helpers import EXE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-SMALL = {"workers": 2, "rounds": 1}
-"""A run of about ten calls that finds its evidence on the stand-in."""
+SMALL = {"workers": 2, "rounds": 1, "k": 4, "cell_px": 96}
+"""A run of about ten calls on small grids that finds its evidence on the stand-in."""
 
 
 def text_of(result: Any) -> str:

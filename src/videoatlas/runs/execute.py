@@ -29,6 +29,7 @@ from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import NothingToResumeError, RunOwnedError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
+from videoatlas.llm.langsmith_redact import langsmith_scope
 from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.paths import render_cache_dir
@@ -180,19 +181,20 @@ async def execute(
     began = time.perf_counter()
     final: dict[str, Any] = {}
     # durability="sync": each finished task's writes are saved before the next step starts, so a
-    # SIGKILL loses at most the tasks that were in flight.
-    async for namespace, mode, chunk in graph.astream(
-        inputs,
-        run_config,
-        context=prepared.context,
-        stream_mode=["custom", "values"],
-        subgraphs=True,
-        durability="sync",
-    ):
-        if mode == "custom" and on_progress is not None:
-            on_progress(chunk)
-        elif mode == "values" and not namespace:  # the Master's state, not a worker's
-            final = chunk
+    # SIGKILL loses at most the tasks that were in flight. LangSmith (if on) gets no image unless asked.
+    with langsmith_scope():
+        async for namespace, mode, chunk in graph.astream(
+            inputs,
+            run_config,
+            context=prepared.context,
+            stream_mode=["custom", "values"],
+            subgraphs=True,
+            durability="sync",
+        ):
+            if mode == "custom" and on_progress is not None:
+                on_progress(chunk)
+            elif mode == "values" and not namespace:  # the Master's state, not a worker's
+                final = chunk
     if not final:  # nothing streamed (a resume with no step left): read the saved state
         final = dict((await graph.aget_state(run_config)).values)
     return final, time.perf_counter() - began
