@@ -23,7 +23,7 @@ from process_helpers import EXE, StandIn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-OPTIONS = {"workers": 2, "rounds": 1, "k": 4, "cell_px": 96}
+OPTIONS = {"workers": 2, "rounds": 1, "k": 4, "cell_px": 160}
 """A run of about ten calls on small grids: long enough to hang up in the middle of."""
 LEASE = {"VIDEOATLAS_LEASE_HEARTBEAT": "0.5", "VIDEOATLAS_LEASE_TIMEOUT": "3"}
 

@@ -19,7 +19,7 @@ from process_helpers import EXE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-SMALL = {"workers": 2, "rounds": 1, "k": 4, "cell_px": 96}
+SMALL = {"workers": 2, "rounds": 1, "k": 4, "cell_px": 160}
 """A run of about ten calls on small grids that finds its evidence on the stand-in."""
 
 
