@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 
 LAYERS: list[set[str]] = [
     {"cli"},
-    {"ui", "gym"},
+    {"ui", "gym", "mcp"},
     {"evals", "api"},
     {"runs", "inspect"},
     {"agents"},

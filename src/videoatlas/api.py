@@ -25,7 +25,7 @@ from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, resume_run, run_question
 from videoatlas.runtime.config import RunConfig
 
-__all__ = ["RunResult", "aask", "aresume", "ask", "resume"]
+__all__ = ["RunResult", "aask", "aresume", "ask", "resume", "run_config"]
 
 Events = Callable[[dict[str, Any]], None]
 """Called with each event the run streams (``run_started``, ``worker_step``, ``round_done``...)."""
@@ -50,7 +50,7 @@ def _endpoint(
     yield EndpointSettings.from_env(None, base_url=base_url, model=model, api_key=api_key)
 
 
-def _config(agent: str, options: dict[str, Any]) -> RunConfig:
+def run_config(agent: str, options: dict[str, Any]) -> RunConfig:
     """The run's configuration; an option that is neither a shared knob nor the agent's setting is refused."""
     from pydantic import ValidationError
 
@@ -82,23 +82,29 @@ async def aask(
     db: str | None = None,
     persist: bool = True,
     on_event: Events | None = None,
+    endpoint: EndpointSettings | None = None,
     **options: Any,
 ) -> RunResult:
-    """Answer ``question`` about ``video`` (see :func:`ask`)."""
+    """Answer ``question`` about ``video`` (see :func:`ask`).
+
+    ``endpoint``: settings made already (a server that holds its endpoint, such as ``videoatlas mcp``), in place
+    of ``base_url``/``model``/``api_key``/``standin``.
+    """
+    if endpoint is not None and (standin or base_url is not None or model is not None or api_key is not None):
+        raise BadInputError("endpoint= and base_url/model/api_key/standin name the endpoint twice: give one")
     limits.check_question(question, list(choices))
-    config = _config(agent, options)
+    config = run_config(agent, options)
     check_file(video)
     if subtitles is not None:
         check_subtitle_file(subtitles)
     check_prompts(config.agent, config.prompts)
     with _endpoint(standin, base_url, model, api_key) as given:
-        endpoint = given or EndpointSettings.from_env()
         return await run_question(
             video,
             question,
             list(choices),
             config,
-            endpoint,
+            endpoint or given or EndpointSettings.from_env(),
             subtitles=subtitles,
             on_progress=on_event,
             db_url=db,

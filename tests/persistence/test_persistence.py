@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from sqlalchemy.exc import DBAPIError
 
 from agent_helpers import ScriptedChat, default_reply, step
 from db_helpers import rows, sqlite_url
 from process_helpers import EXE, StandIn
+from videoatlas.agents.registry import saved_snapshot
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import redact_url
 from videoatlas.persistence.store import TraceStore
@@ -215,6 +217,40 @@ async def test_a_run_stopped_after_its_last_step_resumes_to_its_answer(counter_v
     resumed = await resume_run("late-stop", db, chat_model=chat)
     assert resumed.answer == done.answer and chat.seen == []
     assert rows(db, "SELECT status, answer FROM va_runs WHERE id = :r", r="late-stop") == [("finished", done.answer)]
+
+
+@pytest.mark.e2e
+async def test_a_run_cancelled_while_a_checkpoint_is_saved_resumes_to_its_answer(
+    counter_video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled after a step's tasks saved their writes but before the next checkpoint was saved (the
+    cancel a client that hangs up sends lands there as often as not): LangGraph's ``next`` is empty,
+    yet the run has that step to finish, and resume finishes it."""
+    db = sqlite_url(tmp_path / "runs.db")
+    whole = await one_run(counter_video, db, "whole")
+    saving = asyncio.Event()
+    put = AsyncSqliteSaver.aput
+
+    async def stalled(self: AsyncSqliteSaver, config: Any, *args: Any) -> Any:
+        if args[1].get("step") == 1 and not config["configurable"].get("checkpoint_ns") and not saving.is_set():
+            saving.set()
+            await asyncio.Event().wait()  # the save never ends: the run is cancelled while it waits
+        return await put(self, config, *args)
+
+    monkeypatch.setattr(AsyncSqliteSaver, "aput", stalled)
+    task = asyncio.ensure_future(one_run(counter_video, db, "cut"))
+    await asyncio.wait_for(saving.wait(), 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.undo()
+    assert rows(db, "SELECT status FROM va_runs WHERE id = :r", r="cut") == [("interrupted",)]
+    cut = await saved_snapshot(db, "video-rlm", "cut")
+    assert cut.next == () and cut.tasks and all(t.result is not None for t in cut.tasks)
+    resumed = await resume_run("cut", db, chat_model=ScriptedChat(script=adding))
+    assert resumed.answer == whole.answer
+    assert [e.time for e in resumed.evidence] == [e.time for e in whole.evidence]
+    assert rows(db, "SELECT status, answer FROM va_runs WHERE id = :r", r="cut") == [("finished", whole.answer)]
 
 
 @pytest.mark.e2e

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from videoatlas import __version__
-from videoatlas.cli import ask, evals, graph, runs, servers, video
+from videoatlas.cli import ask, evals, graph, mcp, runs, servers, video
 from videoatlas.cli.options import Parser, add_logging_options
 from videoatlas.cli.signals import Interrupted, raise_on_sigterm
 from videoatlas.errors import VideoAtlasError
@@ -72,6 +72,7 @@ def build_parser(agent_settings: bool = True) -> argparse.ArgumentParser:
     servers.add_serve_parser(sub)
     evals.add_eval_parser(sub, agent_settings)
     ask.add_demo_parser(sub)
+    mcp.add_mcp_parser(sub)
     for command in subcommand_parsers(parser):
         add_logging_options(command, argparse.SUPPRESS)
     return parser

@@ -26,6 +26,7 @@ from videoatlas.runs.execute import (
     Progress,
     claim,
     endpoint_record,
+    has_step_left,
     prepare,
     run_traced,
     saver_for,
@@ -172,7 +173,7 @@ async def resume_run(
 async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | None:
     """The result of a finished run, read back from its final checkpoint (None: no run that finished).
 
-    A run counts as finished when its last checkpoint has no step left, even if the process died
+    A run counts as finished when its last checkpoint has no task left, even if the process died
     before its row was marked finished. The evaluation runner uses this as a result cache shared by
     every output folder on one database.
     """
@@ -183,7 +184,7 @@ async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | N
         if row is None or row.id != run_id:
             return None
         snapshot = await saved_snapshot(url, row.agent, row.id)
-        if not snapshot.values or snapshot.next:
+        if not snapshot.values or has_step_left(snapshot):
             return None
         wall = float((row.cost or {}).get("wall_s", 0.0))
         result = result_from_state(row.id, row.question, row.choices, dict(snapshot.values), wall, [])

@@ -18,6 +18,7 @@ import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import StateSnapshot
 from sqlalchemy.exc import SQLAlchemyError
 
 from videoatlas.agents.registry import all_agents, get_agent, settings_of
@@ -29,6 +30,7 @@ from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import DatabaseDownError, NothingToResumeError, OutageError, RunOwnedError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
+from videoatlas.llm.langsmith_redact import langsmith_scope
 from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.paths import render_cache_dir
@@ -155,6 +157,17 @@ async def prepare(
     return Prepared(context, source, model, chat_model is None, records)
 
 
+def has_step_left(saved: StateSnapshot) -> bool:
+    """Whether a run's last checkpoint leaves any of its graph to run.
+
+    Not ``saved.next``: that omits the tasks that already saved their writes. A run stopped after
+    every task of a step had finished, but before the checkpoint that applies their writes was saved
+    (a cancel that lands while ``durability="sync"`` waits for that save), has no ``next`` and still
+    a step to finish: resuming applies those writes and goes on. Only the graph's end has no task.
+    """
+    return bool(saved.tasks)
+
+
 async def execute(
     prepared: Prepared,
     checkpointer: BaseCheckpointSaver[Any],
@@ -174,24 +187,25 @@ async def execute(
             raise NothingToResumeError(
                 f"run {thread} has no checkpoint to resume from (it stopped before its first step)"
             )
-        if not saved.next:  # stopped after its last step but before its row said so: the answer stands
+        if not has_step_left(saved):  # stopped after its last step but before its row said so: the answer stands
             return dict(saved.values), 0.0
     began = time.perf_counter()
     final: dict[str, Any] = {}
     # durability="sync": each finished task's writes are saved before the next step starts, so a
-    # SIGKILL loses at most the tasks that were in flight.
-    async for namespace, mode, chunk in graph.astream(
-        inputs,
-        run_config,
-        context=prepared.context,
-        stream_mode=["custom", "values"],
-        subgraphs=True,
-        durability="sync",
-    ):
-        if mode == "custom" and on_progress is not None:
-            on_progress(chunk)
-        elif mode == "values" and not namespace:  # the Master's state, not a worker's
-            final = chunk
+    # SIGKILL loses at most the tasks that were in flight. LangSmith (if on) gets no image unless asked.
+    with langsmith_scope():
+        async for namespace, mode, chunk in graph.astream(
+            inputs,
+            run_config,
+            context=prepared.context,
+            stream_mode=["custom", "values"],
+            subgraphs=True,
+            durability="sync",
+        ):
+            if mode == "custom" and on_progress is not None:
+                on_progress(chunk)
+            elif mode == "values" and not namespace:  # the Master's state, not a worker's
+                final = chunk
     if not final:  # nothing streamed (a resume with no step left): read the saved state
         final = dict((await graph.aget_state(run_config)).values)
     return final, time.perf_counter() - began
