@@ -1,8 +1,9 @@
 """Tool calling against the stand-in over real HTTP, as clients written for OpenAI's API do it.
 
-A plain ``openai`` client and LangChain's tool conversion send ``tools`` with each ``tool_choice``
-(none, auto, required, a named function) and grids of a generated video; the calls validate against
-the tools' schemas and follow what the grids show. Refusals are vLLM 0.33's, word for word.
+A plain ``openai`` client, LangChain's tool conversion and a ``ChatOpenAI`` model with bound tools
+send ``tools`` with each ``tool_choice`` (none, auto, required, a named function) and grids of a
+generated video; the calls validate against the tools' schemas and follow what the grids show.
+Refusals are vLLM 0.33's, word for word.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ def test_a_multi_turn_tool_conversation_reads_the_calls_and_their_results(
 def test_langchain_tools_are_called_with_arguments_their_models_accept(
     tooled: openai.OpenAI, video: dict[str, Any]
 ) -> None:
-    """LangChain's own tool conversion and tool-call parser (langchain-openai is not installed here)."""
+    """LangChain's own tool conversion and tool-call parser, with the plain ``openai`` client."""
     from langchain_core.output_parsers.openai_tools import parse_tool_call
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from pydantic import BaseModel, Field
@@ -223,6 +224,24 @@ def test_langchain_tools_are_called_with_arguments_their_models_accept(
     parsed = parse_tool_call(raw.model_dump(), return_id=True)
     assert parsed is not None and parsed["name"] == "ExpandCell" and parsed["id"] == raw.id
     assert shows_a_badge(video, ExpandCell.model_validate(parsed["args"]).cell)
+
+
+def test_a_langchain_model_with_bound_tools_gets_calls_it_can_run(tooled: openai.OpenAI, video: dict[str, Any]) -> None:
+    """``ChatOpenAI(...).bind_tools``, as LangChain agents use an OpenAI-compatible server."""
+    from langchain_openai import ChatOpenAI
+    from pydantic import BaseModel, Field
+
+    class ExpandCell(BaseModel):
+        """Open one cell of the grid to see its stretch of video in more detail."""
+
+        cell: int = Field(ge=0, le=len(video["root"].grid.cells) - 1, description="the cell to open")
+        reason: str
+
+    model = ChatOpenAI(base_url=str(tooled.base_url), api_key="none", model=STANDIN_MODEL, max_retries=0)
+    reply = model.bind_tools([ExpandCell], tool_choice="required").invoke([user(video, "root", asking(video["count"]))])
+    [call] = reply.tool_calls
+    assert call["name"] == "ExpandCell" and call["id"]
+    assert shows_a_badge(video, ExpandCell.model_validate(call["args"]).cell)
 
 
 @pytest.mark.parametrize(
