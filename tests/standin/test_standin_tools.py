@@ -229,7 +229,7 @@ def test_langchain_tools_are_called_with_arguments_their_models_accept(
 def test_a_langchain_model_with_bound_tools_gets_calls_it_can_run(tooled: openai.OpenAI, video: dict[str, Any]) -> None:
     """``ChatOpenAI(...).bind_tools``, as LangChain agents use an OpenAI-compatible server."""
     from langchain_openai import ChatOpenAI
-    from pydantic import BaseModel, Field
+    from pydantic import BaseModel, Field, SecretStr
 
     class ExpandCell(BaseModel):
         """Open one cell of the grid to see its stretch of video in more detail."""
@@ -237,7 +237,7 @@ def test_a_langchain_model_with_bound_tools_gets_calls_it_can_run(tooled: openai
         cell: int = Field(ge=0, le=len(video["root"].grid.cells) - 1, description="the cell to open")
         reason: str
 
-    model = ChatOpenAI(base_url=str(tooled.base_url), api_key="none", model=STANDIN_MODEL, max_retries=0)
+    model = ChatOpenAI(base_url=str(tooled.base_url), api_key=SecretStr("none"), model=STANDIN_MODEL, max_retries=0)
     reply = model.bind_tools([ExpandCell], tool_choice="required").invoke([user(video, "root", asking(video["count"]))])
     [call] = reply.tool_calls
     assert call["name"] == "ExpandCell" and call["id"]
