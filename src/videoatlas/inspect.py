@@ -167,7 +167,9 @@ async def load_trace(
             "cost": row.cost,
         },
         "agent": row.agent,
-        "pending": list(snapshot.next or ()),
+        # A run stopped while its step's checkpoint was being saved has no ``next``, but its tasks are still
+        # there (their writes are applied on resume): they are what is left.
+        "pending": list(snapshot.next or ()) or sorted({t.name for t in snapshot.tasks}),
         "detail": agent.trace_detail(values, calls) if agent.trace_detail else {},
         "timeline": _timeline(events, calls),
         "evidence": [

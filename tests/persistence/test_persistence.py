@@ -20,6 +20,7 @@ from agent_helpers import ScriptedChat, default_reply, step
 from db_helpers import rows, sqlite_url
 from process_helpers import EXE, StandIn
 from videoatlas.agents.registry import saved_snapshot
+from videoatlas.inspect import load_trace
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import redact_url
 from videoatlas.persistence.store import TraceStore
@@ -247,6 +248,7 @@ async def test_a_run_cancelled_while_a_checkpoint_is_saved_resumes_to_its_answer
     assert rows(db, "SELECT status FROM va_runs WHERE id = :r", r="cut") == [("interrupted",)]
     cut = await saved_snapshot(db, "video-rlm", "cut")
     assert cut.next == () and cut.tasks and all(t.result is not None for t in cut.tasks)
+    assert (await load_trace("cut", db))["pending"] == sorted({t.name for t in cut.tasks})  # shown as left to do
     resumed = await resume_run("cut", db, chat_model=ScriptedChat(script=adding))
     assert resumed.answer == whole.answer
     assert [e.time for e in resumed.evidence] == [e.time for e in whole.evidence]
