@@ -76,6 +76,7 @@ UNVERSIONED = (
     "videoatlas.agents.page",
     "videoatlas.llm.server_errors",
     "videoatlas.llm.outage",
+    "videoatlas.llm.langsmith_redact",
     "videoatlas.runtime.tracing",
     "videoatlas.runtime.stopping",
     "videoatlas.logging",
