@@ -99,6 +99,38 @@ def _down(what: str, patience_s: float, exc: BaseException) -> DatabaseDownError
     return DatabaseDownError(f"the database ({what}) was lost and did not come back within {patience_s:g} s: {first}")
 
 
+class _Outage:
+    """One retried call's bookkeeping: when the connection was first lost, and how long to pause next."""
+
+    def __init__(self, what: str, patience_s: float | None) -> None:
+        self.what = what
+        self.patience = db_patience() if patience_s is None else patience_s
+        self.began: float | None = None
+        self.step = 0
+        self.rng = random.Random()
+
+    def pause_after(self, exc: Exception) -> float:
+        """Seconds to wait before the next try after ``exc``; raised again when it is no lost connection.
+
+        Past the patience, :class:`~videoatlas.errors.DatabaseDownError`.
+        """
+        if not is_connection_loss(exc):
+            raise exc
+        now = time.monotonic()
+        self.began = now if self.began is None else self.began
+        if now - self.began >= self.patience:
+            raise _down(self.what, self.patience, exc) from None
+        if self.step == 0:
+            log.warning("database_connection_lost", what=self.what, error=str(exc).strip().splitlines()[0][:200])
+        self.step += 1
+        return min(_pause(self.step, self.rng), max(0.0, self.began + self.patience - now))
+
+    def over(self) -> None:
+        """The call went through: say so when it had lost its connection."""
+        if self.step:
+            log.warning("database_back", what=self.what, down_s=round(time.monotonic() - (self.began or 0.0), 1))
+
+
 def retry_sync(
     work: Callable[[], T],
     what: str,
@@ -107,29 +139,17 @@ def retry_sync(
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """``work()``, done again after a lost connection (``on_lost`` first: drop the dead connections)."""
-    patience = db_patience() if patience_s is None else patience_s
-    began: float | None = None
-    rng = random.Random()
-    step = 0
+    outage = _Outage(what, patience_s)
     while True:
         try:
             result = work()
         except Exception as exc:
-            if not is_connection_loss(exc):
-                raise
-            now = time.monotonic()
-            began = now if began is None else began
-            if now - began >= patience:
-                raise _down(what, patience, exc) from None
-            if step == 0:
-                log.warning("database_connection_lost", what=what, error=str(exc).strip().splitlines()[0][:200])
-            step += 1
+            pause = outage.pause_after(exc)
             if on_lost is not None:
                 on_lost()
-            sleep(min(_pause(step, rng), max(0.0, began + patience - now)))
+            sleep(pause)
             continue
-        if step:
-            log.warning("database_back", what=what, down_s=round(time.monotonic() - (began or 0.0), 1))
+        outage.over()
         return result
 
 
@@ -140,24 +160,12 @@ async def retry_async(
     on_lost: Callable[[], Awaitable[None]] | None = None,
 ) -> T:
     """:func:`retry_sync` for a coroutine: ``await work()``, again on a fresh connection after a lost one."""
-    patience = db_patience() if patience_s is None else patience_s
-    began: float | None = None
-    rng = random.Random()
-    step = 0
+    outage = _Outage(what, patience_s)
     while True:
         try:
             result = await work()
         except Exception as exc:
-            if not is_connection_loss(exc):
-                raise
-            now = time.monotonic()
-            began = now if began is None else began
-            if now - began >= patience:
-                raise _down(what, patience, exc) from None
-            if step == 0:
-                log.warning("database_connection_lost", what=what, error=str(exc).strip().splitlines()[0][:200])
-            step += 1
-            await asyncio.sleep(min(_pause(step, rng), max(0.0, began + patience - now)))
+            await asyncio.sleep(outage.pause_after(exc))
             if on_lost is not None:
                 try:
                     await on_lost()
@@ -165,6 +173,5 @@ async def retry_async(
                     if not is_connection_loss(again):
                         raise
             continue
-        if step:
-            log.warning("database_back", what=what, down_s=round(time.monotonic() - (began or 0.0), 1))
+        outage.over()
         return result
