@@ -19,6 +19,13 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def aware(when: datetime | None) -> datetime | None:
+    """A stored time, timezone-aware: SQLite gives back naive datetimes (stored as UTC), PostgreSQL aware ones."""
+    if when is None:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
 class Base(DeclarativeBase):
     """Tables of the trace store (prefixed ``va_`` to live beside LangGraph's checkpoint tables)."""
 

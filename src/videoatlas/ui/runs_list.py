@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from videoatlas.persistence import queries
 from videoatlas.persistence.queries import RunSearch, ShownRun
 from videoatlas.persistence.statuses import RUN_STATUSES
+from videoatlas.persistence.tables import aware
 
 STATUSES = RUN_STATUSES
 """``stale``: stored as running, but no live lease: its process stopped renewing it (killed, or lost)."""
@@ -63,18 +64,11 @@ class RunsPage:
     prompt_sets: list[str] = field(default_factory=list)
 
 
-def _aware(when: datetime | None) -> datetime | None:
-    """SQLite gives naive datetimes back (stored as UTC): make every time comparable."""
-    if when is None:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
 def run_summary(shown: ShownRun, now: datetime) -> dict[str, Any]:
     """A run as the runs page and an eval's questions show it (a running run's wall time counted up to ``now``)."""
     row = shown.row
     cost = row.cost or {}
-    created = _aware(row.created_at)
+    created = aware(row.created_at)
     wall = cost.get("wall_s")
     if wall is None and row.status == "running" and created is not None:
         wall = (now - created).total_seconds()

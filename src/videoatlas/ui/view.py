@@ -19,6 +19,7 @@ from videoatlas.agents.registry import get_agent
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.persistence.db import redact_url
+from videoatlas.persistence.tables import aware
 
 
 def endpoint_host(base_url: str | None) -> str:
@@ -33,8 +34,7 @@ def endpoint_host(base_url: str | None) -> str:
 def _parse_time(text: str | None) -> datetime | None:
     if not text:
         return None
-    when = datetime.fromisoformat(text)
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return aware(datetime.fromisoformat(text))
 
 
 def settings_rows(values: dict[str, Any]) -> list[tuple[str, str]]:
