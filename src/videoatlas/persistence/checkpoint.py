@@ -91,7 +91,8 @@ async def open_checkpointer(url: str, patience_s: float | None = None) -> AsyncI
     """
     if is_sqlite(url):
         import aiosqlite
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        from videoatlas.persistence.sqlite_saver import WholeWriteSqliteSaver
 
         path = str(Path(sqlite_path(url)).resolve())
         registry = _registry()
@@ -108,7 +109,7 @@ async def open_checkpointer(url: str, patience_s: float | None = None) -> AsyncI
                 # NORMAL in WAL mode: every commit survives the process being killed (the OS holds
                 # it); only a power cut could lose the last few. No fsync per checkpoint write.
                 await conn.execute("PRAGMA synchronous=NORMAL")
-                saver = AsyncSqliteSaver(conn, serde=serializer())
+                saver = WholeWriteSqliteSaver(conn, serde=serializer())
                 await saver.setup()
                 users = 0
             registry.entries[path] = (conn, saver, users + 1)

@@ -1,0 +1,72 @@
+"""A checkpoint write cancelled half-way leaves no transaction open on the shared SQLite connection.
+
+Every run in a process shares one SQLite connection for its checkpoints. A run cancelled (SIGTERM,
+a client hanging up) between a write's INSERT and its COMMIT used to leave that transaction open:
+the file stayed locked, and the run's own closing write (its status, through another connection)
+waited out the busy timeout and failed ("database is locked"), leaving the run unsettled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from sqlalchemy import create_engine, text
+
+from db_helpers import sqlite_url
+from videoatlas.persistence.checkpoint import open_checkpointer
+
+pytestmark = pytest.mark.unit
+
+
+def _writer_can_write(path: Path) -> bool:
+    """Whether another connection gets the write lock within half a second."""
+    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": 0.5})
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            conn.execute(text("CREATE TABLE IF NOT EXISTS probe (x INTEGER)"))
+            conn.exec_driver_sql("COMMIT")
+        return True
+    except Exception as exc:
+        assert "database is locked" in str(exc), exc
+        return False
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("write", ["aput", "aput_writes"])
+async def test_a_write_cancelled_before_its_commit_is_rolled_back(write: str, tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with open_checkpointer(sqlite_url(path)) as saver:
+        conn: Any = saver.conn  # type: ignore[attr-defined]
+        real_commit = conn.commit
+        committing = asyncio.Event()
+
+        async def stalled_commit() -> None:  # the cancel lands while the COMMIT is awaited
+            committing.set()
+            await asyncio.Event().wait()
+            await real_commit()
+
+        conn.commit = stalled_commit
+        config: dict[str, Any] = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c1"}}
+        if write == "aput":
+            task = asyncio.ensure_future(saver.aput(config, empty_checkpoint(), {}, {}))  # type: ignore[arg-type]
+        else:
+            task = asyncio.ensure_future(saver.aput_writes(config, [("x", 1)], "task-1"))  # type: ignore[arg-type]
+        await asyncio.wait_for(committing.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        conn.commit = real_commit
+        assert not conn.in_transaction
+        assert await asyncio.to_thread(_writer_can_write, path)
+        # The connection goes on serving later writes, which are kept.
+        await saver.aput_writes(config, [("y", 2)], "task-2")  # type: ignore[arg-type]
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)  # the cancelled aput
+        assert db.execute("SELECT task_id FROM writes").fetchall() == [("task-2",)]
