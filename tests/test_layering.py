@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 
 LAYERS: list[set[str]] = [
     {"cli"},
-    {"ui", "gym", "mcp"},
+    {"ui", "gym", "mcp", "served"},
     {"evals", "api"},
     {"runs", "inspect"},
     {"agents"},

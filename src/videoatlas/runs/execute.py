@@ -26,7 +26,7 @@ from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.concat import open_source
 from videoatlas.environment.frames import FrameSource
-from videoatlas.environment.subtitles import load_subtitles
+from videoatlas.environment.subtitles import Subtitles, load_subtitles
 from videoatlas.errors import DatabaseDownError, NothingToResumeError, OutageError, RunOwnedError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
@@ -37,6 +37,7 @@ from videoatlas.paths import render_cache_dir
 from videoatlas.persistence.checkpoint import open_checkpointer
 from videoatlas.persistence.lease import Heartbeat, LeaseTiming
 from videoatlas.persistence.store import TraceStore
+from videoatlas.prompts import PromptSet
 from videoatlas.runs.result import RunResult, finished_values, result_from_state
 from videoatlas.runtime.context import AgentContext, RunConfig
 from videoatlas.runtime.stopping import stop_signal
@@ -110,6 +111,24 @@ def _stopped_by(exc: BaseException) -> str:
     return "interrupted" + (f" by {name}" if name else "")
 
 
+def _open_video(
+    video: str | Path, config: RunConfig, subtitles: str | Path | None, subtitle_offset: float
+) -> tuple[PromptSet, FrameSource, VideoAtlas, Subtitles | None]:
+    """The run's prompt set, its video opened, the atlas over it, and its subtitles (if any)."""
+    prompts = get_agent(config.agent).load_prompts(config.prompts)
+    source = open_source(video)
+    try:
+        # The clip's length ends a LongVideoBench cue whose end is not a number.
+        subs = load_subtitles(subtitles, subtitle_offset, source.info.duration) if subtitles else None
+        atlas = VideoAtlas(
+            source, k=config.k, cell_px=config.cell_px, cache=RenderCache(render_cache_dir()), subtitles=subs
+        )
+    except BaseException:
+        source.close()
+        raise
+    return prompts, source, atlas, subs
+
+
 async def prepare(
     video: str | Path,
     config: RunConfig,
@@ -119,15 +138,12 @@ async def prepare(
     chat_model: BaseChatModel | None,
     tracer: RunTracer | None,
 ) -> Prepared:
-    """The run's context: prompts, video, subtitles, the model client (its model checked) and the tracer."""
-    prompts = get_agent(config.agent).load_prompts(config.prompts)
-    source = open_source(video)
-    try:
-        # The clip's length ends a LongVideoBench cue whose end is not a number.
-        subs = load_subtitles(subtitles, subtitle_offset, source.info.duration) if subtitles else None
-    except BaseException:
-        source.close()
-        raise
+    """The run's context: prompts, video, subtitles, the model client (its model checked) and the tracer.
+
+    Reading the prompts, probing the video and parsing subtitles touch files: they run on a thread,
+    so that the event loop (other runs of an eval, a server's other requests) goes on meanwhile.
+    """
+    prompts, source, atlas, subs = await asyncio.to_thread(_open_video, video, config, subtitles, subtitle_offset)
     records: list[CallRecord] = []
 
     def on_record(record: CallRecord) -> None:
@@ -136,9 +152,6 @@ async def prepare(
             tracer.store.model_call(tracer.run_id, record)
 
     try:
-        atlas = VideoAtlas(
-            source, k=config.k, cell_px=config.cell_px, cache=RenderCache(render_cache_dir()), subtitles=subs
-        )
         model = chat_model if chat_model is not None else OpenAICompatibleChat(settings=endpoint)
         vlm = VLMClient(model, endpoint, on_record=on_record, reask=prompts["reask"])
         await vlm.check_model()
