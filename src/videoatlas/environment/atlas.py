@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -78,6 +78,42 @@ class GridView:
 
     grid: Grid
     image: RenderedImage
+
+
+@dataclass(frozen=True, slots=True)
+class CellPick:
+    """What one grid cell shows beside (or instead of) its fixed frame: chosen by whoever asks for the grid.
+
+    ``time``: a frame from inside the cell's own interval shown in place of the fixed one (the label
+    then says ``@`` and that frame's time). ``score``: a relevance mark in [0, 1] printed in the label
+    as ``rel`` 0-99. Neither moves a cell's interval: the grid's geometry is the same either way.
+    """
+
+    time: float | None = None
+    score: float | None = None
+
+    def note(self, decimals: int) -> str:
+        """The cell's second label line: ``@12:03.5 rel 83``."""
+        parts = []
+        if self.time is not None:
+            parts.append("@" + format_ts(self.time, decimals))
+        if self.score is not None:
+            parts.append(f"rel {min(99, max(0, round(self.score * 100)))}")
+        return " ".join(parts)
+
+
+def check_picks(grid: Grid, picks: Mapping[int, CellPick]) -> None:
+    """Refuse a pick for a cell the grid lacks, a frame outside its cell, or a score outside [0, 1]."""
+    for index, pick in picks.items():
+        if not 0 <= index < len(grid.cells):
+            raise BadInputError(f"no cell {index} in a {grid.k}x{grid.k} grid")
+        cell = grid.cells[index].interval
+        if pick.time is not None and not cell.start <= pick.time < cell.end:
+            raise BadInputError(
+                f"frame {pick.time:.3f} s is not inside cell {index} ({cell.start:.3f}-{cell.end:.3f} s)"
+            )
+        if pick.score is not None and not 0.0 <= pick.score <= 1.0:
+            raise BadInputError(f"cell {index}'s relevance {pick.score} is not in [0, 1]")
 
 
 def _exact(x: float) -> str:
@@ -164,13 +200,20 @@ class VideoAtlas:
 
     # -- observations ------------------------------------------------------------------------
 
-    def grid(self, path: CellPath = (), dead_zones: Sequence[Interval] = ()) -> GridView:
-        """The grid that expanding ``path`` shows (``()``: the root grid over the whole video)."""
-        return self._render(grid_for_path(self.duration, path, self.k), dead_zones, "grid")
+    def grid(
+        self, path: CellPath = (), dead_zones: Sequence[Interval] = (), picks: Mapping[int, CellPick] | None = None
+    ) -> GridView:
+        """The grid that expanding ``path`` shows (``()``: the root grid over the whole video).
 
-    def grid_over(self, interval: Interval, dead_zones: Sequence[Interval] = ()) -> GridView:
+        ``picks``: per cell index, a frame of its own to show or a relevance mark (:class:`CellPick`).
+        """
+        return self._render(grid_for_path(self.duration, path, self.k), dead_zones, "grid", picks)
+
+    def grid_over(
+        self, interval: Interval, dead_zones: Sequence[Interval] = (), picks: Mapping[int, CellPick] | None = None
+    ) -> GridView:
         """A grid over an explicit time range inside the video."""
-        return self._render(grid_over(check_inside(interval, self.duration), self.k), dead_zones, "range")
+        return self._render(grid_over(check_inside(interval, self.duration), self.k), dead_zones, "range", picks)
 
     def investigate(
         self,
@@ -183,7 +226,11 @@ class VideoAtlas:
         window = investigate_interval(self.duration, anchor, direction, window_s, self.k)
         return self._render(grid_over(window, self.k), dead_zones, "investigate")
 
-    def _render(self, grid: Grid, dead_zones: Sequence[Interval], kind: str) -> GridView:
+    def _render(
+        self, grid: Grid, dead_zones: Sequence[Interval], kind: str, picks: Mapping[int, CellPick] | None = None
+    ) -> GridView:
+        picks = {i: p for i, p in (picks or {}).items() if p.time is not None or p.score is not None}
+        check_picks(grid, picks)
         relevant = [
             Interval(max(z.start, grid.interval.start), min(z.end, grid.interval.end))
             for z in merge_intervals(dead_zones)
@@ -197,15 +244,33 @@ class VideoAtlas:
             cell_px=self.cell_px,
             dead=[[_exact(z.start), _exact(z.end)] for z in relevant],
         )
+        if picks:  # only then: grids without picks keep the cache keys they always had
+            params["picks"] = [
+                [i, None if p.time is None else _exact(p.time), None if p.score is None else round(p.score, 2)]
+                for i, p in sorted(picks.items())
+            ]
 
         def draw() -> tuple[Image.Image, list[dict[str, Any]]]:
             frames = self.source.fetch_cells([c.interval for c in grid.cells], self.cell_px)
-            image = render_grid(grid.cells, frames, self.k, self.cell_px, relevant)
-            notes = [
+            records = [
                 {"cell": c.index, "time": f.time, "method": f.method, "reason": f.reason}
                 for c, f in zip(grid.cells, frames, strict=True)
             ]
-            return image, notes
+            shown = dict(picks)
+            chosen = sorted((i, p.time) for i, p in picks.items() if p.time is not None)
+            decoded = self.source.frames_at([t for _, t in chosen], self.cell_px) if chosen else []
+            for (i, _), frame in zip(chosen, decoded, strict=True):
+                cell = grid.cells[i].interval
+                if frame.image is not None and cell.start <= frame.time < cell.end:
+                    frames[i] = frame
+                    records[i] = {"cell": i, "time": frame.time, "method": frame.method, "picked": True}
+                    shown[i] = CellPick(frame.time, picks[i].score)  # the label names the frame on screen
+                else:  # the frame on screen then began before the cell (or did not decode): the fixed one stays
+                    records[i]["pick_dropped"] = f"no frame of the cell's own at {picks[i].time:.3f} s"
+                    shown[i] = CellPick(None, picks[i].score)
+            decimals = time_decimals(grid.cells[0].interval.span)
+            lines = [shown[c.index].note(decimals) if c.index in shown else "" for c in grid.cells] if picks else []
+            return render_grid(grid.cells, frames, self.k, self.cell_px, relevant, lines), records
 
         return GridView(grid, self._cached(kind, params, draw))
 
@@ -311,14 +376,18 @@ class VideoAtlas:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.source.executor, partial(fn, *args))
 
-    async def agrid(self, path: CellPath = (), dead_zones: Sequence[Interval] = ()) -> GridView:
+    async def agrid(
+        self, path: CellPath = (), dead_zones: Sequence[Interval] = (), picks: Mapping[int, CellPick] | None = None
+    ) -> GridView:
         """:meth:`grid` off the event loop."""
-        result: GridView = await self._off_loop(self.grid, path, list(dead_zones))
+        result: GridView = await self._off_loop(self.grid, path, list(dead_zones), picks)
         return result
 
-    async def agrid_over(self, interval: Interval, dead_zones: Sequence[Interval] = ()) -> GridView:
+    async def agrid_over(
+        self, interval: Interval, dead_zones: Sequence[Interval] = (), picks: Mapping[int, CellPick] | None = None
+    ) -> GridView:
         """:meth:`grid_over` off the event loop."""
-        result: GridView = await self._off_loop(self.grid_over, interval, list(dead_zones))
+        result: GridView = await self._off_loop(self.grid_over, interval, list(dead_zones), picks)
         return result
 
     async def ainvestigate(

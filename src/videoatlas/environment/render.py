@@ -64,12 +64,15 @@ def _paste_centered(canvas: Image.Image, frame: DecodedFrame, x: int, y: int, px
     canvas.paste(img, (x + (px - img.width) // 2, y + (px - img.height) // 2))
 
 
-def _label(draw: ImageDraw.ImageDraw, x: int, y: int, text: str, size: int) -> None:
+def _label(draw: ImageDraw.ImageDraw, x: int, y: int, text: str, size: int) -> int:
+    """Draw ``text`` on a label box at (x, y); the box's bottom edge."""
     font = load_font(size)
     left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
     pad = max(2, size // 6)
-    draw.rectangle((x, y, x + right - left + 2 * pad, y + bottom - top + 2 * pad), fill=_LABEL_BG)
+    low = int(y + bottom - top + 2 * pad)
+    draw.rectangle((x, y, x + right - left + 2 * pad, low), fill=_LABEL_BG)
     draw.text((x + pad - left, y + pad - top), text, fill=_LABEL_FG, font=font)
+    return low
 
 
 def draw_centered_text(
@@ -98,14 +101,16 @@ def render_grid(
     k: int,
     cell_px: int = 320,
     dead_zones: Sequence[Interval] = (),
+    notes: Sequence[str] = (),
 ) -> Image.Image:
     """A ``k x k`` contact sheet: one frame per cell, labelled with cell id and start time.
 
     Cells fully inside dead zones are blacked out and crossed; partly explored cells carry a red
     bar along their bottom edge as long as the explored share. Cells whose frame could not be
-    decoded are grey and say so.
+    decoded are grey and say so. ``notes`` (one per cell, empty for none) are printed on a second
+    label line under the first.
     """
-    if len(cells) != k * k or len(frames) != k * k:
+    if len(cells) != k * k or len(frames) != k * k or (notes and len(notes) != k * k):
         raise ValueError(f"a {k}x{k} grid needs {k * k} cells and frames")
     side = k * cell_px
     canvas = Image.new("RGB", (side, side), _BG)
@@ -135,7 +140,9 @@ def render_grid(
             if covered > 0:
                 bar = max(4, cell_px // 32)
                 draw.rectangle((x, y + cell_px - bar, x + int(cell_px * covered), y + cell_px - 1), fill=_DEAD_FG)
-        _label(draw, x + 2, y + 2, f"{cell.index}  {format_ts(cell.interval.start, decimals)}", label_size)
+        bottom = _label(draw, x + 2, y + 2, f"{cell.index}  {format_ts(cell.interval.start, decimals)}", label_size)
+        if notes and notes[cell.index] and covered < 0.999:
+            _label(draw, x + 2, bottom + 2, notes[cell.index], max(9, label_size * 4 // 5))
     for i in range(1, k):
         draw.line((i * cell_px, 0, i * cell_px, side), fill=_GRID_LINE, width=2)
         draw.line((0, i * cell_px, side, i * cell_px), fill=_GRID_LINE, width=2)
