@@ -229,22 +229,26 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
         return
     from videoatlas.agents.registry import settings_model
 
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[argparse.Action, str, str]] = {}
     for name in registered_agents():
         group = p.add_argument_group(f"{name} settings (with --agent {name})")
         for field, info in settings_model(name).model_fields.items():
             flag = "--" + field.replace("_", "-")
-            if flag in seen:  # two agents with a setting of one name share its flag
-                continue
-            seen[flag] = name
             summary = (info.description or field).split(". ")[0].rstrip(".").replace("`", "")  # no reST in help
-            group.add_argument(
-                flag,
-                dest=f"setting__{field}",
-                default=None,
-                metavar=setting_metavar(info.annotation),
-                help=f"{summary} (default {info.default})",
-            )
+            help_text = f"{summary} (default {info.default})"
+            metavar = setting_metavar(info.annotation)
+            if flag in seen:  # two agents with a setting of one name share its flag; its help says what each means
+                action, first, first_help = seen[flag]
+                if help_text != first_help:
+                    if not action.help or not action.help.startswith(f"{first}: "):
+                        action.help = f"{first}: {first_help}"
+                        action.metavar = str(action.metavar)
+                    action.help += f"; {name}: {help_text}"
+                    if metavar not in str(action.metavar).split("|"):
+                        action.metavar = f"{action.metavar}|{metavar}"
+                continue
+            action = group.add_argument(flag, dest=f"setting__{field}", default=None, metavar=metavar, help=help_text)
+            seen[flag] = (action, name, help_text)
 
 
 def setting_metavar(annotation: Any) -> str:
