@@ -53,7 +53,7 @@ def encoder() -> Any:
 
 
 def _error(status: int, message: str, kind: str = "BadRequestError", param: str | None = None) -> web.Response:
-    body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
+    body = {"error": dict(message=message, type=kind, param=param, code=status)}  # OpenAI's error body
     return web.json_response(body, status=status)
 
 
