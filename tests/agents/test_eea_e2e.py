@@ -40,8 +40,8 @@ SIGNS = (
 )
 QUESTION = "Which tag is printed under the HARBOR banner?"
 CHOICES = ["QZ-1234", "QZ-7781", "MT-7781"]
-FAST = {"index_fps": 0.5, "expansions": 3, "memory_frames": 4}
-"""30 index frames, three rounds, a memory small enough to evict."""
+FAST = {"index_fps": 0.25, "expansions": 3, "memory_frames": 4}
+"""15 index frames, three rounds, a memory small enough to evict."""
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ async def test_each_round_keeps_the_papers_shape(harbor: Path, standin: RunningS
     assert len(state["memory"]) <= FAST["memory_frames"]
     assert len({_norm(q) for q in state["queries"]}) == len(state["queries"])
     assert calls[("discover", None)] == 1 and calls[("answer", None)] == 1
-    assert result.index_frames == 30 and result.answer == "QZ-7781"
+    assert result.index_frames == 15 and result.answer == "QZ-7781"
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ async def test_the_ablations_run(harbor: Path, standin: RunningServer, setting: 
 async def test_a_second_run_on_the_same_video_embeds_nothing(harbor: Path, standin: RunningServer, db_url: str) -> None:
     before = standin.standin.stats.embedding_inputs
     first = await ask(standin, harbor, db_url)
-    assert first.state["index"].embedded == 30 and not first.state["index"].reused
+    assert first.state["index"].embedded == 15 and not first.state["index"].reused
     assert first.index_s > 0 and standin.standin.stats.embedding_inputs - before == first.state["embedded"]
     index_module._LOADED.clear()  # as a new process: the index comes from the store
     retrieve._SEEN.clear()
@@ -126,7 +126,7 @@ async def test_a_second_run_on_the_same_video_embeds_nothing(harbor: Path, stand
     assert second.state["embedded"] == 0 and second.state["index"].reused and second.index_s == 0.0
     assert second.answer == first.answer
     stored = rows(db_url, "SELECT frames, complete FROM va_frame_indexes")
-    assert [(int(n), bool(c)) for n, c in stored] == [(30, True)]
+    assert [(int(n), bool(c)) for n, c in stored] == [(15, True)]
 
 
 class _Failing(httpx.AsyncHTTPTransport):
@@ -153,7 +153,7 @@ async def test_a_build_stopped_midway_is_not_used_and_resumes(
     def failing_client(ctx: Any, settings: Any) -> EmbeddingsClient:
         return EmbeddingsClient(standin.base_url, ctx.vlm.settings.model, transport=transport, max_retries=0)
 
-    long_index = {"index_fps": 1.0}  # 60 frames: two batches
+    long_index = {"index_fps": 0.6}  # 36 frames: two batches
     monkeypatch.setattr(index_module, "embeddings_client", failing_client)
     with pytest.raises(EndpointError, match="cannot reach the embeddings endpoint"):
         await ask(standin, harbor, db, **long_index)
@@ -164,6 +164,6 @@ async def test_a_build_stopped_midway_is_not_used_and_resumes(
     index_module._LOADED.clear()
     result = await ask(standin, harbor, db, **long_index)
     info = result.state["index"]
-    assert info.embedded == len(plan_index(DURATION, 1.0, 4000).times) - stop_after  # only what was missing
-    assert rows(db, "SELECT count(*) FROM va_frame_vectors")[0][0] == 60
+    assert info.embedded == len(plan_index(DURATION, 0.6, 4000).times) - stop_after  # only what was missing
+    assert rows(db, "SELECT count(*) FROM va_frame_vectors")[0][0] == 36
     assert [bool(c) for (c,) in rows(db, "SELECT complete FROM va_frame_indexes")] == [True]
