@@ -6,7 +6,8 @@ frames cut it into children. The VLM sees the frames, the children's spans and e
 scores each child 0-100 with a reason. Each candidate's query score u comes from the anchors inside
 it; with fusion on, h = (1 - H) r + H u over every candidate not yet expanded (H: the normalised
 entropy of the rewards), else h = r. The frames join the memory, the lowest-reward ones leaving it
-when it is over its cap (a frame's reward: the mean of its two neighbouring children's).
+when it is over its cap (a frame's reward: the mean of its two neighbouring children's h, which is r
+with fusion off; on a tie the newer frame stays).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def remember(memory: Sequence[Remembered], new: Sequence[Remembered], cap: int) 
     merged = {round(m.time, 3): m for m in memory}
     for m in new:
         merged.setdefault(round(m.time, 3), m)
-    kept = sorted(merged.values(), key=lambda m: (-m.reward, m.time))[:cap]
+    kept = sorted(merged.values(), key=lambda m: (-m.reward, -m.round, m.time))[:cap]
     return sorted(kept, key=lambda m: m.time)
 
 
@@ -121,8 +122,9 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     ]
     tree = [*[s for s in segments if s.id != parent.id], parent.model_copy(update={"expanded": True}), *kids]
     pool, uncertainty = fused(tree, settings)
+    worth = {s.id: s.fused if settings.uarf else s.reward for s in pool}
     seen = [
-        Remembered(time=t, reward=(kids[i].reward + kids[i + 1].reward) / 2, round=round_no)
+        Remembered(time=t, reward=(worth[kids[i].id] + worth[kids[i + 1].id]) / 2, round=round_no)
         for i, t in enumerate(frames)
     ]
     record = Round(
