@@ -180,7 +180,16 @@ async def test_an_agent_without_its_own_trace_view_reads_back_as_its_node_timeli
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_kill_9_mid_run_then_resume_gives_the_same_answer(small_print: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "agent",
+    [
+        ["--agent", "videoseek"],
+        # EEA, with a small index and one round: its frame index is built (and stored) before the kill.
+        ["--agent", "eea", "--index-fps", "0.05", "--expansions", "1"],
+    ],
+    ids=lambda a: a[1],
+)
+def test_kill_9_mid_run_then_resume_gives_the_same_answer(small_print: Path, tmp_path: Path, agent: list[str]) -> None:
     from db_helpers import rows
     from process_helpers import EXE, StandIn
 
@@ -191,7 +200,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_answer(small_print: Path, tmp
         "VIDEOATLAS_LEASE_HEARTBEAT": "0.5",
         "VIDEOATLAS_LEASE_TIMEOUT": "1.5",
     }
-    args = [EXE, "ask", str(small_print), "-q", QUESTION, "--agent", "videoseek", "--json"]
+    args = [EXE, "ask", str(small_print), "-q", QUESTION, *agent, "--json"]
     for choice in CHOICES:
         args += ["-c", choice]
     server = StandIn(latency=1.0)

@@ -124,11 +124,14 @@ class Agent:
     decision_grid: bool = False
     """Whether the final call's first image is the root grid: the page then shows it, with the cells
     that gave evidence outlined, apart from the scratchpad pages."""
+    extra_sources: tuple[str, ...] = ()
+    """Modules outside the agent's package that only it uses and that decide its answers (its version covers them,
+    no other agent's does)."""
 
     @property
     def sources(self) -> tuple[str, ...]:
         """Modules and packages (dotted names) whose code decides what the agent answers."""
-        return (self.package, *SHARED_SOURCES)
+        return (self.package, *self.extra_sources, *SHARED_SOURCES)
 
     def code_version(self) -> str:
         """A hash of the agent's source code: changes when, and only when, one of its sources changes."""

@@ -24,6 +24,7 @@ PACKAGES: dict[str, str] = {
     "video-rlm": "videoatlas.agents.video_rlm",
     "uniform": "videoatlas.agents.uniform",
     "videoseek": "videoatlas.agents.videoseek",
+    "eea": "videoatlas.agents.eea",
 }
 """Agent name -> its package."""
 

@@ -167,6 +167,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_calls": _mean(r["calls"] for r in answered),
         "mean_frames_viewed": _mean(r.get("frames_viewed", 0) for r in answered),
         "mean_frames_sent": _mean(r.get("frames_sent", 0) for r in answered),
+        "mean_index_frames": _mean(r.get("index_frames", 0) for r in answered),
+        "mean_index_s": _mean(r.get("index_s", 0.0) for r in answered),
         "mean_wall_s": _mean(r["wall_s"] for r in answered),
         "mean_rounds": _mean(r["rounds"] for r in answered),
         "mean_evidence": _mean(r["evidence"] for r in answered),
@@ -250,9 +252,10 @@ def _pct(value: float | None) -> str:
 def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
         f"| {title} | questions | accuracy | errors | parse fail | no evidence | fallbacks | "
-        "mean tokens (master / workers) | cache hit | frames viewed (sent) | calls | rounds | evidence | wall | "
+        "mean tokens (master / workers) | cache hit | frames viewed (sent) | index frames (build) | calls | rounds | "
+        "evidence | wall | "
         "grounding | IoU |",
-        "| --- |" + " ---: |" * 15,
+        "| --- |" + " ---: |" * 16,
     ]
     for name, s in summaries.items():
         lines.append(
@@ -260,6 +263,7 @@ def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"{_pct(s['parse_failure_rate'])} | {_pct(s['without_evidence_rate'])} | {s['runs_with_fallbacks']} | "
             f"{s['mean_tokens']:,.0f} ({s['mean_master_tokens']:,.0f} / {s['mean_worker_tokens']:,.0f}) | "
             f"{_pct(s['cache_hit_rate'])} | {s['mean_frames_viewed']:,.0f} ({s['mean_frames_sent']:,.0f}) | "
+            f"{s['mean_index_frames']:,.0f} ({s['mean_index_s']:.1f} s) | "
             f"{s['mean_calls']:.1f} | {s['mean_rounds']:.1f} | "
             f"{s['mean_evidence']:.1f} | {s['mean_wall_s']:.1f} s | {_pct(s['grounding_hit_rate'])} | "
             f"{_iou(s['mean_iou'])} |"

@@ -101,6 +101,8 @@ def result_row(
         "fallbacks": cost.fallbacks,
         "frames_sent": cost.frames_sent,
         "frames_viewed": cost.frames_viewed,
+        "index_frames": result.index_frames,
+        "index_s": round(result.index_s, 3),
         "calls": cost.calls,
         "failed_calls": cost.failed_calls,
         "tokens": cost.tokens,

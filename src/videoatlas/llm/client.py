@@ -132,11 +132,13 @@ class VLMClient:
         meta: dict[str, Any] | None = None,
         role: str = "",
         thinking: bool | None = None,
+        temperature: float | None = None,
     ) -> Reply[T]:
         """Ask for one ``schema`` object; raises :class:`ModelReplyError` or :class:`EndpointError`.
 
         ``thinking`` turns a reasoning model's thinking on or off for this call (vLLM's
         ``chat_template_kwargs.enable_thinking``); None sends nothing and leaves the server's default.
+        ``temperature`` overrides the endpoint's sampling temperature for this call (None: the endpoint's).
         """
         check_limits(images, self.settings)
         record = CallRecord(
@@ -152,7 +154,7 @@ class VLMClient:
         messages = self.build_messages(system, images, text)
         began = time.perf_counter()
         try:
-            value = await self._ask(schema, messages, record)
+            value = await self._ask(schema, messages, record, temperature)
             return Reply(value, record)
         except BaseException as exc:
             record.outcome = "failed"
@@ -175,9 +177,12 @@ class VLMClient:
                 latency_s=round(record.latency_s, 3),
             )
 
-    async def _ask(self, schema: type[T], messages: list[BaseMessage], record: CallRecord) -> T:
+    async def _ask(
+        self, schema: type[T], messages: list[BaseMessage], record: CallRecord, temperature: float | None = None
+    ) -> T:
         fmt = response_format(schema, self.settings.strict_schema)
-        reply = await self._send(messages, fmt, record)
+        sampling = {} if temperature is None else {"temperature": temperature}
+        reply = await self._send(messages, fmt, record, sampling)
         record.reply_text = reply
         value, error = self._parse(schema, reply, record)
         if value is not None:
@@ -187,7 +192,7 @@ class VLMClient:
             AIMessage(content=reply),
             HumanMessage(content=self._reask.render(error=error)),
         ]
-        second = await self._send(followup, fmt, record)
+        second = await self._send(followup, fmt, record, sampling)
         record.reply_text = second
         value, error = self._parse(schema, second, record)
         if value is not None:
@@ -214,7 +219,13 @@ class VLMClient:
         record.parse_errors.append(first_error)
         return None, first_error
 
-    async def _send(self, messages: list[BaseMessage], fmt: dict[str, Any], record: CallRecord) -> str:
+    async def _send(
+        self,
+        messages: list[BaseMessage],
+        fmt: dict[str, Any],
+        record: CallRecord,
+        sampling: dict[str, Any] | None = None,
+    ) -> str:
         attempt = 0
         watch = self.watch
         while True:
@@ -224,7 +235,9 @@ class VLMClient:
             record.attempts += 1
             try:
                 async with self._semaphore:
-                    message = await self.model.ainvoke(messages, response_format=fmt, **_thinking_kwargs(record))
+                    message = await self.model.ainvoke(
+                        messages, response_format=fmt, **_thinking_kwargs(record), **(sampling or {})
+                    )
             except Exception as exc:
                 if not _retryable(exc):
                     raise await self._translate(exc, record) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -118,3 +118,47 @@ class ArtifactRow(Base):
     height: Mapped[int] = mapped_column(Integer)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class FrameIndexRow(Base):
+    """An embedding index of one video's frames, by one model, at one frame rate (built once, then reused).
+
+    ``complete`` turns true only once every frame's vector is stored: an index a build left
+    unfinished is never read as whole, and the next build embeds only the frames it lacks.
+    """
+
+    __tablename__ = "va_frame_indexes"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """sha256 of (video identity, model, fps): see :func:`videoatlas.persistence.frame_index.index_key`."""
+    video_identity: Mapped[str] = mapped_column(String(64), index=True)
+    model: Mapped[str] = mapped_column(Text)
+    fps: Mapped[float] = mapped_column(Float)
+    frames: Mapped[int] = mapped_column(Integer)
+    """Frames the whole index holds."""
+    complete: Mapped[bool] = mapped_column(Boolean, default=False)
+    build_s: Mapped[float] = mapped_column(Float, default=0.0)
+    """Seconds spent building it, over every attempt."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class FrameVectorRow(Base):
+    """One frame's vector in a :class:`FrameIndexRow` (float32 bytes)."""
+
+    __tablename__ = "va_frame_vectors"
+    index_key: Mapped[str] = mapped_column(ForeignKey("va_frame_indexes.key"), primary_key=True)
+    frame: Mapped[int] = mapped_column(Integer, primary_key=True)
+    """The frame's number in the index (0 first)."""
+    time: Mapped[float] = mapped_column(Float)
+    """The decoded frame's time in the video, seconds."""
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class TextVectorRow(Base):
+    """A text's vector by one embedding model (search queries, embedded once)."""
+
+    __tablename__ = "va_text_vectors"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """sha256 of (model, text): see :func:`videoatlas.persistence.frame_index.text_key`."""
+    model: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)

@@ -31,6 +31,10 @@ class RunResult:
     wall_s: float
     records: list[CallRecord] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+    index_frames: int = 0
+    """Frames in the embedding index the agent searched (0: it used none)."""
+    index_s: float = 0.0
+    """Seconds this run spent building that index (0 when it was reused whole)."""
 
     @property
     def grounded(self) -> bool:
@@ -76,6 +80,8 @@ class RunResult:
             "search_task": self.search_task,
             "traversal": self.traversal,
             "wall_s": round(self.wall_s, 3),
+            "index_frames": self.index_frames,
+            "index_s": round(self.index_s, 3),
         }
 
 
@@ -100,6 +106,8 @@ def result_from_state(
         wall_s=wall,
         records=records,
         state=final,
+        index_frames=int(final.get("index_frames") or 0),
+        index_s=float(final.get("index_s") or 0.0),
     )
 
 
@@ -111,6 +119,11 @@ def finished_values(result: RunResult) -> dict[str, Any]:
         "answer": result.answer,
         "answer_index": result.answer_index,
         "reasoning": result.reasoning,
-        "cost": {**result.cost.summary(), "wall_s": round(result.wall_s, 3)},
+        "cost": {
+            **result.cost.summary(),
+            "wall_s": round(result.wall_s, 3),
+            "index_frames": result.index_frames,
+            "index_s": round(result.index_s, 3),
+        },
         "stop_reason": result.stop_reason,
     }

@@ -75,6 +75,7 @@ async def ask(
     role: str = "master",
     thinker: str | None = None,
     meta: dict[str, Any] | None = None,
+    temperature: float | None = None,
 ) -> tuple[Reply[T], Cost]:
     """A structured call with the node's templates; returns the reply and its cost.
 
@@ -83,7 +84,8 @@ async def ask(
     worker's call first reserves room in the run's shared budget (:class:`BudgetSpent` when there
     is none left); every call's real cost is settled in the ledger, failed ones included.
     ``thinker`` names the caller among its agent's roles (default ``role``): the run's thinking
-    setting for that role decides whether a reasoning model thinks.
+    setting for that role decides whether a reasoning model thinks. ``temperature`` overrides the
+    endpoint's sampling temperature for this call (None: the endpoint's).
     """
     thinker = thinker or role
     system_text = ctx.prompts.render(system, k=ctx.config.k)
@@ -110,6 +112,7 @@ async def ask(
             meta=labels,
             role=thinker,
             thinking=ctx.config.thinking_for(thinker),
+            temperature=temperature,
         )
     except BaseException as exc:
         ctx.ledger.settle(reservation, failed_call_cost(exc, role))

@@ -157,7 +157,8 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
         value: Any = ToolFiller(understood, standin.config.seed).filled(written)
     else:
         value = respond(schema, understood, standin.config.seed)
-    content = value if isinstance(value, str) and schema is None else json.dumps(value)
+    # Raw UTF-8, as a constrained decoder writes it: the JSON grammar takes no \u escape of a read character.
+    content = value if isinstance(value, str) and schema is None else json.dumps(value, ensure_ascii=False)
     if grammar is not None and fault is None:
         fits, why = grammar.accepts(content)
         if not fits:

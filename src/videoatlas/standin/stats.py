@@ -28,6 +28,10 @@ class StandinStats:
     completions_by_request: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
     in_flight_max: int = 0
+    embedding_requests: int = 0
+    """``/v1/embeddings`` requests answered with vectors."""
+    embedding_inputs: int = 0
+    """Texts and images embedded."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for ``GET /stats``."""
@@ -46,6 +50,8 @@ class StandinStats:
             "images": self.images,
             "tool_calls": self.tool_calls,
             "in_flight_max": self.in_flight_max,
+            "embedding_requests": self.embedding_requests,
+            "embedding_inputs": self.embedding_inputs,
             "distinct_requests_completed": len(self.completions_by_request),
             "repeated_completions": repeated,
             "cache_hit_rate": round(self.cached_tokens / self.prompt_tokens, 4) if self.prompt_tokens else 0.0,

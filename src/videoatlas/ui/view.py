@@ -92,6 +92,8 @@ def header(trace: dict[str, Any], duration: float | None, status: str | None = N
         "cached_tokens": cost.get("cached_tokens"),
         "reasoning_tokens": cost.get("reasoning_tokens"),
         "frames_viewed": cost.get("frames_viewed"),
+        "index_frames": cost.get("index_frames"),
+        "index_s": cost.get("index_s"),
         "fallbacks": cost.get("fallbacks"),
         "wall_s": wall,
     }

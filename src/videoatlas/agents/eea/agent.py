@@ -1,0 +1,23 @@
+"""The agent as the registry knows it: its graph, templates, package, settings, and how its runs read back."""
+
+from __future__ import annotations
+
+from videoatlas.agents.base import Agent
+from videoatlas.agents.eea import trace
+from videoatlas.agents.eea.graph import AGENT_NAME, TEMPLATES, build_graph
+from videoatlas.agents.eea.settings import Settings
+
+AGENT = Agent(
+    AGENT_NAME,
+    build_graph,
+    TEMPLATES,
+    "videoatlas.agents.eea",
+    Settings,
+    trace.detail,
+    trace.lines,
+    roles=Settings.thinking_roles,
+    page_view=trace.page_view,
+    describe_event=trace.describe_event,
+    decision_node="answer",
+    extra_sources=("videoatlas.llm.embeddings",),
+)

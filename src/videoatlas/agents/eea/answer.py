@@ -1,0 +1,73 @@
+"""The answer, from the frames in memory (shown as labelled pages) and how the search went."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
+from videoatlas.agents.eea.select import memory_images
+from videoatlas.agents.eea.state import EEAState
+from videoatlas.agents.eea.views import SYSTEM, at, rounds_block
+from videoatlas.environment.render import evidence_label
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, choices_block, labelled
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Evidence, FrameRef
+
+
+def memory_evidence(state: EEAState, ctx: AgentContext) -> list[Evidence]:
+    """The memory frames as evidence items, in time order (each with the child segment around it)."""
+    items = []
+    rounds = {r.index: r for r in state.get("rounds") or []}
+    for n, m in enumerate(state.get("memory") or []):
+        seen_in = rounds.get(m.round)
+        items.append(
+            Evidence(
+                id=f"m{n}-{round(m.time * 1000)}",
+                time=m.time,
+                start=m.time,
+                end=m.time,
+                depth=None,
+                cell=None,
+                description=f"frame looked at in round {m.round}, kept with reward {m.reward:.2f}"
+                + (f" (stretch {seen_in.segment} opened)" if seen_in else ""),
+                confidence=m.reward,
+                frame=FrameRef(video=ctx.atlas.source.identity, time=m.time, px=ctx.atlas.cell_px),
+                round=m.round,
+                worker="memory",
+            )
+        )
+    return items
+
+
+async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Judge each choice against the memory frames and answer; a failed reply is recorded, never guessed."""
+    ctx = runtime.context
+    evidence = memory_evidence(state, ctx)
+    labels = dict(labelled(evidence))
+    images = await memory_images(ctx, [e.time for e in evidence])
+    choices = state["choices"]
+    values = {
+        "question": state["question"],
+        "choices": choices_block(choices),
+        "duration": format_ts(ctx.atlas.duration, 0),
+        "evidence": "\n".join(f"[{evidence_label(i)}] {at(e.time)}" for i, e in enumerate(evidence)) or "(none)",
+        "history": rounds_block(state.get("rounds") or [], state.get("segments") or []),
+        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
+    }
+    call = DecisionCall(
+        node="answer",
+        template="answer",
+        system=SYSTEM,
+        images=images,
+        values=values,
+        choices=choices,
+        labels=list(labels),
+        stop=state.get("stop_reason") or "the policy answered",
+        step="final answer",
+        thinker="searcher",
+        extra={"round": len(state.get("rounds") or [])},
+    )
+    return await decide_final(ctx, call, cite_labels(labels), evidence)

@@ -1,0 +1,74 @@
+"""The start: the question turned into search queries, the frame index built or reused, the first anchors.
+
+One text call asks for 1-5 queries; each is matched against the index; the hits, clustered in
+time, give the anchors. The first segment to expand is the whole video.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.eea.index import frame_index
+from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, query_vectors, search_hits
+from videoatlas.agents.eea.schemas import queries_schema
+from videoatlas.agents.eea.settings import eea
+from videoatlas.agents.eea.state import EEAState, Segment
+from videoatlas.agents.eea.views import SYSTEM
+from videoatlas.errors import ModelReplyError
+from videoatlas.runtime.calls import ask, choices_block, emit, fallback
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Repair
+
+ROOT = 1
+"""The id of the segment that is the whole video."""
+
+
+async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Ask for the first queries, build or reuse the index, retrieve, and anchor."""
+    ctx = runtime.context
+    settings = eea(ctx)
+    values = {"question": state["question"], "choices": choices_block(state["choices"])}
+    emit("discover")
+    repairs: list[Repair] = []
+    try:
+        reply, cost = await ask(
+            ctx, queries_schema(1, 5), "discover", "discover", [], values, system=SYSTEM, thinker="searcher"
+        )
+        proposed: list[str] = list(reply.value.search_queries)  # type: ignore[attr-defined]
+    except ModelReplyError as exc:
+        # Without usable queries the question itself is the one query.
+        cost, repair = fallback(exc, "discover", 0, "the question itself as the only query")
+        proposed, repairs = [state["question"]], [repair]
+    queries, dropped = clean_queries(proposed, [])
+    if dropped:
+        repairs.append(Repair(node="discover", round=0, kind="dropped", detail=_dropped(dropped)))
+    if not queries:
+        queries = [state["question"]]
+        repairs.append(Repair(node="discover", round=0, kind="fallback", detail="no query left: the question used"))
+    index, info = await frame_index(ctx, settings)
+    vectors, embedded = await query_vectors(ctx, settings, queries)
+    hits = merge_hits([], search_hits(index, vectors, settings.top_k))
+    anchors = anchors_of(hits, settings.cluster_gap_s)
+    emit("anchors", queries=len(queries), anchors=len(anchors), index_frames=info.frames, reused=info.reused)
+    root = Segment(id=ROOT, start=0.0, end=ctx.atlas.duration)
+    return {
+        "queries": queries,
+        "hits": hits,
+        "anchors": anchors,
+        "segments": [root],
+        "memory": [],
+        "selected": ROOT,
+        "index": info,
+        "index_frames": info.frames,
+        "index_s": round(info.build_s, 3),
+        "embedded": info.embedded + embedded,
+        "cost": cost,
+        "repairs": repairs,
+        "round": 0,
+    }
+
+
+def _dropped(queries: list[str]) -> str:
+    return "empty or repeated queries dropped: " + "; ".join(repr(q) for q in queries)

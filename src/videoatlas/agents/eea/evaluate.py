@@ -1,0 +1,142 @@
+"""One expansion: frames chosen in the selected segment, its children scored by the VLM, rewards fused.
+
+Semantic-guided expansion takes the segment's ``anchors`` best anchors and adds frames that leave
+the shortest longest stretch unseen (:func:`~videoatlas.agents.eea.search.expansion_frames`); the
+frames cut it into children. The VLM sees the frames, the children's spans and earlier scores and
+scores each child 0-100 with a reason. Each candidate's query score u comes from the anchors inside
+it; with fusion on, h = (1 - H) r + H u over every candidate not yet expanded (H: the normalised
+entropy of the rewards), else h = r. The frames join the memory, the lowest-reward ones leaving it
+when it is over its cap (a frame's reward: the mean of its two neighbouring children's h, which is r
+with fusion off; on a tie the newer frame stays).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.eea.schemas import child_key, rewards_schema
+from videoatlas.agents.eea.search import children, expansion_frames, fuse, query_score
+from videoatlas.agents.eea.settings import EEASettings, eea
+from videoatlas.agents.eea.state import Anchor, EEAState, Remembered, Round, Segment
+from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, span
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import ModelReplyError
+from videoatlas.llm.images import ImagePart
+from videoatlas.runtime.calls import as_image, ask, choices_block, emit, fallback
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Repair
+
+COLUMNS = 3
+"""Frames to a row in the image of a round's frames."""
+
+
+async def round_images(ctx: AgentContext, settings: EEASettings, frames: Sequence[float]) -> list[ImagePart]:
+    """A round's frames as the VLM sees them: one labelled mosaic (ids from 1), in time order."""
+    rows = max(1, math.ceil(len(frames) / COLUMNS))
+    pages = await ctx.atlas.amosaic(list(frames), COLUMNS, rows, settings.frame_px, first_id=1)
+    return [as_image(page, f"round frames {n + 1}") for n, page in enumerate(pages)]
+
+
+def candidates(segments: Sequence[Segment]) -> list[Segment]:
+    """The leaves of the tree the search may expand next (every child not expanded yet)."""
+    return [s for s in segments if not s.expanded and s.round > 0]
+
+
+def remember(memory: Sequence[Remembered], new: Sequence[Remembered], cap: int) -> list[Remembered]:
+    """The memory with ``new`` frames added, the lowest rewards evicted past ``cap``, in time order."""
+    merged = {round(m.time, 3): m for m in memory}
+    for m in new:
+        merged.setdefault(round(m.time, 3), m)
+    kept = sorted(merged.values(), key=lambda m: (-m.reward, -m.round, m.time))[:cap]
+    return sorted(kept, key=lambda m: m.time)
+
+
+def fused(segments: Sequence[Segment], settings: EEASettings) -> tuple[list[Segment], float]:
+    """Every candidate with h set (fusion on: from r and u over all candidates; off: h = r), and H."""
+    pool = candidates(segments)
+    if not pool:
+        return [], 0.0
+    h, uncertainty = fuse([s.reward for s in pool], [s.score for s in pool], settings.entropy_temperature)
+    if not settings.uarf:
+        h = [s.reward for s in pool]
+    return [s.model_copy(update={"fused": v}) for s, v in zip(pool, h, strict=True)], uncertainty
+
+
+async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Expand the selected segment and score its children."""
+    ctx = runtime.context
+    settings = eea(ctx)
+    segments = state["segments"]
+    parent = next(s for s in segments if s.id == state["selected"])
+    round_no = len(state.get("rounds") or []) + 1
+    anchors: list[Anchor] = state.get("anchors") or []
+    fixed, frames = expansion_frames(
+        parent.start, parent.end, [(a.time, a.phi) for a in anchors], settings.expand_frames, settings.anchors
+    )
+    first_id = max(s.id for s in segments) + 1
+    kids = [
+        Segment(id=first_id + i, start=a, end=b, parent=parent.id, round=round_no)
+        for i, (a, b) in enumerate(children(parent.start, parent.end, frames))
+    ]
+    emit("expand", round=round_no, segment=parent.id, start=parent.start, end=parent.end, anchors=len(fixed))
+    images = await round_images(ctx, settings, frames)
+    values = {
+        "question": state["question"],
+        "choices": choices_block(state["choices"]),
+        "duration": format_ts(ctx.atlas.duration, 0),
+        "round": round_no,
+        "segment": span(parent.start, parent.end),
+        "count": len(frames),
+        "frames": moments(frames),
+        "children": children_block(kids),
+        "history": history_block(segments),
+    }
+    repairs: list[Repair] = []
+    scores: dict[int, tuple[float, str]] = {}
+    try:
+        reply, cost = await ask(
+            ctx, rewards_schema([k.id for k in kids]), "evaluate", "evaluate", images, values,
+            system=SYSTEM, thinker="searcher", meta={"round": round_no},
+        )  # fmt: skip
+        for kid in kids:
+            item = getattr(reply.value, child_key(kid.id))
+            scores[kid.id] = (min(100, max(0, int(item.score))) / 100, item.explanation)
+    except ModelReplyError as exc:
+        cost, repair = fallback(exc, "evaluate", round_no, "every child scored 0 (the query score still counts)")
+        repairs.append(repair)
+    kids = [
+        k.model_copy(
+            update={
+                "reward": scores.get(k.id, (0.0, ""))[0],
+                "explanation": scores.get(k.id, (0.0, "(not scored)"))[1],
+                "score": query_score(
+                    [a.phi for a in anchors if k.start <= a.time < k.end], settings.tau, settings.empty_score
+                ),
+            }
+        )
+        for k in kids
+    ]
+    tree = [*[s for s in segments if s.id != parent.id], parent.model_copy(update={"expanded": True}), *kids]
+    pool, uncertainty = fused(tree, settings)
+    worth = {s.id: s.fused if settings.uarf else s.reward for s in pool}
+    seen = [
+        Remembered(time=t, reward=(worth[kids[i].id] + worth[kids[i + 1].id]) / 2, round=round_no)
+        for i, t in enumerate(frames)
+    ]
+    record = Round(
+        index=round_no, segment=parent.id, frames=frames, anchor_frames=fixed, children=[k.id for k in kids],
+        uncertainty=round(uncertainty, 4),
+    )  # fmt: skip
+    emit("scored", round=round_no, best=max((k.reward for k in kids), default=0.0), uncertainty=uncertainty)
+    return {
+        "segments": [parent.model_copy(update={"expanded": True}), *kids, *pool],
+        "memory": remember(state.get("memory") or [], seen, settings.memory_frames),
+        "rounds": [record],
+        "cost": cost,
+        "repairs": repairs,
+        "round": round_no,
+    }

@@ -1,0 +1,59 @@
+"""EEA's reply schemas: search queries, a score per child segment, and the selection's next step."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, Field, JsonValue, create_model
+
+from videoatlas.state.schemas import one_of, reply_schema, text
+
+QUERY_CHARS = 160
+"""A query of 6-12 words fits in this many characters."""
+
+
+def _ids() -> Iterator[dict[str, Any]]:
+    for n in (2, 5, 7, 17):
+        yield {"ids": list(range(1, n + 1))}
+
+
+@reply_schema(lambda: ({"lo": lo, "hi": 5} for lo in (1, 2)))
+def queries_schema(lo: int, hi: int) -> type[BaseModel]:
+    """``lo`` to ``hi`` search queries (discovery asks for 1-5, an update for 2-5)."""
+    bounds: dict[str, JsonValue] = {"minItems": lo, "maxItems": hi}
+    listed: Any = Annotated[list[text(QUERY_CHARS)], Field(json_schema_extra=bounds)]  # type: ignore[misc]
+    fields: dict[str, Any] = {"search_queries": (listed, ...)}
+    model: type[BaseModel] = create_model("SearchQueries", **fields)
+    return model
+
+
+def child_key(segment: int) -> str:
+    """The reply field that scores child segment ``segment`` (``segment_12``)."""
+    return f"segment_{segment}"
+
+
+@reply_schema(_ids)
+def rewards_schema(ids: Sequence[int]) -> type[BaseModel]:
+    """One field per child segment (``segment_<id>``): an explanation, then a score 0-100 for the question."""
+    percent: dict[str, JsonValue] = {"minimum": 0, "maximum": 100}
+    fields: dict[str, Any] = {
+        "explanation": (text(400), ...),
+        "score": (Annotated[int, Field(json_schema_extra=percent)], ...),
+    }
+    scored = create_model("SegmentScore", **fields)
+    children: dict[str, Any] = {child_key(i): (scored, ...) for i in ids}
+    model: type[BaseModel] = create_model("SegmentRewards", **children)
+    return model
+
+
+@reply_schema(_ids)
+def select_schema(ids: Sequence[int]) -> type[BaseModel]:
+    """A thought, then either a candidate segment to explore (by id) or the decision to answer now."""
+    go: dict[str, Any] = {"action": (Literal["explore"], ...), "segment": (one_of(ids), ...)}
+    stop: dict[str, Any] = {"action": (Literal["answer"], ...)}
+    explore = create_model("ExploreSegment", **go)
+    answer = create_model("AnswerNow", **stop)
+    union: Any = Annotated[Union[explore, answer], Field(discriminator="action")]  # noqa: UP007 - built at run time
+    model: type[BaseModel] = create_model("Selection", thought=(text(800), ...), step=(union, ...))
+    return model

@@ -1,0 +1,70 @@
+"""Dynamic query management: new queries from the frames just seen, then retrieval and anchors again.
+
+One call sees the round's frames and the queries held and proposes 2-5 new ones; those empty or
+repeating a held one are dropped (and the drop recorded); the rest are matched against the index,
+their hits merged with the earlier ones (one per moment) and everything re-clustered into anchors.
+With query updates off the node only passes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.eea.evaluate import round_images
+from videoatlas.agents.eea.index import frame_index
+from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, query_vectors, search_hits
+from videoatlas.agents.eea.schemas import queries_schema
+from videoatlas.agents.eea.settings import eea
+from videoatlas.agents.eea.state import EEAState
+from videoatlas.agents.eea.views import SYSTEM, moments, queries_block
+from videoatlas.errors import ModelReplyError
+from videoatlas.runtime.calls import ask, choices_block, emit, fallback
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Repair
+
+
+async def update(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Propose new queries from this round's frames and re-anchor."""
+    ctx = runtime.context
+    settings = eea(ctx)
+    if not settings.query_update:
+        return {}
+    this_round = state["rounds"][-1]
+    held = state.get("queries") or []
+    values = {
+        "question": state["question"],
+        "choices": choices_block(state["choices"]),
+        "queries": queries_block(held),
+        "frames": moments(this_round.frames),
+    }
+    images = await round_images(ctx, settings, this_round.frames)
+    repairs: list[Repair] = []
+    try:
+        reply, cost = await ask(
+            ctx, queries_schema(2, 5), "update", "update", images, values,
+            system=SYSTEM, thinker="searcher", meta={"round": this_round.index},
+        )  # fmt: skip
+        proposed: list[str] = list(reply.value.search_queries)  # type: ignore[attr-defined]
+    except ModelReplyError as exc:
+        cost, repair = fallback(exc, "update", this_round.index, "no new queries this round")
+        proposed, repairs = [], [repair]
+    new, dropped = clean_queries(proposed, held)
+    if dropped:
+        detail = "empty or repeated queries dropped: " + "; ".join(repr(q) for q in dropped)
+        repairs.append(Repair(node="update", round=this_round.index, kind="dropped", detail=detail))
+    out: dict[str, Any] = {"cost": cost, "repairs": repairs}
+    if new:
+        index, _ = await frame_index(ctx, settings)
+        vectors, embedded = await query_vectors(ctx, settings, new)
+        hits = merge_hits(state.get("hits") or [], search_hits(index, vectors, settings.top_k))
+        out |= {
+            "queries": [*held, *new],
+            "hits": hits,
+            "anchors": anchors_of(hits, settings.cluster_gap_s),
+            "embedded": embedded,
+        }
+    emit("queries", round=this_round.index, new=len(new), dropped=len(dropped))
+    out["rounds"] = [this_round.model_copy(update={"new_queries": new})]
+    return out

