@@ -11,7 +11,6 @@ import httpx
 import numpy as np
 import pytest
 
-from videoatlas.agents.eea.index import plan_index
 from videoatlas.agents.eea.retrieve import clean_queries, merge_hits
 from videoatlas.agents.eea.search import (
     children,
@@ -27,6 +26,7 @@ from videoatlas.agents.eea.search import (
 from videoatlas.agents.eea.settings import EEASettings
 from videoatlas.errors import EndpointError, ModelNotServedError
 from videoatlas.llm.embeddings import EmbeddingsClient
+from videoatlas.runtime.frame_index import plan_index
 
 pytestmark = pytest.mark.unit
 

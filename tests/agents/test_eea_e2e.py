@@ -19,15 +19,14 @@ import pytest
 
 from action_video import Sign, write_signs_video
 from db_helpers import rows, sqlite_url
-from videoatlas.agents.eea import index as index_module
-from videoatlas.agents.eea import retrieve
-from videoatlas.agents.eea.index import plan_index
 from videoatlas.agents.eea.search import children
 from videoatlas.errors import EndpointError
 from videoatlas.llm.embeddings import EmbeddingsClient
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
+from videoatlas.runtime import frame_index as index_module
 from videoatlas.runtime.config import RunConfig
+from videoatlas.runtime.frame_index import plan_index
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
@@ -58,11 +57,9 @@ def standin() -> Iterator[RunningServer]:
 @pytest.fixture(autouse=True)
 def _fresh_process_cache() -> Iterator[None]:
     """Each test starts as a new process would: no index or query vector in memory."""
-    index_module._LOADED.clear()
-    retrieve._SEEN.clear()
+    index_module.forget()
     yield
-    index_module._LOADED.clear()
-    retrieve._SEEN.clear()
+    index_module.forget()
 
 
 async def ask(server: RunningServer, video: Path, db: str | None = None, **settings: Any) -> RunResult:
@@ -118,8 +115,7 @@ async def test_a_second_run_on_the_same_video_embeds_nothing(harbor: Path, stand
     first = await ask(standin, harbor, db_url)
     assert first.state["index"].embedded == 15 and not first.state["index"].reused
     assert first.index_s > 0 and standin.standin.stats.embedding_inputs - before == first.state["embedded"]
-    index_module._LOADED.clear()  # as a new process: the index comes from the store
-    retrieve._SEEN.clear()
+    index_module.forget()  # as a new process: the index comes from the store
     before = standin.standin.stats.embedding_requests
     second = await ask(standin, harbor, db_url)
     assert standin.standin.stats.embedding_requests == before  # zero embedding calls
@@ -161,7 +157,7 @@ async def test_a_build_stopped_midway_is_not_used_and_resumes(
     assert [bool(c) for (c,) in stored] == [False]  # never marked whole
     assert rows(db, "SELECT count(*) FROM va_frame_vectors")[0][0] == stop_after
     monkeypatch.undo()
-    index_module._LOADED.clear()
+    index_module.forget()
     result = await ask(standin, harbor, db, **long_index)
     info = result.state["index"]
     assert info.embedded == len(plan_index(DURATION, 0.6, 4000).times) - stop_after  # only what was missing

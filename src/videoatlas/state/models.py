@@ -145,3 +145,17 @@ def add_repairs(current: Sequence[Repair] | None, update: Sequence[Repair] | Non
 def zones_as_intervals(zones: Sequence[Zone]) -> list[Interval]:
     """Dead zones as :class:`Interval` objects."""
     return [Interval(a, b) for a, b in zones]
+
+
+class IndexInfo(Frozen):
+    """The frame embedding index a run used (see :mod:`videoatlas.runtime.frame_index`)."""
+
+    model: str
+    fps: float
+    frames: int
+    build_s: float
+    """Seconds this run spent embedding frames (0 when the index was reused whole)."""
+    embedded: int
+    """Frames this run embedded (0 when it was reused)."""
+    reused: bool
+    note: str = ""

@@ -19,5 +19,5 @@ AGENT = Agent(
     page_view=trace.page_view,
     describe_event=trace.describe_event,
     decision_node="answer",
-    extra_sources=("videoatlas.llm.embeddings",),
+    extra_sources=("videoatlas.llm.embeddings", "videoatlas.runtime.frame_index"),
 )

@@ -10,8 +10,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from videoatlas.agents.eea.index import frame_index
-from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, query_vectors, search_hits
+from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, search_hits
 from videoatlas.agents.eea.schemas import queries_schema
 from videoatlas.agents.eea.settings import eea
 from videoatlas.agents.eea.state import EEAState, Segment
@@ -19,6 +18,7 @@ from videoatlas.agents.eea.views import SYSTEM
 from videoatlas.errors import ModelReplyError
 from videoatlas.runtime.calls import ask, choices_block, emit, fallback
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.frame_index import frame_index, query_vectors
 from videoatlas.state.models import Repair
 
 ROOT = 1

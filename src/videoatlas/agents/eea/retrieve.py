@@ -1,27 +1,21 @@
 """Queries to anchors: each query embedded, matched against the frame index, hits merged and clustered in time.
 
-Query vectors are kept like the index (in the run store, else in this process), so asking the same
-queries again makes no embedding call. Queries are cleaned first: an empty one, or one that repeats
-a query already held (ignoring case, spacing and punctuation), is dropped and the drop recorded.
+Query vectors come from :func:`videoatlas.runtime.frame_index.query_vectors` (kept like the index, so
+asking the same queries again makes no embedding call). Queries are cleaned first: an empty one, or
+one that repeats a query already held (ignoring case, spacing and punctuation), is dropped and the
+drop recorded.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from videoatlas.agents.eea.index import FrameIndex, embedding_model, embeddings_client
 from videoatlas.agents.eea.search import cluster_anchors
-from videoatlas.agents.eea.settings import EEASettings
 from videoatlas.agents.eea.state import Anchor
-from videoatlas.persistence import frame_index as stored
-from videoatlas.runtime.context import AgentContext
-
-_SEEN: dict[tuple[str, str], np.ndarray] = {}
-"""Query vectors this process has, by (model, text) (for runs without a store)."""
+from videoatlas.runtime.frame_index import FrameIndex
 
 
 def _norm(query: str) -> str:
@@ -41,29 +35,6 @@ def clean_queries(proposed: Sequence[str], held: Sequence[str]) -> tuple[list[st
         seen.add(key)
         kept.append(" ".join(query.split()))
     return kept, dropped
-
-
-async def query_vectors(ctx: AgentContext, settings: EEASettings, queries: Sequence[str]) -> tuple[np.ndarray, int]:
-    """The queries' unit vectors (with the query prefix), and how many had to be embedded now."""
-    model = embedding_model(ctx, settings)
-    texts = [settings.query_prefix + q for q in queries]
-    engine = ctx.tracer.store.engine if ctx.tracer is not None else None
-    known = {t: _SEEN[(model, t)] for t in texts if (model, t) in _SEEN}
-    if engine is not None and len(known) < len(texts):
-        known |= await asyncio.to_thread(stored.load_text_vectors, engine, model, [t for t in texts if t not in known])
-    todo = [t for t in dict.fromkeys(texts) if t not in known]
-    if todo:
-        client = embeddings_client(ctx, settings)
-        try:
-            fresh = await client.embed_texts(todo)
-        finally:
-            await client.aclose()
-        known |= dict(zip(todo, fresh, strict=True))
-        if engine is not None:
-            await asyncio.to_thread(stored.store_text_vectors, engine, model, todo, fresh)
-    for t in texts:
-        _SEEN[(model, t)] = known[t]
-    return np.stack([known[t] for t in texts]) if texts else np.zeros((0, 0), np.float32), len(todo)
 
 
 def search_hits(index: FrameIndex, vectors: np.ndarray, top_k: int) -> list[tuple[float, float]]:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs
+from videoatlas.state.models import Cost, Evidence, Frozen, IndexInfo, Repair, add_cost, add_repairs
 from videoatlas.state.run import AnswerOutput, QuestionInput
 
 
@@ -62,20 +62,6 @@ class Round(Frozen):
     choice: str = ""
     """What the selection did: ``segment N`` or ``answer``."""
     thought: str = ""
-
-
-class IndexInfo(Frozen):
-    """The embedding index the run used."""
-
-    model: str
-    fps: float
-    frames: int
-    build_s: float
-    """Seconds this run spent embedding frames (0 when the index was reused whole)."""
-    embedded: int
-    """Frames this run embedded (0 when it was reused)."""
-    reused: bool
-    note: str = ""
 
 
 def merge_by_id(current: Sequence[Segment] | None, update: Sequence[Segment] | None) -> list[Segment]:

@@ -1,4 +1,6 @@
-"""The frame embedding index EEA retrieves anchors from: built once per (video, model, fps), then reused.
+"""A video's frame embedding index, and query vectors scored against it: built once per (video, model, fps).
+
+EEA retrieves its anchors from it; Video-RLM's semantic anchors (``anchors``) score grid cells with it.
 
 Frames are taken at ``index_fps`` (the middles of equal steps); a video that would give more than
 ``index_cap`` frames is indexed at ``index_cap / duration`` frames per second instead, and the run
@@ -15,20 +17,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import structlog
 from PIL import Image
 
-from videoatlas.agents.eea.settings import EEASettings
-from videoatlas.agents.eea.state import IndexInfo
 from videoatlas.environment.render import encode_jpeg
 from videoatlas.llm.embeddings import EmbeddingsClient
 from videoatlas.persistence import frame_index as stored
 from videoatlas.runtime.calls import emit
 from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import IndexInfo
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -40,6 +42,37 @@ BATCH = 32
 _KEPT = 4
 """Indexes this process keeps in memory."""
 _LOADED: OrderedDict[str, FrameIndex] = OrderedDict()
+_SEEN: dict[tuple[str, str], np.ndarray] = {}
+"""Query vectors this process has, by (model, text) (for runs without a store)."""
+
+
+class IndexSettings(Protocol):
+    """The settings an agent that uses the index has (EEA's and Video-RLM's name them alike)."""
+
+    @property
+    def index_fps(self) -> float:
+        """Frames per second of video the index holds (lowered to fit ``index_cap``)."""
+        ...
+
+    @property
+    def index_cap(self) -> int:
+        """Frames the index holds at most."""
+        ...
+
+    @property
+    def index_px(self) -> int:
+        """Long side of a frame sent to the embedding model."""
+        ...
+
+    @property
+    def embedding_model(self) -> str:
+        """The embedding model (empty: the chat model's id)."""
+        ...
+
+    @property
+    def query_prefix(self) -> str:
+        """Put before each query text (E5 models expect ``query: ``)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,17 +111,17 @@ def plan_index(duration: float, fps: float, cap: int) -> IndexPlan:
     return IndexPlan(fps=round(count / duration, 6), times=[(i + 0.5) * step for i in range(count)], note=note)
 
 
-def embedding_model(ctx: AgentContext, settings: EEASettings) -> str:
+def embedding_model(ctx: AgentContext, settings: IndexSettings) -> str:
     """The embedding model the run uses: its setting, else the chat model's id."""
     return settings.embedding_model or ctx.vlm.settings.model
 
 
-def embeddings_client(ctx: AgentContext, settings: EEASettings) -> EmbeddingsClient:
+def embeddings_client(ctx: AgentContext, settings: IndexSettings) -> EmbeddingsClient:
     """A client for the run's embedding model (close it with ``aclose``)."""
     return EmbeddingsClient.for_endpoint(ctx.vlm.settings, embedding_model(ctx, settings))
 
 
-async def frame_index(ctx: AgentContext, settings: EEASettings) -> tuple[FrameIndex, IndexInfo]:
+async def frame_index(ctx: AgentContext, settings: IndexSettings) -> tuple[FrameIndex, IndexInfo]:
     """The video's index (from this process, the store, or built now) and what it took this run."""
     model = embedding_model(ctx, settings)
     plan = plan_index(ctx.atlas.duration, settings.index_fps, settings.index_cap)
@@ -127,6 +160,12 @@ async def frame_index(ctx: AgentContext, settings: EEASettings) -> tuple[FrameIn
     return _keep(key, built), info(spent, missing, False)
 
 
+def forget() -> None:
+    """Drop the indexes and query vectors this process holds (it then reads them as a new process would)."""
+    _LOADED.clear()
+    _SEEN.clear()
+
+
 def _keep(key: str, index: FrameIndex) -> FrameIndex:
     _LOADED[key] = index
     while len(_LOADED) > _KEPT:
@@ -135,7 +174,7 @@ def _keep(key: str, index: FrameIndex) -> FrameIndex:
 
 
 async def _build(
-    ctx: AgentContext, settings: EEASettings, plan: IndexPlan, engine: Engine | None, key: str, have: set[int]
+    ctx: AgentContext, settings: IndexSettings, plan: IndexPlan, engine: Engine | None, key: str, have: set[int]
 ) -> FrameIndex:
     """Embed the frames not yet stored, batch by batch (each batch stored before the next is started)."""
     todo = [i for i in range(len(plan.times)) if i not in have]
@@ -167,3 +206,26 @@ async def _build(
         return FrameIndex(times, np.zeros((len(times), 0), np.float32))
     dim = len(next(iter(vectors.values())))
     return FrameIndex(times, np.stack([vectors.get(i, np.zeros(dim, np.float32)) for i in range(len(times))]))
+
+
+async def query_vectors(ctx: AgentContext, settings: IndexSettings, queries: Sequence[str]) -> tuple[np.ndarray, int]:
+    """The queries' unit vectors (with the query prefix), and how many had to be embedded now."""
+    model = embedding_model(ctx, settings)
+    texts = [settings.query_prefix + q for q in queries]
+    engine = ctx.tracer.store.engine if ctx.tracer is not None else None
+    known = {t: _SEEN[(model, t)] for t in texts if (model, t) in _SEEN}
+    if engine is not None and len(known) < len(texts):
+        known |= await asyncio.to_thread(stored.load_text_vectors, engine, model, [t for t in texts if t not in known])
+    todo = [t for t in dict.fromkeys(texts) if t not in known]
+    if todo:
+        client = embeddings_client(ctx, settings)
+        try:
+            fresh = await client.embed_texts(todo)
+        finally:
+            await client.aclose()
+        known |= dict(zip(todo, fresh, strict=True))
+        if engine is not None:
+            await asyncio.to_thread(stored.store_text_vectors, engine, model, todo, fresh)
+    for t in texts:
+        _SEEN[(model, t)] = known[t]
+    return np.stack([known[t] for t in texts]) if texts else np.zeros((0, 0), np.float32), len(todo)
