@@ -24,6 +24,7 @@ PACKAGES: dict[str, str] = {
     "video-rlm": "videoatlas.agents.video_rlm",
     "uniform": "videoatlas.agents.uniform",
     "videoseek": "videoatlas.agents.videoseek",
+    "videoarm": "videoatlas.agents.videoarm",
 }
 """Agent name -> its package."""
 

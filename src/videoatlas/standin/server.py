@@ -8,7 +8,7 @@ what it is sent (see :mod:`.perception` and :mod:`.policy`), and can be told to 
 fail in every way a real server can, so the client's handling of each is tested over real HTTP.
 
 This module is the server's lifecycle: the app that wires the routes, one module per route as vLLM
-keeps ``entrypoints/openai/<endpoint>/`` (:mod:`.models`, :mod:`.chat`, and the stand-in's own
+keeps ``entrypoints/openai/<endpoint>/`` (:mod:`.models`, :mod:`.chat`, :mod:`.transcriptions`, and the stand-in's own
 :mod:`.status`; a new endpoint is a module with a ``routes`` function, listed in :data:`ROUTES`),
 and serving it on a thread of its own (:class:`RunningServer`) or in the foreground.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from videoatlas.standin import chat, models, status
+from videoatlas.standin import chat, models, status, transcriptions
 from videoatlas.standin.config import StandinConfig
 from videoatlas.standin.context import ServerContext
 from videoatlas.standin.faults import FAULTS
@@ -31,7 +31,12 @@ from videoatlas.standin.stats import StandinStats
 
 __all__ = ["FAULTS", "ROUTES", "RunningServer", "StandinConfig", "StandinServer", "StandinStats", "serve_forever"]
 
-ROUTES: tuple[Callable[[ServerContext], list[web.RouteDef]], ...] = (models.routes, chat.routes, status.routes)
+ROUTES: tuple[Callable[[ServerContext], list[web.RouteDef]], ...] = (
+    models.routes,
+    chat.routes,
+    transcriptions.routes,
+    status.routes,
+)
 """Each route module's ``routes``, in the order the app registers them."""
 
 
