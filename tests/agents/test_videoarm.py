@@ -215,7 +215,7 @@ def test_the_schemas_hold_num_frames_to_its_set_and_confidence_to_0_1() -> None:
 async def test_at_the_step_limit_the_answer_is_forced(
     videos: dict[str, Path], standin: RunningServer, tmp_path: Path
 ) -> None:
-    calls = [{"tool": "scene_snapper", "ranges": [], "num_frames": n} for n in (90, 150, 30, 60)]
+    calls: list[dict[str, Any]] = [{"tool": "scene_snapper", "ranges": [], "num_frames": n} for n in (90, 150, 30, 60)]
     out, chat = await run(videos["speech"], tmp_path, calls, standin, steps=3)
     names = [name for name, _ in chat.seen]
     assert names == ["ControllerStep", "SnapReport", "ControllerStep", "SnapReport", "FinalDecision"]
