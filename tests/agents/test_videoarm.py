@@ -226,6 +226,16 @@ async def test_at_the_step_limit_the_answer_is_forced(
 LISTEN = [{"tool": "audio_transcriber", "ranges": []}]
 
 
+def test_no_audio_is_a_command_line_setting() -> None:
+    from videoatlas.agents.registry import settings_of
+    from videoatlas.agents.videoarm.settings import VideoArmSettings
+    from videoatlas.cli.main import build_parser
+    from videoatlas.cli.run_setup import run_config_from
+
+    args = build_parser().parse_args(["ask", "v.mp4", "-q", "?", "--agent", "videoarm", "--no-audio", "true"])
+    assert settings_of(run_config_from(args)) == VideoArmSettings(no_audio=True)
+
+
 @pytest.mark.parametrize(
     ("video", "settings", "why"),
     [("mute", {}, "the video has no sound track"), ("speech", {"no_audio": True}, "listening is turned off")],

@@ -70,6 +70,8 @@ async def transcriptions(standin: ServerContext, request: web.Request) -> web.Re
         return _error(400, "expected a multipart/form-data body", "BadRequestError")
     form = await request.post()
     upload = form.get("file")
+    if upload is None:
+        return _error(400, "Field required: file", "BadRequestError", "file")
     if not isinstance(upload, web.FileField):
         return _error(422, "Expected 'file' to be a file-like object, not 'str'.", "BadRequestError", "file")
     data = upload.file.read()
