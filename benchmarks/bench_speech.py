@@ -34,7 +34,7 @@ from videoatlas.synth import speech
 
 PHRASES: list[tuple[str, str, bool]] = [
     # (what espeak-ng says, how it is written, in the track's style)
-    ("Good evening. The night train tonight goes to Bristol.", "Good evening. The night train tonight goes to Bristol.", True),
+    (speech.LINES[0].text, speech.LINES[0].text, True),
     ("Your driver today is Maria.", "Your driver today is Maria.", True),
     ("The meeting starts at seven thirty in room forty two.", "The meeting starts at 7:30 in room 42.", True),
     ("Please note, the gate number is twelve.", "Please note, the gate number is 12.", True),
