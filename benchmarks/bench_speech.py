@@ -36,10 +36,11 @@ PHRASES: list[tuple[str, str, bool]] = [
     # (what espeak-ng says, how it is written, in the track's style)
     (speech.LINES[0].text, speech.LINES[0].text, True),
     ("Your driver today is Maria.", "Your driver today is Maria.", True),
-    ("The meeting starts at seven thirty in room forty two.", "The meeting starts at 7:30 in room 42.", True),
+    ("The meeting starts at seven thirty in room four hundred.", "The meeting starts at 7:30 in room 400.", True),
     ("Please note, the gate number is twelve.", "Please note, the gate number is 12.", True),
     ("The bus to Leeds departs at nine fifteen.", "The bus to Leeds departs at 9:15.", True),
-    ("Call Peter on extension four hundred.", "Call Peter on extension 400.", True),
+    ("Call Peter on extension five hundred.", "Call Peter on extension 500.", True),
+    ("The meeting starts at seven thirty in room forty two.", "The meeting starts at 7:30 in room 42.", True),
     ("The ferry leaves from pier two six six five.", "The ferry leaves from pier 2665.", False),
     ("Our guide this morning is Siobhan.", "Our guide this morning is Siobhan.", False),
     ("Room three hundred and eight is on the left.", "Room 308 is on the left.", False),

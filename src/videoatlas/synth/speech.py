@@ -71,7 +71,7 @@ CARDS = (
 LINES = (
     Line(1.0, "Good evening. The night train tonight goes to Bristol."),
     Line(9.0, "Your driver today is Maria."),
-    Line(16.5, "The meeting starts at seven thirty in room forty two."),
+    Line(16.5, "The meeting starts at seven thirty in room four hundred."),
 )
 QUESTIONS = (
     Question("Which city does the announcer say the night train goes to?", ("Leeds", "Bristol", "York", "Oxford"),
@@ -80,7 +80,7 @@ QUESTIONS = (
              "Lisbon", "pixels"),
     Question("Who does the announcer say is the driver today?", ("Maria", "Peter", "Sofia", "James"),
              "Maria", "speech"),
-    Question("Which room does the speaker say the meeting is in?", ("12", "24", "42", "72"), "42", "speech"),
+    Question("Which room does the speaker say the meeting is in?", ("200", "300", "400", "500"), "400", "speech"),
 )  # fmt: skip
 
 
