@@ -80,7 +80,7 @@ QUESTIONS = (
              "Lisbon", "pixels"),
     Question("Who does the announcer say is the driver today?", ("Maria", "Peter", "Sofia", "James"),
              "Maria", "speech"),
-    Question("Which room does the speaker say the meeting is in?", ("200", "300", "400", "500"), "400", "speech"),
+    Question("Which room does the speaker say the meeting is in?", ("140", "400", "410", "440"), "400", "speech"),
 )  # fmt: skip
 
 
