@@ -212,15 +212,22 @@ def test_the_schemas_hold_num_frames_to_its_set_and_confidence_to_0_1() -> None:
     assert (confidence["minimum"], confidence["maximum"]) == (0.0, 1.0)
 
 
+@pytest.mark.parametrize("steps", [3, 10])
 async def test_at_the_step_limit_the_answer_is_forced(
-    videos: dict[str, Path], standin: RunningServer, tmp_path: Path
+    videos: dict[str, Path], standin: RunningServer, tmp_path: Path, steps: int
 ) -> None:
-    calls: list[dict[str, Any]] = [{"tool": "scene_snapper", "ranges": [], "num_frames": n} for n in (90, 150, 30, 60)]
-    out, chat = await run(videos["speech"], tmp_path, calls, standin, steps=3)
+    counts = [90, 150, 30, 60]
+    calls: list[dict[str, Any]] = [
+        {"tool": "scene_snapper", "ranges": [], "num_frames": counts[i % 4]} for i in range(12)
+    ]  # a controller that never answers by itself
+    out, chat = await run(videos["speech"], tmp_path, calls, standin, steps=steps)
     names = [name for name, _ in chat.seen]
-    assert names == ["ControllerStep", "SnapReport", "ControllerStep", "SnapReport", "FinalDecision"]
-    assert [len(e.frames) for e in out["memory"]] == [90, 96]  # 150 asked of a 96-frame video: each frame once
-    assert out["stop_reason"] == "step 3 of 3: answer forced"
+    # N - 1 steps with a tool, then the forced answer: N controller calls in all, each tool call with its reason.
+    assert names == ["ControllerStep", "SnapReport"] * (steps - 1) + ["FinalDecision"]
+    assert len(out["memory"]) == steps - 1 and all(e.reason for e in out["memory"])
+    # num_frames as asked, each frame once: 150 of a 96-frame video is all 96.
+    assert [len(e.frames) for e in out["memory"]] == [min(96, counts[i % 4]) for i in range(steps - 1)]
+    assert out["stop_reason"] == f"step {steps} of {steps}: answer forced"
 
 
 LISTEN = [{"tool": "audio_transcriber", "ranges": []}]
