@@ -220,7 +220,7 @@ async def test_at_the_step_limit_the_answer_is_forced(
     calls: list[dict[str, Any]] = [
         {"tool": "scene_snapper", "ranges": [], "num_frames": counts[i % 4]} for i in range(12)
     ]  # a controller that never answers by itself
-    out, chat = await run(videos["speech"], tmp_path, calls, standin, steps=steps)
+    out, chat = await run(videos["speech"], tmp_path, calls, standin, steps=steps, snap_px=96)
     names = [name for name, _ in chat.seen]
     # N - 1 steps with a tool, then the forced answer: N controller calls in all, each tool call with its reason.
     assert names == ["ControllerStep", "SnapReport"] * (steps - 1) + ["FinalDecision"]

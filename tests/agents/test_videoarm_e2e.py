@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy.exc import DBAPIError
 
 from db_helpers import rows, sqlite_url
-from process_helpers import EXE, StandIn
+from process_helpers import EXE
 from videoatlas.inspect import load_trace, trace_lines
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
@@ -123,28 +123,26 @@ def _ask(video: Path, *extra: str) -> list[str]:
 def test_kill_9_mid_run_then_resume_gives_the_same_answer(
     video: Path, runs: tuple[str, dict[str, RunResult]], tmp_path: Path
 ) -> None:
+    """Killed while listening (its in-process stand-in dies with it); ``resume`` starts a stand-in of its own."""
     env = _env(tmp_path)
-    server = StandIn(latency=0.3)
-    try:
-        db = sqlite_url(tmp_path / "runs.db")
-        args = [*_ask(video, "--base-url", server.url + "/v1"), "--db", db]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        deadline = time.monotonic() + 120
-        run_id = None
-        while time.monotonic() < deadline and proc.poll() is None and run_id is None:
-            try:  # the first controller step is recorded: the run is under way
-                found = rows(db, "SELECT run_id FROM va_model_calls")
-            except DBAPIError:
-                found = []
-            run_id = found[0][0] if found else None
-            time.sleep(0.05)
-        assert run_id is not None and proc.poll() is None, "the run ended before it could be killed"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        time.sleep(2.0)  # past the lease timeout: the run is stale, no longer owned
-        resumed = subprocess.run([EXE, "resume", run_id, "--db", db, "--json"], capture_output=True, text=True, env=env)
-    finally:
-        server.stop()
+    db = sqlite_url(tmp_path / "runs.db")
+    proc = subprocess.Popen(
+        [*_ask(video, "--standin"), "--db", db], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    deadline = time.monotonic() + 120
+    run_id = None
+    while time.monotonic() < deadline and proc.poll() is None and run_id is None:
+        try:  # the first controller step is recorded: the transcription is under way
+            found = rows(db, "SELECT run_id FROM va_model_calls")
+        except DBAPIError:
+            found = []
+        run_id = found[0][0] if found else None
+        time.sleep(0.02)
+    assert run_id is not None and proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    time.sleep(2.0)  # past the lease timeout: the run is stale, no longer owned
+    resumed = subprocess.run([EXE, "resume", run_id, "--db", db, "--json"], capture_output=True, text=True, env=env)
     assert resumed.returncode == 0, resumed.stderr
     # The same answer as the run that was never interrupted (in the module's runs).
     assert json.loads(resumed.stdout)["answer"] == runs[1]["speech"].answer == SPOKEN.answer
