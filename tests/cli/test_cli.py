@@ -354,7 +354,12 @@ def test_ask_stream_json_prints_each_event_as_it_happens_then_the_result(
 
 @pytest.mark.parametrize(
     ("agent", "nodes"),
-    [("video-rlm", ["global_probe", "worker", "merge", "decide"]), ("videoseek", ["plan", "look"]), ("uniform", [])],
+    [
+        ("video-rlm", ["global_probe", "worker", "merge", "decide"]),
+        ("videoseek", ["plan", "look"]),
+        ("videoarm", ["control", "act", "answer"]),
+        ("uniform", []),
+    ],
 )
 def test_graph_prints_each_agents_graph_as_mermaid(agent: str, nodes: list[str]) -> None:
     proc = run("graph", "--agent", agent)
