@@ -31,12 +31,15 @@ typecheck: $(STAMP)
 
 # The browser tests drive Debian's Chromium through Playwright (never `playwright install`'s download).
 # It is installed here, once, when /usr/bin/chromium is missing (apt-get, through sudo unless root);
-# the stamp keeps later `make test` runs from looking again.
+# the stamp keeps later `make test` runs from looking again. espeak-ng (speech for the spoken test videos,
+# synth/speech.py) is installed the same way.
 setup: $(SETUP)
 
 $(SETUP): $(STAMP)
 	test -x /usr/bin/chromium || { echo "installing Debian's chromium for the browser tests (once)"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+	test -x /usr/bin/espeak-ng || { echo "installing Debian's espeak-ng for the spoken test videos (once)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq espeak-ng; }
 	touch $(SETUP)
 
 test: $(SETUP) lint typecheck

@@ -109,6 +109,7 @@ run rlm-dfs 0 --agent video-rlm --traversal dfs
 run rlm-bfs 1 --agent video-rlm --traversal bfs
 run rlm-budget 2 --agent video-rlm --call-budget 6
 run videoseek 0 --agent videoseek
+run videoarm 2 --agent videoarm
 run uniform 1 --agent uniform
 stop_servers
 
@@ -119,6 +120,7 @@ if has_option standin --reasoning && has_option ask --thinking; then
         run "rlm-$mode-thinking" 0 --agent video-rlm --thinking on
         run "rlm-bfs-$mode-nothinking" 1 --agent video-rlm --traversal bfs --thinking off
         run "videoseek-$mode-thinking" 2 --agent videoseek --thinking on
+        run "videoarm-$mode-thinking" 1 --agent videoarm --thinking on
         run "uniform-$mode-thinking" 0 --agent uniform --thinking on
         stop_servers
     done

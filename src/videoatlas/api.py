@@ -130,7 +130,7 @@ def ask(
 ) -> RunResult:
     """Answer ``question`` about ``video``: multiple choice with ``choices``, open-ended without.
 
-    ``agent``: ``video-rlm``, ``videoseek`` or ``uniform``. The endpoint is ``base_url``/``model``/
+    ``agent``: ``video-rlm``, ``videoseek``, ``videoarm`` or ``uniform``. The endpoint is ``base_url``/``model``/
     ``api_key`` over ``VIDEOATLAS_BASE_URL``/``VIDEOATLAS_MODEL``/``VIDEOATLAS_API_KEY``, or, with
     ``standin=True``, the OCR-based stand-in started in this process (a test backend, not a VLM).
     ``options`` are the command line's knobs by their Python names: the shared ones (``k``,

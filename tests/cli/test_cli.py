@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from process_helpers import EXE
+from videoatlas.agents.registry import agent_names
 from videoatlas.cli.main import EXIT_CODES, build_parser
 from videoatlas.errors import VideoAtlasError
 from videoatlas.standin.version import STANDIN_MODEL
@@ -290,7 +291,8 @@ def test_readme_names_every_agent_and_the_folders_that_exist() -> None:
     root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text()
     eval_run = readme[readme.index("videoatlas eval run") : readme.index("videoatlas eval report")]
-    assert "--agent video-rlm|videoseek|uniform" in eval_run
+    listed = eval_run.split("[--agent ", 1)[1].split("]", 1)[0].split("|")
+    assert sorted(listed) == sorted(agent_names())
     for folder in ("agents/video_rlm/graph.py", "agents/video_rlm/nodes/", "agents/video_rlm/state/"):
         assert f"`{folder}`" in readme and (root / "src" / "videoatlas" / folder).exists(), folder
 
@@ -352,7 +354,12 @@ def test_ask_stream_json_prints_each_event_as_it_happens_then_the_result(
 
 @pytest.mark.parametrize(
     ("agent", "nodes"),
-    [("video-rlm", ["global_probe", "worker", "merge", "decide"]), ("videoseek", ["plan", "look"]), ("uniform", [])],
+    [
+        ("video-rlm", ["global_probe", "worker", "merge", "decide"]),
+        ("videoseek", ["plan", "look"]),
+        ("videoarm", ["control", "act", "answer"]),
+        ("uniform", []),
+    ],
 )
 def test_graph_prints_each_agents_graph_as_mermaid(agent: str, nodes: list[str]) -> None:
     proc = run("graph", "--agent", agent)

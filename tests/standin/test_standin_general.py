@@ -20,6 +20,7 @@ from videoatlas.standin.language import FUNCTION_WORDS
 from videoatlas.standin.version import BEHAVIOUR_VERSION, STANDIN_MODEL
 from videoatlas.synth import STYLES, SynthSpec
 from videoatlas.synth import broadcast as synth_broadcast
+from videoatlas.synth import speech as synth_speech
 from videoatlas.synth.chapters import narration, plan_timeline
 from videoatlas.synth.spec import Timeline
 
@@ -30,7 +31,9 @@ SIM = PACKAGE / "standin"
 # Words any request may use to say what it asks ("how often", "in total", "which comes first", "count
 # the ...", "which word", "the whole video") or what an action does ("go back"): the stand-in must
 # understand them in anyone's question, so they cannot mark a rule fitted to ours.
+# A question about speech says so with a verb of saying ("what does she say"), in anyone's question.
 GENERAL = {"word", "words", "how", "often", "many", "count", "number", "total", "whole", "comes", "name", "back"}
+GENERAL |= {"say", "says", "said"}
 
 
 def _literals(path: Path) -> list[str]:
@@ -105,6 +108,9 @@ def _generated_vocabulary() -> tuple[set[str], set[str]]:
                 shown |= _words([e.text for e in timeline.events] + [c.title for c in timeline.chapters])
                 shown |= _words([c for q in timeline.questions for c in q.choices])
                 said |= _words([q.question for q in timeline.questions] + lines)
+    shown |= _words([c.title for c in synth_speech.CARDS] + [c.body for c in synth_speech.CARDS])
+    shown |= _words([c for q in synth_speech.QUESTIONS for c in q.choices])
+    said |= _words([q.question for q in synth_speech.QUESTIONS] + [line.text for line in synth_speech.LINES])
     return shown, said
 
 
@@ -155,6 +161,7 @@ SOURCES_BY_VERSION = {
     7: "5e05b2f7772f4aa18fb098b777c3a0a1ca6bde9de4d33166015a444a0d0da916",
     8: "3bacdf878586e81e716ba6be804d13428b33fc38cc094fd57874abbebf955ec6",
     9: "cc831dd1df6adbccaae8f11453a3fb43229b7c73f715b5257d44119e13692b7f",
+    10: "7cd139b96d16f1bffb7766b4c532bc973132d386d0b33bbd6a83fa8e42e94975",
 }
 
 

@@ -39,6 +39,7 @@ SHARED_SOURCES = (
     "videoatlas.prompts",
     "videoatlas.agents.decision",
     "videoatlas.environment.atlas",
+    "videoatlas.environment.audio",
     "videoatlas.environment.cache",
     "videoatlas.environment.concat",
     "videoatlas.environment.decodable",
@@ -62,6 +63,7 @@ SHARED_SOURCES = (
     "videoatlas.llm.repair",
     "videoatlas.llm.schemas",
     "videoatlas.llm.settings",
+    "videoatlas.llm.transcribe",
 )
 """Code every agent's answers depend on: running a question, the state and reply schemas, the
 template loader, the final decision, video access and rendering, and the model client. The stand-in server

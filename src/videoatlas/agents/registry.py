@@ -25,6 +25,7 @@ PACKAGES: dict[str, str] = {
     "uniform": "videoatlas.agents.uniform",
     "videoseek": "videoatlas.agents.videoseek",
     "eea": "videoatlas.agents.eea",
+    "videoarm": "videoatlas.agents.videoarm",
 }
 """Agent name -> its package."""
 

@@ -142,4 +142,6 @@ FACTORIES = {name: _factory(name) for name in agent_names()}
 
 video_rlm = FACTORIES["video-rlm"]
 videoseek = FACTORIES["videoseek"]
+videoarm = FACTORIES["videoarm"]
+eea = FACTORIES["eea"]
 uniform = FACTORIES["uniform"]

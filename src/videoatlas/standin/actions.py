@@ -1,7 +1,8 @@
 """Which step a careful searcher takes given what it sees, and which cells that step applies to.
 
 :class:`Actions` chooses among the actions a request offers by what each means (record new
-evidence, look closer, look right before or after, open or flag a cue, go back, stop), or, with no
+evidence, look closer, look right before or after, open or flag a cue, go back, stop, listen when
+asked what is said), or, with no
 picture to look at, from what the request's text reports; it also ranks the grid's cells.
 """
 
@@ -90,6 +91,8 @@ class Actions(Answers):
         def pick(*intents: str) -> str | None:
             return next((by_intent[i] for i in intents if i in by_intent), None)
 
+        if self.req.spoken and not self.sufficient() and not self.req.heard() and (listen := pick("listen")):
+            return str(listen)  # asked what is said: listen before looking, unless the reports settle it
         if not self.req.sights:
             return self._plan_from_text(pick, allowed)
         if self.new_evidence() and (record := pick("record")):

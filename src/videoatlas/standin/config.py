@@ -44,6 +44,9 @@ class StandinConfig:
     """vLLM ``--enable-auto-tool-choice``: with a tool-call parser, requests may ask for tool calls."""
     tool_call_parser: str | None = None
     """vLLM ``--tool-call-parser`` (one of the names vLLM 0.33 registers); without it every tool call is refused."""
+    speech: bool = True
+    """Serve ``/v1/audio/transcriptions`` with a real speech model (False: no such route, as a server that cannot
+    transcribe)."""
     record: Path | None = None
     """Append every chat request body to this file, one JSON line each, before any validation."""
 

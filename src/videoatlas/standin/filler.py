@@ -184,7 +184,7 @@ class Filler(Actions):
                 self.per_choice = i
                 out.append(self.value(items, name))
             self.per_choice = None
-        elif _named(name, _SUGGEST):
+        elif _named(name, _SUGGEST) or self.intent == "listen":
             out = []  # places to look at next are cells (ranked elsewhere); a small model proposes no ranges
         else:
             with_ids = any(_named(k, _IDS) for k in props)

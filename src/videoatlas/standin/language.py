@@ -36,6 +36,13 @@ ORDER_LAST = re.compile(r"\b(?:last|latest|later|comes?\s+last)\b", re.IGNORECAS
 AFTER = re.compile(r"\b(?:after|following|followed|next|then|subsequent(?:ly)?)\b", re.IGNORECASE)
 BEFORE = re.compile(r"\b(?:before|preceding|precedes|preceded|prior\s+to|previous|leading\s+up\s+to)\b", re.IGNORECASE)
 
+SPOKEN = re.compile(
+    r"\b(?:say|says|said|saying|hear|hears|heard|speak|speaks|spoke|spoken|announce[sd]?|"
+    r"mention(?:s|ed)?|tell|tells|told|narrat\w*|voice)\b",
+    re.IGNORECASE,
+)
+"""A question about what is said, not what is shown."""
+QUOTED = re.compile(r"[\"“][^\"”]+[\"”]")
 LABELLED_CHOICE = re.compile(r"^\s*(?:[-*]\s*)?\(?([A-Ja-j]|\d{1,2})\)?[.):]\s+(.+?)\s*$")
 _INLINE_CHOICES = re.compile(r"\b(?:options|choices|candidates|answers)\s*(?:are)?\s*[:=]\s*(.+)$", re.IGNORECASE)
 _INLINE_LETTERED = re.compile(r"\(([A-Ja-j])\)\s*([^()]+?)(?=\s*\([A-Ja-j]\)|$)")
@@ -63,6 +70,7 @@ INTENTS: dict[str, tuple[str, ...]] = {
     "around": ("around", "neighbour", "neighbor", "surrounding", "adjacent", "before", "after", "preceding"),
     "flag": ("mark", "flag", "later", "queue", "defer", "bookmark", "candidate"),
     "look": ("overview", "survey", "glance", "scan", "browse", "sweep"),
+    "listen": ("listen", "transcribe", "transcript", "hear", "audio", "speech"),
 }
 
 

@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-_CELL_LABEL = re.compile(r"^\s*(\d{1,4})\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
+_CELL_LABEL = re.compile(r"^\s*(\d{1,6})\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
 _EVIDENCE_LABEL = re.compile(r"^\s*\[?([A-Z]{1,3})\]\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
 _TIME_ONLY = re.compile(r"^\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
 _SMALLEST_MARK_PX = 4

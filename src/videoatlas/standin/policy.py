@@ -36,6 +36,8 @@ from videoatlas.standin.language import (
     LABELLED_CHOICE,
     ORDER_FIRST,
     ORDER_LAST,
+    QUOTED,
+    SPOKEN,
     content_words,
     find_choices,
     find_question,
@@ -322,6 +324,15 @@ class Request:
                 continue  # a list of options, not a report of one
             out.append(line)
         return out
+
+    @property
+    def spoken(self) -> bool:
+        """Whether the question asks what is said (heard), not what is shown."""
+        return bool(SPOKEN.search(self.question))
+
+    def heard(self) -> bool:
+        """Whether the text already reports speech: words quoted at a time of the video."""
+        return any(time_spans(line) and QUOTED.search(line) for line in self.written_lines())
 
     def written_sightings(self) -> list[Sighting]:
         """Lines of text that mention a choice or the context: what earlier steps (or the user) wrote down."""

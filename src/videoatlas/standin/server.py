@@ -8,9 +8,10 @@ what it is sent (see :mod:`.perception` and :mod:`.policy`), and can be told to 
 fail in every way a real server can, so the client's handling of each is tested over real HTTP.
 
 This module is the server's lifecycle: the app that wires the routes, one module per route as vLLM
-keeps ``entrypoints/openai/<endpoint>/`` (:mod:`.models`, :mod:`.chat`, :mod:`.embeddings`, and the stand-in's own
-:mod:`.status`; a new endpoint is a module with a ``routes`` function, listed in :data:`ROUTES`),
-and serving it on a thread of its own (:class:`RunningServer`) or in the foreground.
+keeps ``entrypoints/openai/<endpoint>/`` (:mod:`.models`, :mod:`.chat`, :mod:`.embeddings`,
+:mod:`.transcriptions`, and the stand-in's own :mod:`.status`; a new endpoint is a module with a
+``routes`` function, listed in :data:`ROUTES`), and serving it on a thread of its own
+(:class:`RunningServer`) or in the foreground.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from videoatlas.standin import chat, embeddings, models, status
+from videoatlas.standin import chat, embeddings, models, status, transcriptions
 from videoatlas.standin.config import StandinConfig
 from videoatlas.standin.context import ServerContext
 from videoatlas.standin.faults import FAULTS
@@ -35,6 +36,7 @@ ROUTES: tuple[Callable[[ServerContext], list[web.RouteDef]], ...] = (
     models.routes,
     chat.routes,
     embeddings.routes,
+    transcriptions.routes,
     status.routes,
 )
 """Each route module's ``routes``, in the order the app registers them."""

@@ -1,0 +1,171 @@
+"""The tool the controller called, run once; its result becomes one memory entry.
+
+* scene_snapper: ``num_frames`` (30, 60, 90 or 150) frames shared out over the ranges by length,
+  short side 256 px, as 3 x 2 mosaics; a one-sentence caption; its frames become the long-term pool;
+* clip_analyzer: up to 50 frames of one stretch, short side 512 px, on 4 x 3 contact sheets; an
+  answer to a sub-question with a confidence in [0, 1];
+* audio_transcriber: the ranges' sound at 16 kHz mono, sent to the endpoint's transcription route,
+  the speech it hears placed in video time.
+
+The short-term pool (a tool's frames and audio) lives only in this call. A sound track that cannot
+be read, or an endpoint with no transcription route, withdraws audio_transcriber for the rest of
+the run with one line in the trace; the run goes on with the other tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.videoarm.render import MOSAIC, SHEET, sheets, spread
+from videoatlas.agents.videoarm.schemas import ClipReport, SnapReport
+from videoatlas.agents.videoarm.settings import SNAP_FRAMES, arm
+from videoatlas.agents.videoarm.state import ArmState, Entry, Heard
+from videoatlas.agents.videoarm.views import TOOL_SYSTEM, ranges_text, span_text
+from videoatlas.environment.audio import RATE, AudioError, read_audio
+from videoatlas.environment.geometry import Interval
+from videoatlas.errors import EndpointError, ModelReplyError
+from videoatlas.llm.transcribe import Transcriber, TranscriptionUnavailable
+from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Cost, Repair
+
+log = structlog.get_logger(__name__)
+ACT_EVENT = "arm_act"
+
+
+def clamp_ranges(raw: Sequence[dict[str, Any]], duration: float) -> tuple[list[tuple[float, float]], list[str]]:
+    """The ranges inside the video, forwards, overlaps kept; an empty or unusable list is the whole video.
+
+    Returns them and a note per range that was changed or dropped.
+    """
+    out: list[tuple[float, float]] = []
+    notes: list[str] = []
+    for r in raw:
+        a0, b0 = float(r.get("start", 0.0)), float(r.get("end", 0.0))
+        a, b = sorted((min(max(a0, 0.0), duration), min(max(b0, 0.0), duration)))
+        if b - a < 1e-3:
+            notes.append(f"empty range {a0:g}-{b0:g} s left out")
+            continue
+        if (a, b) != (a0, b0):
+            notes.append(f"range {a0:g}-{b0:g} s brought to {a:.1f}-{b:.1f} s (inside the video, forwards)")
+        out.append((a, b))
+    return out or [(0.0, duration)], notes
+
+
+def clip_span(start: float, end: float, duration: float) -> tuple[float, float]:
+    """clip_analyzer's stretch: inside the video, forwards, at least one second long."""
+    a, b = sorted((min(max(start, 0.0), duration), min(max(end, 0.0), duration)))
+    if b - a < 1.0:
+        middle = (a + b) / 2
+        a = max(0.0, min(middle - 0.5, duration - 1.0))
+        b = min(duration, a + 1.0)
+    return a, b
+
+
+async def act(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Run the planned call and write its memory entry."""
+    ctx = runtime.context
+    planned = state["planned"] or {"tool": "scene_snapper", "ranges": [], "num_frames": SNAP_FRAMES[0]}
+    step = len(state.get("memory") or []) + 1
+    tool = str(planned["tool"])
+    entry = Entry(step=step, tool=tool, reason=state.get("reason", ""))  # type: ignore[arg-type]
+    emit(ACT_EVENT, step=step, tool=tool)
+    if tool == "scene_snapper":
+        update = await _snap(ctx, planned, entry, state["question"])
+    elif tool == "clip_analyzer":
+        update = await _clip(ctx, planned, entry)
+    else:
+        update = await _listen(ctx, planned, entry)
+    return {"planned": None, "round": step, **update}
+
+
+def _dropped(step: int, notes: Sequence[str]) -> list[Repair]:
+    return [Repair(node="act", round=step, kind="dropped", detail=note) for note in notes]
+
+
+async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, question: str) -> dict[str, Any]:
+    settings = arm(ctx)
+    ranges, notes = clamp_ranges(planned.get("ranges") or [], ctx.atlas.duration)
+    wanted = int(planned.get("num_frames") or SNAP_FRAMES[0])
+    count = min(SNAP_FRAMES, key=lambda n: (abs(n - wanted), n))
+    if count != wanted:
+        notes.append(f"num_frames {wanted} brought to {count} (one of {', '.join(map(str, SNAP_FRAMES))})")
+    frames = spread(ctx.atlas, ranges, count)
+    pages = await sheets(ctx.atlas, frames, *MOSAIC, settings.snap_px)
+    images = [as_image(page, f"mosaic {n + 1}") for n, page in enumerate(pages)]
+    entry = entry.model_copy(update={"ranges": ranges, "frames": frames, "mosaics": len(pages)})
+    values = {"count": len(frames), "ranges": ranges_text(ranges), "question": question}
+    try:
+        reply, cost = await ask(
+            ctx, SnapReport, "scene_snapper", "snap", images, values, system=TOOL_SYSTEM, role="worker",
+            thinker="tools", meta={"round": entry.step},
+        )  # fmt: skip
+        caption = reply.value.caption
+    except ModelReplyError as exc:
+        cost = failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images))
+        notes.append(f"scene_snapper caption unusable: {exc}")
+        caption = "(the caption could not be read)"
+    entry = entry.model_copy(update={"output": caption})
+    return {"memory": [entry], "focus": frames, "cost": cost, "repairs": _dropped(entry.step, notes)}
+
+
+async def _clip(ctx: AgentContext, planned: dict[str, Any], entry: Entry) -> dict[str, Any]:
+    settings = arm(ctx)
+    duration = ctx.atlas.duration
+    a, b = clip_span(float(planned.get("start", 0.0)), float(planned.get("end", duration)), duration)
+    count = min(settings.clip_frames, max(1, math.ceil((b - a) * settings.clip_fps)))
+    frames = spread(ctx.atlas, [(a, b)], count)[: settings.clip_frames]
+    pages = await sheets(ctx.atlas, frames, *SHEET, settings.clip_px)
+    images = [as_image(page, f"sheet {n + 1}") for n, page in enumerate(pages)]
+    question = str(planned.get("question") or "")
+    entry = entry.model_copy(update={"ranges": [(a, b)], "frames": frames, "mosaics": len(pages), "question": question})
+    values = {"count": len(frames), "start": span_text(a, b).split("-")[0], "end": span_text(a, b).split("-")[1]}
+    values["question"] = question or "(none given)"
+    notes: list[str] = []
+    try:
+        reply, cost = await ask(
+            ctx, ClipReport, "clip_analyzer", "clip", images, values, system=TOOL_SYSTEM, role="worker",
+            thinker="tools", meta={"round": entry.step},
+        )  # fmt: skip
+        answer, confidence = reply.value.answer, min(1.0, max(0.0, float(reply.value.confidence)))
+    except ModelReplyError as exc:
+        cost = failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images))
+        notes.append(f"clip_analyzer answer unusable: {exc}")
+        answer, confidence = "(the answer could not be read)", 0.0
+    entry = entry.model_copy(update={"output": answer, "confidence": confidence})
+    return {"memory": [entry], "cost": cost, "repairs": _dropped(entry.step, notes)}
+
+
+async def _listen(ctx: AgentContext, planned: dict[str, Any], entry: Entry) -> dict[str, Any]:
+    settings = arm(ctx)
+    info = ctx.atlas.source.info
+    ranges, notes = clamp_ranges(planned.get("ranges") or [], ctx.atlas.duration)
+    entry = entry.model_copy(update={"ranges": ranges})
+    model = settings.audio_model or ctx.vlm.settings.model
+    transcriber = Transcriber(ctx.vlm.settings, model)
+    heard: list[Heard] = []
+    loop = asyncio.get_running_loop()
+    try:
+        for a, b in ranges:
+            samples = await loop.run_in_executor(None, read_audio, info.path, Interval(a, b), info.start_time)
+            transcript = await transcriber.transcribe(samples, a, RATE)
+            heard += [Heard(start=s.start, end=s.end, text=s.text) for s in transcript.segments]
+            if not transcript.timed:
+                notes.append(f"no segment times for {span_text(a, b)}: placed by 30 s windows")
+    except (AudioError, TranscriptionUnavailable, EndpointError) as exc:
+        why = f"audio_transcriber withdrawn for this run: {exc}"
+        log.warning("audio_withdrawn", step=entry.step, reason=str(exc))
+        entry = entry.model_copy(update={"output": f"(nothing heard: {why})"})
+        repair = Repair(node="act", round=entry.step, kind="fallback", detail=why)
+        return {"memory": [entry], "deaf": str(exc), "repairs": [*_dropped(entry.step, notes), repair]}
+    finally:
+        await transcriber.close()
+    said = "(no speech heard in these stretches)" if not heard else f"{len(heard)} stretch(es) of speech"
+    entry = entry.model_copy(update={"heard": heard, "output": said})
+    return {"memory": [entry], "repairs": _dropped(entry.step, notes)}

@@ -1,0 +1,22 @@
+"""The agent as the registry knows it: its graph, templates, package, settings, and how its runs read back."""
+
+from __future__ import annotations
+
+from videoatlas.agents.base import Agent
+from videoatlas.agents.videoarm import trace
+from videoatlas.agents.videoarm.graph import AGENT_NAME, TEMPLATES, build_graph
+from videoatlas.agents.videoarm.settings import Settings
+
+AGENT = Agent(
+    AGENT_NAME,
+    build_graph,
+    TEMPLATES,
+    "videoatlas.agents.videoarm",
+    Settings,
+    trace.detail,
+    trace.lines,
+    roles=Settings.thinking_roles,
+    page_view=trace.page_view,
+    describe_event=trace.describe_event,
+    decision_node="answer",
+)

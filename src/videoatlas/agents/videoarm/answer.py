@@ -1,0 +1,92 @@
+"""The final answer, from the memory and the current focus's mosaics; each memory item is citable evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
+from videoatlas.agents.videoarm.control import focus_images
+from videoatlas.agents.videoarm.render import time_of
+from videoatlas.agents.videoarm.state import ArmState, Entry
+from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, evidence_block, heard_line, memory_text, ranges_text
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, choices_block, labelled
+from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Evidence, FrameRef
+
+
+def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
+    """What the memory holds, as evidence items in step order: a caption, an answer, each stretch of speech."""
+    video = ctx.atlas.source.identity
+    items: list[Evidence] = []
+
+    def add(entry: Entry, start: float, end: float, text: str, confidence: float, frame: int | None) -> None:
+        t = time_of(ctx.atlas, frame) if frame is not None else start
+        items.append(
+            Evidence(
+                id=f"s{entry.step}-{len(items)}",
+                time=t,
+                start=start,
+                end=end,
+                depth=None,
+                cell=None,
+                description=text,
+                confidence=confidence,
+                frame=FrameRef(video=video, time=t, px=256),
+                round=entry.step,
+                worker=entry.tool,
+            )
+        )
+
+    for entry in memory:
+        start, end = (entry.ranges[0][0], entry.ranges[-1][1]) if entry.ranges else (0.0, ctx.atlas.duration)
+        middle = entry.frames[len(entry.frames) // 2] if entry.frames else None
+        if entry.tool == "audio_transcriber":
+            for h in entry.heard:
+                add(entry, h.start, h.end, f"step {entry.step}, heard {heard_line(h.start, h.end, h.text)}", 0.8, None)
+        elif entry.tool == "clip_analyzer":
+            text = f"step {entry.step}, clip_analyzer on {ranges_text(entry.ranges)}: {entry.output}"
+            add(entry, start, end, text, entry.confidence if entry.confidence is not None else 0.5, middle)
+        else:
+            add(
+                entry,
+                start,
+                end,
+                f"step {entry.step}, scene_snapper on {ranges_text(entry.ranges)}: {entry.output}",
+                0.6,
+                middle,
+            )
+    return items
+
+
+async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Judge each choice against the memory and answer; a failed reply is recorded, never guessed."""
+    ctx = runtime.context
+    memory = state.get("memory") or []
+    evidence = memory_evidence(memory, ctx)
+    labels = dict(labelled(evidence))
+    choices = state["choices"]
+    values = {
+        "question": state["question"],
+        "choices": choices_block(choices),
+        "duration": format_ts(ctx.atlas.duration, 0),
+        "memory": memory_text(memory),
+        "evidence": evidence_block(evidence),
+        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
+    }
+    call = DecisionCall(
+        node="answer",
+        template="answer",
+        system=CONTROLLER_SYSTEM,
+        images=await focus_images(state, ctx),
+        values=values,
+        choices=choices,
+        labels=list(labels),
+        stop=state.get("stop_reason") or "the controller answered",
+        step="final answer",
+        thinker="controller",
+        extra={"round": len(memory)},
+    )
+    return await decide_final(ctx, call, cite_labels(labels), evidence)

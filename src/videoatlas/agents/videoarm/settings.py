@@ -1,0 +1,47 @@
+"""VideoARM's own settings: the step budget, the tools' frame sizes and counts, and whether it may listen."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import Field
+
+from videoatlas.runtime.config import AgentSettings
+
+if TYPE_CHECKING:
+    from videoatlas.runtime.context import AgentContext
+
+SNAP_FRAMES = (30, 60, 90, 150)
+"""The frame counts scene_snapper may be asked for (the paper samples 30 to 150)."""
+
+
+class VideoArmSettings(AgentSettings):
+    """How VideoARM works (the paper's values by default)."""
+
+    thinking_roles: ClassVar[tuple[str, ...]] = ("controller", "tools")
+
+    steps: int = Field(default=10, ge=2, le=30)
+    """Controller steps at most (the paper: 10); the last one always answers."""
+    snap_px: int = Field(default=256, ge=64, le=1024)
+    """Short side of scene_snapper's frames, in pixels (tiled 3 x 2 to a mosaic)."""
+    clip_px: int = Field(default=512, ge=64, le=1280)
+    """Short side of clip_analyzer's frames, in pixels."""
+    clip_frames: int = Field(default=50, ge=1, le=50)
+    """Frames clip_analyzer looks at, at most (the paper: 50)."""
+    clip_fps: float = Field(default=2.0, gt=0.0, le=10.0)
+    """Frames per second clip_analyzer samples its stretch at (up to clip_frames)."""
+    no_audio: bool = False
+    """Never offer audio_transcriber (the ablation without listening)."""
+    audio_model: str = ""
+    """Model named in transcription requests (empty: the endpoint's chat model, as on one server serving both)."""
+
+
+def arm(ctx: AgentContext) -> VideoArmSettings:
+    """The run's VideoARM settings."""
+    settings = ctx.settings
+    assert isinstance(settings, VideoArmSettings), "a VideoARM node runs with VideoARM settings"
+    return settings
+
+
+Settings = VideoArmSettings
+"""The name every agent's settings module gives its settings model."""

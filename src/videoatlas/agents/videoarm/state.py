@@ -1,0 +1,88 @@
+"""VideoARM's state: the hierarchical memory (HM3) as typed records, never pictures.
+
+* sensory memory: the long-term pool is the frame indices of the current focus (its mosaics are
+  drawn again from the video whenever shown); the short-term pool lives only inside one tool call;
+* result memory: per step the tool, the stretch it worked on and what it returned;
+* working memory: per step the controller's reason for the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs
+from videoatlas.state.run import AnswerOutput, QuestionInput
+
+Tool = Literal["scene_snapper", "clip_analyzer", "audio_transcriber"]
+
+
+class Heard(Frozen):
+    """A stretch of speech, in video seconds."""
+
+    start: float
+    end: float
+    text: str
+
+
+class Entry(Frozen):
+    """One step's memory: the call and its reason (working memory), and what came back (result memory)."""
+
+    step: int
+    """1 for the first step."""
+    tool: Tool
+    reason: str
+    """Why the controller made this call (working memory)."""
+    ranges: list[tuple[float, float]] = Field(default_factory=list)
+    """The stretches of video the tool worked on, in seconds."""
+    frames: list[int] = Field(default_factory=list)
+    """Frame indices the tool showed the model."""
+    mosaics: int = 0
+    """Images those frames were tiled into."""
+    question: str = ""
+    """clip_analyzer's sub-question."""
+    output: str = ""
+    """scene_snapper's caption, clip_analyzer's answer, or a note on what was (not) heard."""
+    confidence: float | None = None
+    """clip_analyzer's confidence in its answer, in [0, 1]."""
+    heard: list[Heard] = Field(default_factory=list)
+    """audio_transcriber's segments."""
+
+
+def add_entries(current: Sequence[Entry] | None, update: Sequence[Entry] | None) -> list[Entry]:
+    """The memory in step order (a step written again replaces itself)."""
+    by_step = {e.step: e for e in current or []}
+    for entry in update or []:
+        by_step[entry.step] = entry
+    return [by_step[i] for i in sorted(by_step)]
+
+
+class ArmState(QuestionInput):
+    """Everything VideoARM keeps between steps."""
+
+    memory: Annotated[list[Entry], add_entries]
+    focus: list[int]
+    """The long-term pool: frame indices of the current focus (scene_snapper's last frames)."""
+    planned: dict[str, Any] | None
+    """The call the controller chose this step, until the tool runs it."""
+    reason: str
+    deaf: str
+    """Why audio_transcriber was withdrawn for this run ("" while it is offered where there is audio)."""
+    cost: Annotated[Cost, add_cost]
+    repairs: Annotated[list[Repair], add_repairs]
+    evidence: list[Evidence]
+    answer: str
+    answer_index: int | None
+    reasoning: str
+    cited: list[str]
+    stop_reason: str
+    round: int
+    """Steps taken."""
+
+
+class ArmOutput(AnswerOutput):
+    """What a run returns: the shared answer keys and the memory."""
+
+    memory: list[Entry]

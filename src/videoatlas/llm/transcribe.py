@@ -1,0 +1,164 @@
+"""Speech to text over the endpoint's OpenAI ``/v1/audio/transcriptions`` route (vLLM serves Whisper models there).
+
+Audio goes up as 16 kHz mono WAV in a multipart form, at most :data:`MAX_UPLOAD_BYTES` a request
+(the 25 MB vLLM and OpenAI accept), asking for ``verbose_json`` with segment times. Each segment
+comes back in the uploaded clip's own clock and is moved to video time by the clip's offset. A
+server that returns no segment times gets the clip again in :data:`WINDOW_S` windows, each
+window's text then placed at the window's known offset. Connection errors, timeouts, 429 and 5xx
+are retried like chat calls; a route the server does not have (404, 405) is
+:class:`TranscriptionUnavailable`, which a caller takes as "no ears on this endpoint".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+import structlog
+
+from videoatlas.environment.audio import WAV_BYTES_PER_S, Samples, wav_bytes
+from videoatlas.errors import EndpointError
+from videoatlas.llm.settings import EndpointSettings
+
+log = structlog.get_logger(__name__)
+
+MAX_UPLOAD_BYTES = 25 * 1024 * 1024
+"""The largest file one request may carry."""
+CHUNK_S = 600.0
+"""Seconds of audio a request carries at most (19.2 MB of 16 kHz 16-bit mono WAV, under the limit)."""
+WINDOW_S = 30.0
+"""Window length when the server gives no segment times: Whisper's own window, so each is one decode."""
+assert CHUNK_S * WAV_BYTES_PER_S < MAX_UPLOAD_BYTES
+
+
+class TranscriptionUnavailable(EndpointError):
+    """The endpoint has no transcription route (or refuses the audio model): the caller stops asking."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Speech heard from ``start`` to ``end`` (video seconds)."""
+
+    start: float
+    end: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """What one stretch of audio said, and how it was heard."""
+
+    segments: tuple[Segment, ...]
+    requests: int
+    timed: bool
+    """Whether the server gave segment times (False: times are those of the windows sent)."""
+
+
+Post = Callable[[bytes], Awaitable[dict[str, Any]]]
+
+
+class Transcriber:
+    """Transcribes clips of 16 kHz mono samples through one endpoint's transcription route."""
+
+    def __init__(
+        self, settings: EndpointSettings, model: str, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    ):
+        self.settings = settings
+        self.model = model
+        self._sleep = sleep
+        self._client = openai.AsyncOpenAI(
+            base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout_s, max_retries=0
+        )
+
+    async def transcribe(self, samples: Samples, offset: float, rate: int) -> Transcript:
+        """The speech in ``samples`` (which start at video time ``offset``), in video time."""
+        per_chunk = int(CHUNK_S * rate)
+        segments: list[Segment] = []
+        requests = 0
+        timed = True
+        for first in range(0, max(1, len(samples)), per_chunk):
+            clip = samples[first : first + per_chunk]
+            if len(clip) == 0:
+                break
+            start = offset + first / rate
+            reply = await self._post(wav_bytes(clip))
+            requests += 1
+            got = reply.get("segments")
+            if isinstance(got, list) and all(_timed(s) for s in got):
+                end = start + len(clip) / rate
+                segments += [
+                    Segment(start + float(s["start"]), min(end, start + float(s["end"])), str(s["text"]).strip())
+                    for s in got
+                    if str(s.get("text", "")).strip()
+                ]
+                continue
+            timed = False
+            log.info("transcription_untimed", offset=round(start, 3), windows=WINDOW_S)
+            step = int(WINDOW_S * rate)
+            for w in range(0, len(clip), step):
+                piece = clip[w : w + step]
+                text = str((await self._post(wav_bytes(piece))).get("text", "")).strip()
+                requests += 1
+                if text:
+                    segments.append(Segment(start + w / rate, start + (w + len(piece)) / rate, text))
+        return Transcript(tuple(segments), requests, timed)
+
+    async def _post(self, wav: bytes) -> dict[str, Any]:
+        """One request, retried on transport failures; the reply as a dict."""
+        attempt = 0
+        while True:
+            try:
+                raw = await self._client.audio.transcriptions.with_raw_response.create(
+                    file=("audio.wav", wav, "audio/wav"),
+                    model=self.model,
+                    language="en",
+                    response_format="verbose_json",
+                    timestamp_granularities=["segment"],
+                    temperature=0.0,
+                )
+                body = raw.http_response.json()
+                return body if isinstance(body, dict) else {}
+            except (openai.NotFoundError, openai.PermissionDeniedError) as exc:
+                raise TranscriptionUnavailable(
+                    f"no transcription route at {self.settings.base_url}: {_short(exc)}"
+                ) from None
+            except openai.APIStatusError as exc:
+                if exc.status_code == 405:
+                    raise TranscriptionUnavailable(
+                        f"no transcription route at {self.settings.base_url}: {_short(exc)}"
+                    ) from None
+                if exc.status_code < 500 and exc.status_code not in (408, 409, 429):
+                    raise EndpointError(f"transcription refused: {_short(exc)}") from None
+                failure: Exception = exc
+            except openai.APIConnectionError as exc:
+                failure = exc
+            if attempt >= self.settings.max_retries:
+                raise EndpointError(f"transcription failed after {attempt + 1} tries: {_short(failure)}") from None
+            delay = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2**attempt)
+            attempt += 1
+            await self._sleep(delay)
+
+    async def close(self) -> None:
+        """Close the HTTP client."""
+        await self._client.close()
+
+
+def _timed(segment: Any) -> bool:
+    return (
+        isinstance(segment, dict)
+        and isinstance(segment.get("start"), int | float)
+        and isinstance(segment.get("end"), int | float)
+    )
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:300]
+
+
+def join_text(segments: Sequence[Segment]) -> str:
+    """The segments' words as one text."""
+    return " ".join(s.text for s in segments)

@@ -1,0 +1,276 @@
+"""VideoARM on our environment, with a scripted controller: its tools, its memory, its step limit, its ears.
+
+What each call sent is checked from what the chat model was given (texts, images, schemas); the
+audio goes to the stand-in's real speech route (Whisper tiny.en) over HTTP. The bad-input cases
+(no sound track, listening turned off, a sound track that cannot be decoded, an endpoint without
+the route) each leave one line in the trace, withdraw the tool, and let the run answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+from PIL import Image
+
+from agent_helpers import default_reply, make_context
+from videoatlas.agents.videoarm.graph import build_graph
+from videoatlas.agents.videoarm.schemas import ClipReport, step_schema
+from videoatlas.agents.videoarm.settings import SNAP_FRAMES
+from videoatlas.runtime.config import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas.synth.speech import write_speech_video
+
+pytestmark = pytest.mark.unit
+QUESTION = "Who does the announcer say is the driver today?"
+CHOICES = ["Maria", "Peter", "Sofia", "James"]
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("arm")
+    return {
+        "speech": write_speech_video(root / "speech.mp4"),
+        "mute": write_speech_video(root / "mute.mp4", with_audio=False),
+        "broken": _broken_audio_video(root / "broken.mkv"),
+    }
+
+
+def _broken_audio_video(path: Path) -> Path:
+    """A video whose audio stream is declared (MP3) but holds bytes no decoder reads."""
+    rng = np.random.default_rng(0)
+    with av.open(str(path), "w") as container:
+        video = container.add_stream("libx264", rate=4)
+        video.width, video.height, video.pix_fmt = 160, 120, "yuv420p"
+        audio = container.add_stream("mp3", rate=16000, layout="mono")
+        for i in range(40):
+            frame = av.VideoFrame.from_ndarray(np.full((120, 160, 3), 90, np.uint8), format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, 4)
+            container.mux(video.encode(frame))
+        container.mux(video.encode(None))
+        for i in range(100):
+            packet = av.Packet(bytes(rng.integers(0, 256, 400, dtype=np.uint8)))
+            packet.stream, packet.pts, packet.dts, packet.time_base = audio, i * 1152, i * 1152, Fraction(1, 16000)
+            container.mux(packet)
+    return path
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[RunningServer]:
+    with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def deaf_standin() -> Iterator[RunningServer]:
+    with RunningServer(StandinServer(StandinConfig(speech=False), reader=Reader())) as server:
+        yield server
+
+
+def controller(calls: list[dict[str, Any]]) -> Any:
+    """A scripted controller making ``calls`` in turn (each with a reason), then answering; plain tool replies."""
+    steps = iter(calls)
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "ControllerStep":
+            call = next(steps, {"tool": "answer"})
+            return {"reason": f"because of step {len(call)}", "call": call}
+        if name == "SnapReport":
+            return {"caption": "a card with white text on blue"}
+        if name == "ClipReport":
+            return {"answer": "the card reads DEPARTURES", "confidence": 0.75}
+        return default_reply(name, text, schema)
+
+    return script
+
+
+async def run(
+    video: Path, tmp: Path, calls: list[dict[str, Any]], server: RunningServer, **settings: Any
+) -> tuple[dict[str, Any], Any]:
+    ctx, chat, source = make_context(video, tmp, controller(calls), RunConfig.of(agent="videoarm", **settings))
+    ctx.vlm.settings = replace(ctx.vlm.settings, base_url=server.base_url, model="")  # the stand-in's ears
+    try:
+        out = await build_graph().ainvoke(
+            {"question": QUESTION, "choices": CHOICES}, {"recursion_limit": 100}, context=ctx
+        )
+    finally:
+        source.close()
+    return out, chat
+
+
+def step_texts(chat: Any) -> list[tuple[int, str]]:
+    return [(i, text) for i, (name, text) in enumerate(chat.seen) if name == "ControllerStep"]
+
+
+def offered_tools(chat: Any, call: int) -> set[str]:
+    schema = chat.formats[call]["json_schema"]["schema"]
+    return {d["properties"]["tool"]["const"] for d in schema["$defs"].values() if "tool" in d.get("properties", {})}
+
+
+CALLS: list[dict[str, Any]] = [
+    {"tool": "scene_snapper", "ranges": [], "num_frames": 30},
+    {"tool": "scene_snapper", "ranges": [{"start": 0.0, "end": 8.0}, {"start": 30.0, "end": 8.0}], "num_frames": 60},
+    {"tool": "clip_analyzer", "start": 24.0, "end": 0.0, "question": "what does the card say?"},
+    {"tool": "audio_transcriber", "ranges": [{"start": 8.0, "end": 16.0}]},
+]
+
+
+@pytest.fixture(scope="module")
+def scripted(
+    videos: dict[str, Path], standin: RunningServer, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Any], Any]:
+    return asyncio.run(run(videos["speech"], tmp_path_factory.mktemp("scripted"), CALLS, standin, clip_fps=10.0))
+
+
+async def test_each_tool_takes_the_papers_frames_and_sizes(scripted: tuple[dict[str, Any], Any]) -> None:
+    out, chat = scripted
+    names = [name for name, _ in chat.seen]
+    tools = ["SnapReport", "SnapReport", "ClipReport"]
+    assert names == [s for t in tools for s in ("ControllerStep", t)] + ["ControllerStep"] * 2 + ["FinalDecision"]
+    first, second, clip, heard = out["memory"]
+    # scene_snapper: 30 frames over the whole video; then 60 over 0-8 s and 8-24 s (the backwards range put
+    # forwards and cut at the video's end), shared by length: 20 and 40, as many distinct frames as there are.
+    assert len(first.frames) == 30 and first.ranges == [(0.0, 24.0)] and first.mosaics == 5
+    assert second.ranges == [(0.0, 8.0), (8.0, 24.0)] and len(second.frames) == 60
+    assert sum(f < 32 for f in second.frames) == 20 and sum(f >= 32 for f in second.frames) == 40
+    assert [r.detail for r in out["repairs"]] == ["range 30-8 s brought to 8.0-24.0 s (inside the video, forwards)"]
+    # 3 x 2 mosaics, short side 256 or the source's 270 if smaller: here 256 (tiles 455 x 256 under a caption strip).
+    mosaics = [Image.open(io.BytesIO(j)) for j in chat.images[names.index("SnapReport")]]
+    assert {m.size[0] for m in mosaics} == {3 * 455} and all(m.size[1] > 2 * 256 for m in mosaics)
+    # clip_analyzer: 24 s at 10 frames a second, capped at 50 frames, on 4 x 3 sheets at the source's 270 px.
+    assert len(clip.frames) == 50 and clip.mosaics == 5 and clip.ranges == [(0.0, 24.0)]
+    sheets = [Image.open(io.BytesIO(j)) for j in chat.images[names.index("ClipReport")]]
+    assert sheets[0].size[0] == 4 * 480 and len(sheets) == 5
+    assert clip.confidence == 0.75 and clip.output == "the card reads DEPARTURES"
+    # audio_transcriber: what Whisper heard of 8-16 s, in video time.
+    assert heard.ranges == [(8.0, 16.0)] and any("Maria" in h.text for h in heard.heard)
+    assert all(8.0 <= h.start < h.end <= 16.0 for h in heard.heard)
+    # The frame ledger: every distinct frame shown, counted once.
+    shown = {*first.frames, *second.frames, *clip.frames}
+    assert out["cost"].frames_viewed == len(shown) <= 96
+
+
+def test_every_mosaic_tile_shows_its_frame_index_and_time(scripted: tuple[dict[str, Any], Any]) -> None:
+    out, chat = scripted
+    names = [name for name, _ in chat.seen]
+    first = out["memory"][0]
+    jpeg = chat.images[names.index("SnapReport")][0]
+    sight = Reader().see(np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB")))
+    labelled = sorted((t.cell, round(t.time or -1.0, 1)) for t in sight.tiles if t.cell is not None)
+    assert [cell for cell, _ in labelled] == first.frames[:6]  # six frames, each read back by its index
+    assert all(abs(t - cell / 4) < 0.06 for cell, t in labelled)  # and its time (frame n starts at n / 4 s)
+
+
+def test_the_controller_sees_only_its_focus_and_its_prompt_grows_by_memory_entries(
+    scripted: tuple[dict[str, Any], Any],
+) -> None:
+    out, chat = scripted
+    names = [name for name, _ in chat.seen]
+    steps = step_texts(chat)
+    snaps = [i for i, n in enumerate(names) if n == "SnapReport"]
+    clip = names.index("ClipReport")
+    # Images: none before a focus exists, then always the latest scene_snapper's mosaics, drawn again; the
+    # analyzer's sheets (short-term pool) never come back.
+    assert chat.images[steps[0][0]] == []
+    assert chat.images[steps[1][0]] == chat.images[snaps[0]]
+    assert all(chat.images[i] == chat.images[snaps[1]] for i, _ in steps[2:])
+    assert not {bytes(j) for j in chat.images[clip]} & {bytes(j) for i, _ in steps for j in chat.images[i]}
+    # Text: the same prompt each step but for the step number, the focus line and the memory, which only grows.
+
+    def parts(text: str) -> tuple[str, str]:
+        head, _, memory = text.partition("Memory, step by step:\n")
+        memory, _, tail = memory.partition("\n\nThis is step ")
+        head = re.sub(r"Current focus: .*", "", head)
+        return head + re.sub(r"^\d+", "", tail), memory
+
+    fixed = {parts(text)[0] for _, text in steps}
+    memories = [parts(text)[1] for _, text in steps]
+    assert len(fixed) == 1 and memories[0].startswith("(empty")
+    assert all(memories[k + 1].startswith(memories[k]) for k in range(1, len(memories) - 1))
+    assert [m.count("\nStep ") + m.startswith("Step ") for m in memories] == list(range(len(memories)))
+    # Every call carried its reason, and the memory kept it.
+    assert all("reason: because of step" in memories[-1].split("\n")[i * 3 - 2] for i in (1, 2))
+    assert [e.reason for e in out["memory"]] == [f"because of step {len(c)}" for c in CALLS]
+
+
+def test_the_schemas_hold_num_frames_to_its_set_and_confidence_to_0_1() -> None:
+    schema = step_schema(("scene_snapper", "clip_analyzer", "answer"), 60.0).model_json_schema()
+    snap = schema["$defs"]["SceneSnapperCall"]["properties"]
+    assert snap["num_frames"]["enum"] == list(SNAP_FRAMES) and "reason" in schema["required"]
+    assert snap["ranges"]["maxItems"] == 4
+    confidence = ClipReport.model_json_schema()["properties"]["confidence"]
+    assert (confidence["minimum"], confidence["maximum"]) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("steps", [3, 10])
+async def test_at_the_step_limit_the_answer_is_forced(
+    videos: dict[str, Path], standin: RunningServer, tmp_path: Path, steps: int
+) -> None:
+    counts = [90, 150, 30, 60]
+    calls: list[dict[str, Any]] = [
+        {"tool": "scene_snapper", "ranges": [], "num_frames": counts[i % 4]} for i in range(12)
+    ]  # a controller that never answers by itself
+    out, chat = await run(videos["speech"], tmp_path, calls, standin, steps=steps, snap_px=96)
+    names = [name for name, _ in chat.seen]
+    # N - 1 steps with a tool, then the forced answer: N controller calls in all, each tool call with its reason.
+    assert names == ["ControllerStep", "SnapReport"] * (steps - 1) + ["FinalDecision"]
+    assert len(out["memory"]) == steps - 1 and all(e.reason for e in out["memory"])
+    # num_frames as asked, each frame once: 150 of a 96-frame video is all 96.
+    assert [len(e.frames) for e in out["memory"]] == [min(96, counts[i % 4]) for i in range(steps - 1)]
+    assert out["stop_reason"] == f"step {steps} of {steps}: answer forced"
+
+
+LISTEN = [{"tool": "audio_transcriber", "ranges": []}]
+
+
+def test_no_audio_is_a_command_line_setting() -> None:
+    from videoatlas.agents.registry import settings_of
+    from videoatlas.agents.videoarm.settings import VideoArmSettings
+    from videoatlas.cli.main import build_parser
+    from videoatlas.cli.run_setup import run_config_from
+
+    args = build_parser().parse_args(["ask", "v.mp4", "-q", "?", "--agent", "videoarm", "--no-audio", "true"])
+    assert settings_of(run_config_from(args)) == VideoArmSettings(no_audio=True)
+
+
+@pytest.mark.parametrize(
+    ("video", "settings", "why"),
+    [("mute", {}, "the video has no sound track"), ("speech", {"no_audio": True}, "listening is turned off")],
+)
+async def test_without_sound_or_with_listening_off_the_tool_is_not_offered(
+    videos: dict[str, Path], standin: RunningServer, tmp_path: Path, video: str, settings: dict[str, Any], why: str
+) -> None:
+    out, chat = await run(videos[video], tmp_path, [CALLS[0]], standin, **settings)
+    steps = step_texts(chat)
+    assert all(offered_tools(chat, i) == {"scene_snapper", "clip_analyzer", "answer"} for i, _ in steps)
+    assert all(why in text and "- audio_transcriber" not in text for _, text in steps)
+    assert out["answer"] and [e.tool for e in out["memory"]] == ["scene_snapper"]
+
+
+@pytest.mark.parametrize(
+    ("video", "server", "said"),
+    [("broken", "standin", "cannot be decoded"), ("speech", "deaf_standin", "no transcription route")],
+)
+async def test_unreadable_sound_or_no_route_withdraws_the_tool_and_the_run_goes_on(
+    videos: dict[str, Path], request: pytest.FixtureRequest, tmp_path: Path, video: str, server: str, said: str
+) -> None:
+    endpoint: RunningServer = request.getfixturevalue(server)
+    calls = [*LISTEN, CALLS[0]]
+    out, chat = await run(videos[video], tmp_path, calls, endpoint)
+    steps = step_texts(chat)
+    assert "audio_transcriber" in offered_tools(chat, steps[0][0])
+    assert all("audio_transcriber" not in offered_tools(chat, i) for i, _ in steps[1:])
+    [withdrawn] = [r for r in out["repairs"] if r.kind == "fallback"]
+    assert withdrawn.detail.startswith("audio_transcriber withdrawn for this run: ") and said in withdrawn.detail
+    assert "\n" not in withdrawn.detail
+    assert [e.tool for e in out["memory"]][:2] == ["audio_transcriber", "scene_snapper"] and out["answer"]
