@@ -90,3 +90,43 @@ def test_a_shared_option_takes_the_same_values_in_every_command() -> None:
             if flag in a.option_strings
         }
         assert len(kinds) == 1, (flag, kinds)
+
+
+def test_a_switch_setting_takes_a_bare_flag_and_one_on_by_default_a_no_flag() -> None:
+    parser = build_parser()
+    ask = ["ask", "video.mp4", "-q", "why?"]
+    assert vars(parser.parse_args([*ask, "--agent", "videoarm", "--no-audio"]))["setting__no_audio"] == "true"
+    assert vars(parser.parse_args([*ask, "--agent", "eea", "--no-uarf"]))["setting__uarf"] == "false"
+    assert vars(parser.parse_args([*ask, "--agent", "eea", "--uarf", "false"]))["setting__uarf"] == "false"
+    assert vars(parser.parse_args([*ask, "--agent", "eea", "--query-update"]))["setting__query_update"] == "true"
+    assert vars(parser.parse_args([*ask, "--agent", "eea", "--no-query-update"]))["setting__query_update"] == "false"
+    assert vars(parser.parse_args(ask))["setting__uarf"] is None  # not given: the agent's default
+
+
+def test_a_flag_two_agents_share_says_what_it_means_for_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typing import Literal
+
+    from pydantic import Field
+
+    from videoatlas.agents import registry
+    from videoatlas.cli import options
+    from videoatlas.runtime.config import AgentSettings
+
+    class One(AgentSettings):
+        anchors: int = Field(default=3, description="Anchors per expansion.")
+        depth: int = Field(default=1, description="How deep.")
+
+    class Two(AgentSettings):
+        anchors: Literal["off", "marks"] = Field(default="off", description="Marks on the grid.")
+        depth: int = Field(default=1, description="How deep.")
+
+    monkeypatch.setattr(options, "registered_agents", lambda: ["one", "two"])
+    monkeypatch.setattr(registry, "settings_model", {"one": One, "two": Two}.__getitem__)
+    parser = argparse.ArgumentParser()
+    options.add_agent_options(parser)
+    [anchors] = [a for a in parser._actions if "--anchors" in a.option_strings]
+    assert anchors.help == "one: Anchors per expansion (default 3); two: Marks on the grid (default off)"
+    assert anchors.metavar == "N|off|marks"
+    [depth] = [a for a in parser._actions if "--depth" in a.option_strings]
+    assert depth.help == "How deep (default 1)"  # one meaning: said once
+    assert parser.parse_args(["--anchors", "marks"]).setting__anchors == "marks"

@@ -247,8 +247,20 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
                     if metavar not in str(action.metavar).split("|"):
                         action.metavar = f"{action.metavar}|{metavar}"
                 continue
-            action = group.add_argument(flag, dest=f"setting__{field}", default=None, metavar=metavar, help=help_text)
+            switch = info.annotation is bool  # a bare flag turns it on; one on by default also gets --no-NAME
+            common: dict[str, Any] = {"dest": f"setting__{field}", "default": None, "metavar": metavar}
+            common["help"] = help_text
+            if switch:
+                action = group.add_argument(flag, nargs="?", const="true", **common)
+            else:
+                action = group.add_argument(flag, **common)
             seen[flag] = (action, name, help_text)
+            negated = "--no-" + field.replace("_", "-")
+            if switch and info.default is True and negated not in seen:
+                off = group.add_argument(
+                    negated, dest=f"setting__{field}", action="store_const", const="false", help=f"{flag} false"
+                )
+                seen[negated] = (off, name, f"{flag} false")
 
 
 def setting_metavar(annotation: Any) -> str:
