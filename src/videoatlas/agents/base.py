@@ -129,6 +129,9 @@ class Agent:
     extra_sources: tuple[str, ...] = ()
     """Modules outside the agent's package that only it uses and that decide its answers (its version covers them,
     no other agent's does)."""
+    defaulted_templates: frozenset[str] = frozenset()
+    """Templates a prompt directory may leave out (the default set's are used): ones added for an optional mode
+    after prompt sets were written for the agent, so those sets keep loading."""
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -141,7 +144,8 @@ class Agent:
 
     def load_prompts(self, name_or_path: str = "default") -> PromptSet:
         """One of the agent's built-in prompt sets by name, or a directory of its templates."""
-        return load_prompt_set(name_or_path, self.templates, resources.files(self.package).joinpath("prompts"))
+        prompts = resources.files(self.package).joinpath("prompts")
+        return load_prompt_set(name_or_path, self.templates, prompts, self.defaulted_templates)
 
 
 def source_files(module: str) -> dict[str, Traversable]:

@@ -91,12 +91,15 @@ class PromptSet:
         return template.render(**{k: v for k, v in values.items() if k in template.variables})
 
 
-def load_prompt_set(name_or_path: str, spec: TemplateSpec, builtin: Traversable) -> PromptSet:
+def load_prompt_set(
+    name_or_path: str, spec: TemplateSpec, builtin: Traversable, defaulted: frozenset[str] = frozenset()
+) -> PromptSet:
     """Load an agent's built-in set by name, or a directory by path, checking every template's variables.
 
     ``spec`` is the agent's template spec and ``builtin`` the folder whose sub-folders are its built-in
     sets (``default`` and any other). Templates of :data:`SHARED_SPEC` a set does not hold are the
-    shared ones.
+    shared ones; templates named in ``defaulted`` (ones an agent added after sets were written for
+    it, used only by an optional mode) that a set does not hold are the ``default`` set's.
     """
     candidate = Path(name_or_path).expanduser()
     check_prompt_source(name_or_path, builtin)
@@ -113,6 +116,8 @@ def load_prompt_set(name_or_path: str, spec: TemplateSpec, builtin: Traversable)
         source, name = f"builtin:{name_or_path}", name_or_path
     for shared in SHARED_SPEC:
         files.setdefault(shared, builtin_template(shared).text)
+    for name_missing in sorted(defaulted - set(files)):
+        files[name_missing] = builtin.joinpath("default", f"{name_missing}.txt").read_text(encoding="utf-8")
     problems = []
     templates: dict[str, Template] = {}
     full_spec = {**spec, **SHARED_SPEC}

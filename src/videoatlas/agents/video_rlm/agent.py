@@ -22,4 +22,6 @@ AGENT = Agent(
     describe_event=progress.describe_event,
     decision_node="decide",
     decision_grid=True,
+    extra_sources=("videoatlas.llm.embeddings", "videoatlas.runtime.frame_index"),
+    defaulted_templates=frozenset({"anchor_frames.note", "anchor_marks.note"}),
 )

@@ -64,6 +64,9 @@ TEMPLATES: TemplateSpec = {
         frozenset({"question", "evidence"}),
         frozenset({"choices", "format", "search_task", "coverage"}),
     ),
+    # Semantic anchors (``anchors``): what a picked frame and a relevance mark mean, put before a grid's cells.
+    "anchor_frames.note": (frozenset(), frozenset()),
+    "anchor_marks.note": (frozenset(), frozenset()),
 }
 """The prompt templates this agent uses (``agents/video_rlm/prompts/default/``), with their variables."""
 

@@ -17,6 +17,7 @@ from videoatlas.agents.page import (
     root_cell,
     view_interval,
 )
+from videoatlas.environment.timefmt import format_ts
 
 
 def video_length(trace: dict[str, Any], k: int, probed: float | None) -> float | None:
@@ -50,6 +51,19 @@ def _probe(call: dict[str, Any] | None, workers: list[dict[str, Any]], k: int) -
         "reason": reply.get("reason", ""),
         "assigned": [(w["worker"], w["target"], w.get("source", "")) for w in workers],
     }
+
+
+def _anchors(rnd: dict[str, Any]) -> list[str]:
+    """The probe grid's anchors as the page lists them: ``5 @01:02.5 rel 83``."""
+    out = []
+    for a in rnd.get("anchors", []):
+        parts = [str(a["cell"])]
+        if a["time"] is not None:
+            parts.append("@" + format_ts(a["time"], 1))
+        if a["score"] is not None:
+            parts.append(f"rel {min(99, round(100 * a['score']))}")
+        out.append(" ".join(parts))
+    return out
 
 
 def _workers(
@@ -165,7 +179,7 @@ def rounds(
         out.append(
             {
                 "round": number,
-                "probe": _probe(rnd.get("global_probe"), rnd["workers"], k),
+                "probe": {**_probe(rnd.get("global_probe"), rnd["workers"], k), "anchors": _anchors(rnd)},
                 "workers": workers,
                 "merge": _merge(number, after, erased, trace["evidence"]),
                 "uncertainty": _uncertainty(

@@ -46,6 +46,24 @@ class VideoRLMSettings(AgentSettings):
     already assigned behind every cell not yet assigned, while keeping the model's order among each."""
     scratchpad_page: int = Field(default=16, ge=1, le=64)
     """Evidence tiles per scratchpad page."""
+    anchors: Literal["off", "frames", "marks", "both"] = "off"
+    """Semantic anchors in the upper grid levels, from a frame embedding index scored against the search task
+    (see agents/video_rlm/anchors.py): frames (a cell shows its best-matching frame), marks (a relevance mark per
+    cell), both, or off. The index is built through the endpoint's /v1/embeddings once per video and reused."""
+    anchor_min: float = Field(default=0.6, ge=0.0, le=1.0)
+    """Score (0-1, rescaled over the index) a cell's best frame needs to be shown in place of its fixed frame."""
+    anchor_depth: int = Field(default=1, ge=0, le=12)
+    """Deepest grid level that gets anchors (0: the root grid only; 1: it and its cells' grids)."""
+    index_fps: float = Field(default=1.0, gt=0.0, le=30.0)
+    """Frames per second of video the embedding index holds; lowered to fit index_cap."""
+    index_cap: int = Field(default=4000, ge=1, le=100_000)
+    """Frames the index holds at most: a longer video is indexed at index_cap / duration frames per second."""
+    index_px: int = Field(default=448, ge=64, le=2048)
+    """Long side of a frame sent to the embedding model, in pixels."""
+    embedding_model: str = ""
+    """The embedding model on the embeddings endpoint (empty: the chat model's id, for a server that serves both)."""
+    query_prefix: str = "query: "
+    """Put before the search task sent to the embedding model (E5 models expect ``query: ``)."""
 
     @field_validator("max_depth", mode="before")
     @classmethod

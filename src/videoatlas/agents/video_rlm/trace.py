@@ -38,6 +38,9 @@ def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str,
                 ],
             }
         )
+    for shown in values.get("anchor_log", []):
+        entry = rounds.setdefault(shown.round, {"round": shown.round, "workers": []})
+        entry["anchors"] = [{"cell": c, "time": t, "score": s} for c, t, s in shown.cells]
     return {
         "search_task": values.get("search_task"),
         "traversal": values.get("traversal"),

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
+from videoatlas.agents.video_rlm.anchors import anchors_note, build_index, grid_picks, picks_record
 from videoatlas.agents.video_rlm.nodes.views import (
     SYSTEM,
     cells_block,
@@ -30,7 +31,7 @@ from videoatlas.agents.video_rlm.nodes.worker_observe import initial_view
 from videoatlas.agents.video_rlm.schemas import probe_schema
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.agents.video_rlm.state.models import Marked, Target, View
+from videoatlas.agents.video_rlm.state.models import Marked, ProbeAnchors, Target, View
 from videoatlas.agents.video_rlm.state.worker import WorkerInput
 from videoatlas.environment.geometry import Interval, cell_interval, covered_fraction, parse_path
 from videoatlas.environment.timefmt import format_ts
@@ -100,7 +101,13 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     cost_update = Cost()
     repairs: list[Repair] = []
     ctx.ledger.begin_round(round_no, state["cost"])
-    root = await ctx.atlas.agrid((), dead)
+    indexed: dict[str, Any] = {}
+    if state.get("index") is None:  # the first probe of a run with anchors builds (or reuses) its index
+        info = await build_index(ctx)
+        if info is not None:
+            indexed = {"index": info, "index_frames": info.frames, "index_s": info.build_s}
+    picks = await grid_picks(ctx, state["search_task"], ())
+    root = await ctx.atlas.agrid((), dead, picks)
     open_cells = [c for c in root.grid.cells if not _is_dead(c.interval.start, c.interval.end, dead)]
     open_ids = [c.index for c in open_cells]
     needed = width - len(targets)
@@ -116,7 +123,9 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             "n": n,
             "k": cfg.k,
             "duration": format_ts(duration, 0),
-            "cells": cells_block(root.grid, dead),
+            "cells": "\n".join(
+                part for part in (anchors_note(ctx, picks), cells_block(root.grid, dead, picks)) if part
+            ),
             "evidence": evidence_block(state["evidence"]),
             "progress": f"round {round_no} of {settings.rounds}; "
             f"{coverage_text(state, duration)}; "
@@ -134,7 +143,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
                 images,
                 values,
                 system=SYSTEM,
-                meta={"round": round_no},
+                meta={"round": round_no, **({"anchors": picks_record(picks)} if picks else {})},
             )
         except ModelReplyError as exc:
             cost_update, repair = fallback(exc, "global_probe", round_no, "cells taken by virtual loss, in time order")
@@ -147,7 +156,10 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
         queue: list[tuple[float, int, int]] = []
         for rank, cell_id in enumerate(ranked):
             queue.append((rank + settings.virtual_loss * visits.get(str(cell_id), 0), rank, cell_id))
-        for offset, cell in enumerate(open_cells):  # cells the model did not rank come after, in time order
+        # Cells the model did not rank come after: by relevance mark where the grid has marks, else in time order.
+        scored = {i: p.score for i, p in picks.items() if p.score is not None}
+        later = sorted(open_cells, key=lambda c: -scored[c.index]) if scored else open_cells
+        for offset, cell in enumerate(later):
             if cell.index not in ranked:
                 loss = settings.virtual_loss * visits.get(str(cell.index), 0)
                 queue.append((n + offset + loss, n + offset, cell.index))
@@ -157,7 +169,11 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             iv = root.grid.cells[cell_id].interval
             take(Target(path=str(cell_id), start=iv.start, end=iv.end, source="probe"))
     ctx.ledger.settle(None, cost_update)
-    base: dict[str, Any] = {"cost": cost_update, "repairs": repairs}
+    base: dict[str, Any] = {"cost": cost_update, "repairs": repairs, **indexed}
+    if picks:
+        base["anchor_log"] = [
+            ProbeAnchors(round=round_no, cells=[(i, p.time, p.score) for i, p in sorted(picks.items())])
+        ]
     if not targets:
         return Command(goto="decide", update={**base, "stop_reason": "every region is explored"})
     for target in targets:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState
+from videoatlas.environment.atlas import CellPick
 from videoatlas.environment.geometry import Grid, Interval, covered_fraction, merge_intervals
 from videoatlas.environment.render import ScratchTile
 from videoatlas.environment.timefmt import format_ts
@@ -19,9 +20,10 @@ SYSTEM = "master.system"
 """The Master's system prompt: one for all its calls, so calls showing the same images share their prefix."""
 
 
-def cells_block(grid: Grid, dead: Sequence[Interval] = ()) -> str:
-    """One line per cell: id, span, and whether it is explored."""
+def cells_block(grid: Grid, dead: Sequence[Interval] = (), picks: Mapping[int, CellPick] | None = None) -> str:
+    """One line per cell: id, span, whether it is explored, and its relevance mark (if the grid has marks)."""
     lines = []
+    picks = picks or {}
     decimals = 0 if grid.cell_span >= 10 else 1 if grid.cell_span >= 1 else 2
     for cell in grid.cells:
         iv = cell.interval
@@ -29,6 +31,9 @@ def cells_block(grid: Grid, dead: Sequence[Interval] = ()) -> str:
         if dead:
             covered = covered_fraction(iv, dead)
             mark = " [explored]" if covered >= 0.999 else (f" [{covered:.0%} explored]" if covered > 0 else "")
+        pick = picks.get(cell.index)
+        if pick is not None and pick.score is not None and not mark.endswith("[explored]"):
+            mark += f" [rel {min(99, round(100 * pick.score))}]"
         lines.append(f"{cell.index}: {format_ts(iv.start, decimals)}-{format_ts(iv.end, decimals)}{mark}")
     return "\n".join(lines)
 

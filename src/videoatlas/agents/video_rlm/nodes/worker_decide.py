@@ -6,6 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.video_rlm.anchors import anchors_note, picks_record
 from videoatlas.agents.video_rlm.nodes.worker_observe import addable_cells, masked_zones, open_cells, render_view
 from videoatlas.agents.video_rlm.schemas import flatten_step, worker_step_schema
 from videoatlas.agents.video_rlm.state.worker import CellNote, WorkerState
@@ -49,6 +50,8 @@ def _cell_line(c: CellNote) -> str:
         line += " [frame unavailable]"
     if c["collected"]:
         line += " [already collected]"
+    if c.get("rel") is not None:
+        line += f" [rel {min(99, round(100 * float(c['rel'] or 0)))}]"
     return line
 
 
@@ -56,7 +59,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
     """Render the view (and a close-up if one was asked for) and get the next action."""
     ctx = runtime.context
     view = state["view"]
-    shown = await render_view(ctx, view, masked_zones(state))
+    shown, picks = await render_view(ctx, view, masked_zones(state), state["search_task"])
     images = [as_image(shown.image, f"view {view.path or view.kind}")]
     zoom_line = ""
     if state.get("zoom_time") is not None:
@@ -76,7 +79,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         "duration": format_ts(duration, 0),
         "depth": view.depth if view.depth is not None else "custom range",
         "k": ctx.config.k,
-        "cells": "\n".join(_cell_line(c) for c in cells),
+        "cells": "\n".join(line for line in [anchors_note(ctx, picks), *(_cell_line(c) for c in cells)] if line),
         "previous": state["summary"],
         "collected": _collected_lines(state),
         "actions": "\n".join(ACTION_HELP[a] for a in state["allowed"]),
@@ -89,7 +92,9 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
     open_ids = open_cells(cells)
     expandable = open_ids if "EXPAND" in state["allowed"] or "MARK_PROMISING" in state["allowed"] else []
     schema = worker_step_schema(state["allowed"], open_ids, expandable, addable_cells(cells))
-    meta = {"worker": state["worker"], "round": state["round"], "step": len(state["steps"])}
+    meta: dict[str, Any] = {"worker": state["worker"], "round": state["round"], "step": len(state["steps"])}
+    if picks:
+        meta["anchors"] = picks_record(picks)
     try:
         reply, cost = await ask(
             ctx, schema, "worker", "worker", images, values, system="worker.system", role="worker", meta=meta

@@ -7,10 +7,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.video_rlm.anchors import grid_picks
 from videoatlas.agents.video_rlm.settings import max_depth, rlm
 from videoatlas.agents.video_rlm.state.models import Target, View
 from videoatlas.agents.video_rlm.state.worker import CellNote, WorkerState
-from videoatlas.environment.atlas import GridView
+from videoatlas.environment.atlas import CellPick, GridView
 from videoatlas.environment.geometry import Interval, cell_interval, cell_span, covered_fraction, parse_path
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Zone
@@ -29,12 +30,19 @@ def initial_view(target: Target, ctx: AgentContext) -> View:
     return View(kind="grid", path="/".join(map(str, path)), start=iv.start, end=iv.end, depth=len(path))
 
 
-async def render_view(ctx: AgentContext, view: View, masked: Sequence[Zone] = ()) -> GridView:
-    """The picture of a view with ``masked`` intervals blacked out (explored by the run, or left by this worker)."""
+async def render_view(
+    ctx: AgentContext, view: View, masked: Sequence[Zone] = (), search_task: str = ""
+) -> tuple[GridView, dict[int, CellPick]]:
+    """The picture of a view with ``masked`` intervals blacked out (explored by the run, or left by this worker).
+
+    A grid of the upper levels carries the run's anchors for ``search_task`` (see :mod:`..anchors`), returned too.
+    """
     dead = [Interval(start, end) for start, end in masked]
     if view.kind == "grid" and view.path is not None:
-        return await ctx.atlas.agrid(parse_path(view.path, ctx.config.k), dead)
-    return await ctx.atlas.agrid_over(view.interval, dead)
+        path = parse_path(view.path, ctx.config.k)
+        picks = await grid_picks(ctx, search_task, path)
+        return await ctx.atlas.agrid(path, dead, picks), picks
+    return await ctx.atlas.agrid_over(view.interval, dead), {}
 
 
 def masked_zones(state: WorkerState) -> list[Zone]:
@@ -133,7 +141,7 @@ async def observe(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[st
         return {**update, "stop": "budget"}
     merged_state: WorkerState = {**state, **update}  # type: ignore[typeddict-item]
     masked = masked_zones(merged_state)
-    shown = await render_view(ctx, view, masked)
+    shown, picks = await render_view(ctx, view, masked, state["search_task"])
     collected = collected_times(merged_state)
     notes = [
         CellNote(
@@ -144,6 +152,7 @@ async def observe(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[st
             available=frame["method"] != "unavailable",
             explored=_inside(cell.interval.start, cell.interval.end, masked),
             collected=any(abs(float(frame["time"]) - t) <= _SAME_MOMENT_S for t in collected),
+            rel=picks[cell.index].score if cell.index in picks else None,
         )
         for cell, frame in zip(shown.grid.cells, shown.image.frames, strict=True)
     ]

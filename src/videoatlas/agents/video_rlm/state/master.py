@@ -4,8 +4,27 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
-from videoatlas.agents.video_rlm.state.models import Hint, Marked, Target, WorkerReport, add_marked, add_reports
-from videoatlas.state.models import Cost, Evidence, Repair, Zone, add_cost, add_repairs, merge_evidence, merge_zones
+from videoatlas.agents.video_rlm.state.models import (
+    Hint,
+    Marked,
+    ProbeAnchors,
+    Target,
+    WorkerReport,
+    add_anchor_log,
+    add_marked,
+    add_reports,
+)
+from videoatlas.state.models import (
+    Cost,
+    Evidence,
+    IndexInfo,
+    Repair,
+    Zone,
+    add_cost,
+    add_repairs,
+    merge_evidence,
+    merge_zones,
+)
 from videoatlas.state.run import AnswerOutput, QuestionInput
 
 Traversal = Literal["bfs", "dfs"]
@@ -56,6 +75,14 @@ class MasterState(MasterInput):
     reasoning: str
     cited: list[str]
     """Evidence ids the final decision rests on (none: the answer was picked without evidence)."""
+    anchor_log: Annotated[list[ProbeAnchors], add_anchor_log]
+    """What each round's probe grid showed under the run's anchors (none when they are off)."""
+    index: IndexInfo | None
+    """The frame embedding index the run's anchors used (``anchors``; None when they are off)."""
+    index_frames: int
+    """Frames in that index (0: no index)."""
+    index_s: float
+    """Seconds this run spent building it (0 when it was reused whole)."""
 
 
 class MasterOutput(AnswerOutput):
@@ -68,3 +95,6 @@ class MasterOutput(AnswerOutput):
     dead_zones: list[Zone]
     searched: list[Zone]
     frontier: list[Marked]
+    index: IndexInfo | None
+    index_frames: int
+    index_s: float

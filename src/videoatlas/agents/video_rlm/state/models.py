@@ -101,6 +101,20 @@ class Hint(Frozen):
     end: float | None = None
 
 
+class ProbeAnchors(Frozen):
+    """The anchors a round's probe grid showed (``anchors``): per cell, the picked frame's time and its mark."""
+
+    round: int
+    cells: list[tuple[int, float | None, float | None]]
+    """(cell, time of the frame shown in place of the fixed one or None, relevance 0-1 or None)."""
+
+
+def add_anchor_log(current: Sequence[ProbeAnchors] | None, update: Sequence[ProbeAnchors] | None) -> list[ProbeAnchors]:
+    """Each probe's anchors once, by round (a step run again writes its round again)."""
+    by_round = {a.round: a for a in [*(current or []), *(update or [])]}
+    return [by_round[r] for r in sorted(by_round)]
+
+
 def add_reports(current: Sequence[WorkerReport] | None, update: Sequence[WorkerReport] | None) -> list[WorkerReport]:
     """All reports, ordered by round and worker."""
     return sorted([*(current or []), *(update or [])], key=lambda r: (r.round, r.worker))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from videoatlas.agents.video_rlm.state.master import Traversal
 from videoatlas.agents.video_rlm.state.models import Marked, Step, Target, View, WorkerReport, add_marked, add_reports
@@ -41,6 +41,8 @@ class CellNote(TypedDict):
     """Inside the run's dead zones or a grid this worker went back from: blacked out, not offered."""
     collected: bool
     """Its frame shows a moment already in the scratchpad."""
+    rel: NotRequired[float | None]
+    """Its relevance mark (``anchors`` marks or both; 0-1), when the grid carries marks."""
 
 
 class WorkerState(WorkerInput):

@@ -1,0 +1,126 @@
+"""Video-RLM's semantic anchors (``anchors``): scores from the frame index decide what upper-level cells show.
+
+Unit checks of the scoring and the picks, then one question end to end on the stand-in (its
+embeddings route runs multilingual-e5-small over what it reads in each frame), with the index kept
+in real SQLite: the picks stay inside their cells, the cell holding the sign scores highest, and a
+second run reuses the index and the search task's vector with no embedding call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from action_video import Sign, write_signs_video
+from db_helpers import sqlite_url
+from videoatlas.agents.registry import get_agent
+from videoatlas.agents.video_rlm.anchors import Relevance, cell_picks
+from videoatlas.environment.geometry import grid_for_path
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.runs import run_question
+from videoatlas.runtime import frame_index
+from videoatlas.runtime.config import RunConfig
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas.ui.report import report_html
+
+DURATION = 64.0
+SIGNS = (Sign(49.0, 55.0, "LIGHTHOUSE", 56, 320, 70, card=(20, 60, 140)),)
+QUESTION = "What word is printed on the blue card?"
+CHOICES = ["LIGHTHOUSE", "WINDMILL", "HARBOUR"]
+SMALL = {"k": 4, "cell_px": 160, "rounds": 1, "workers": 2, "index_fps": 0.5, "anchors": "both"}
+
+
+@pytest.mark.unit
+def test_scores_run_from_the_median_frame_to_the_best() -> None:
+    times = np.arange(10.0)
+    sims = np.array([0.80, 0.81, 0.80, 0.82, 0.95, 0.80, 0.81, 0.79, 0.80, 0.83])
+    rel = Relevance.of(times, sims)
+    assert rel.scores[4] == pytest.approx(1.0) and rel.scores.min() == 0.0
+    best = rel.best_in(3.0, 6.0)
+    assert best is not None and best[0] == 4.0 and best[1] == pytest.approx(1.0)
+    assert rel.best_in(4.5, 4.9) is None  # no indexed frame in there
+    assert np.all(Relevance.of(times, np.full(10, 0.5)).scores == 0.0)  # nothing stands out
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("mode", ["frames", "marks", "both"])
+def test_picks_follow_the_mode_and_stay_inside_their_cells(mode: str) -> None:
+    grid = grid_for_path(100.0, (), 4)
+    rng = np.random.default_rng(3)
+    times = np.sort(rng.uniform(0.0, 100.0, 300))
+    rel = Relevance.of(times, rng.normal(0.8, 0.02, 300))
+    picks = cell_picks(grid.cells, rel, mode, threshold=0.5)
+    assert picks
+    for index, pick in picks.items():
+        cell = grid.cells[index].interval
+        if pick.time is not None:
+            assert mode != "marks" and cell.start <= pick.time < cell.end
+            assert pick.score is None or pick.score >= 0.5
+        assert (pick.score is not None) == (mode != "frames")
+    substituted = [i for i, p in picks.items() if p.time is not None]
+    best = {c.index: rel.best_in(c.interval.start, c.interval.end) for c in grid.cells}
+    assert sorted(substituted) == sorted(i for i, b in best.items() if b and b[1] >= 0.5 and mode != "marks")
+
+
+@pytest.mark.unit
+def test_a_prompt_directory_written_before_the_anchors_still_loads(tmp_path: Path) -> None:
+    agent = get_agent("video-rlm")
+    default = agent.load_prompts()
+    for name, template in default.templates.items():
+        if not name.startswith("anchor_") and name != "reask":
+            (tmp_path / f"{name}.txt").write_text(template.text)
+    older = agent.load_prompts(str(tmp_path))
+    assert older.render("anchor_marks.note") == default.render("anchor_marks.note")
+
+
+@pytest.fixture(scope="module")
+def lighthouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_signs_video(tmp_path_factory.mktemp("anchors") / "lighthouse.mp4", SIGNS, DURATION)
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[RunningServer]:
+    with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
+        yield server
+
+
+@pytest.mark.e2e
+async def test_anchors_mark_the_sign_cell_and_a_second_run_embeds_nothing(
+    lighthouse: Path, standin: RunningServer, tmp_path: Path
+) -> None:
+    db = sqlite_url(tmp_path / "runs.db")
+    endpoint = EndpointSettings(base_url=standin.base_url)
+    frame_index.forget()
+    before = standin.standin.stats.embedding_inputs
+    first = await run_question(
+        lighthouse, QUESTION, CHOICES, RunConfig.of(agent="video-rlm", **SMALL), endpoint, db_url=db
+    )
+    assert first.index_frames == 32 and first.index_s > 0
+    assert standin.standin.stats.embedding_inputs - before == 32 + 1  # the frames, and the search task
+    [probe] = first.state["anchor_log"]
+    root = grid_for_path(DURATION, (), 4)
+    for cell, time, score in probe.cells:
+        assert time is None or root.cells[cell].interval.start <= time < root.cells[cell].interval.end
+        assert score is not None and 0.0 <= score <= 1.0
+    scores = {cell: score for cell, _, score in probe.cells}
+    top = root.cells[max(scores, key=lambda c: scores[c] or 0.0)].interval
+    assert top.start < SIGNS[0].end and SIGNS[0].start < top.end  # the best-scored cell shows the sign
+    assert first.answer == "LIGHTHOUSE"
+    page = await report_html(first.run_id, db)  # the run page lists the probe's anchors under its grid
+    for cell, time, score in probe.cells:
+        at = f" @{format_ts(time, 1)}" if time is not None else ""
+        assert f"{cell}{at} rel {min(99, round(100 * (score or 0.0)))}" in page
+
+    frame_index.forget()  # as a new process: the index and the search task's vector come from the store
+    before = standin.standin.stats.embedding_requests
+    second = await run_question(
+        lighthouse, QUESTION, CHOICES, RunConfig.of(agent="video-rlm", **SMALL), endpoint, db_url=db
+    )
+    assert standin.standin.stats.embedding_requests == before  # zero embedding calls
+    assert second.index_frames == 32 and second.index_s == 0.0 and second.state["index"].reused
+    assert second.state["anchor_log"][0].cells == probe.cells
