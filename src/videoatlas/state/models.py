@@ -6,12 +6,22 @@ from which its frame is rendered again whenever it is shown.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from videoatlas.environment.geometry import Interval, merge_intervals
+
+K = TypeVar("K")
+
+
+def merge_by(current: Sequence[K] | None, update: Sequence[K] | None, key: Callable[[K], int]) -> list[K]:
+    """A reducer's body: the records of both, one per ``key`` (the update's replaces the current's), by key."""
+    by_key = {key(r): r for r in current or []}
+    for record in update or []:
+        by_key[key(record)] = record
+    return [by_key[k] for k in sorted(by_key)]
 
 
 class Frozen(BaseModel):

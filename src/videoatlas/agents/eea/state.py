@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from videoatlas.state.models import Cost, Evidence, Frozen, IndexInfo, Repair, add_cost, add_repairs
+from videoatlas.state.models import Cost, Evidence, Frozen, IndexInfo, Repair, add_cost, add_repairs, merge_by
 from videoatlas.state.run import AnswerOutput, QuestionInput
 
 
@@ -74,10 +74,7 @@ def merge_by_id(current: Sequence[Segment] | None, update: Sequence[Segment] | N
 
 def add_rounds(current: Sequence[Round] | None, update: Sequence[Round] | None) -> list[Round]:
     """Rounds in order (a round written again replaces itself)."""
-    by_index = {r.index: r for r in current or []}
-    for r in update or []:
-        by_index[r.index] = r
-    return [by_index[i] for i in sorted(by_index)]
+    return merge_by(current, update, lambda r: r.index)
 
 
 class EEAState(QuestionInput):

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs
+from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs, merge_by
 from videoatlas.state.run import AnswerOutput, QuestionInput
 
 Tool = Literal["scene_snapper", "clip_analyzer", "audio_transcriber"]
@@ -53,10 +53,7 @@ class Entry(Frozen):
 
 def add_entries(current: Sequence[Entry] | None, update: Sequence[Entry] | None) -> list[Entry]:
     """The memory in step order (a step written again replaces itself)."""
-    by_step = {e.step: e for e in current or []}
-    for entry in update or []:
-        by_step[entry.step] = entry
-    return [by_step[i] for i in sorted(by_step)]
+    return merge_by(current, update, lambda e: e.step)
 
 
 class ArmState(QuestionInput):

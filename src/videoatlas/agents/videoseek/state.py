@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs
+from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs, merge_by
 from videoatlas.state.run import AnswerOutput, QuestionInput
 
 Tool = Literal["overview", "skim", "focus", "answer"]
@@ -36,10 +36,7 @@ class Turn(Frozen):
 
 def add_turns(current: Sequence[Turn] | None, update: Sequence[Turn] | None) -> list[Turn]:
     """The trajectory in turn order (a turn written again replaces itself)."""
-    by_index = {t.index: t for t in current or []}
-    for turn in update or []:
-        by_index[turn.index] = turn
-    return [by_index[i] for i in sorted(by_index)]
+    return merge_by(current, update, lambda t: t.index)
 
 
 class SeekState(QuestionInput):

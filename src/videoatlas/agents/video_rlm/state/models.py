@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from videoatlas.environment.geometry import Interval
-from videoatlas.state.models import Frozen
+from videoatlas.state.models import Frozen, merge_by
 
 ViewKind = Literal["grid", "range", "investigate"]
 
@@ -111,8 +111,7 @@ class ProbeAnchors(Frozen):
 
 def add_anchor_log(current: Sequence[ProbeAnchors] | None, update: Sequence[ProbeAnchors] | None) -> list[ProbeAnchors]:
     """Each probe's anchors once, by round (a step run again writes its round again)."""
-    by_round = {a.round: a for a in [*(current or []), *(update or [])]}
-    return [by_round[r] for r in sorted(by_round)]
+    return merge_by(current, update, lambda a: a.round)
 
 
 def add_reports(current: Sequence[WorkerReport] | None, update: Sequence[WorkerReport] | None) -> list[WorkerReport]:
