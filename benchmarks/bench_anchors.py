@@ -11,7 +11,7 @@ table per mode (accuracy, rounds, calls, tokens, frames viewed, wall time) and t
 The stand-in embeds the text it reads in a frame, not the objects in it: anchors can only help it
 where the needle carries printed text. Its figures are stand-in figures, not a VLM's.
 
-Usage: python benchmarks/bench_anchors.py --root DIR [--durations 1m,10m] [--styles chapters,broadcast]
+Usage: python benchmarks/bench_anchors.py --root DIR [--durations 1m,10m] [--styles chapters,broadcast] [--seeds 1,2]
        [--modes off,frames,marks,both] [--limit N] [--k 8] [--rounds 4] [--json OUT]
 """
 
@@ -58,11 +58,12 @@ def hidden_questions(video: Path, truth: dict[str, Any], k: int) -> list[dict[st
 async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     """Every (question, mode) run, and the index costs per video."""
     items: list[tuple[Path, dict[str, Any]]] = []
-    for style in args.styles.split(","):
-        for duration in args.durations.split(","):
-            folder, truth = ensure_video(args.root, parse_time(duration), 1, style)
-            video = folder / truth["video"]
-            items += [(video, q) for q in hidden_questions(video, truth, args.k)]
+    for seed in (int(s) for s in args.seeds.split(",")):
+        for style in args.styles.split(","):
+            for duration in args.durations.split(","):
+                folder, truth = ensure_video(args.root, parse_time(duration), seed, style)
+                video = folder / truth["video"]
+                items += [(video, q) for q in hidden_questions(video, truth, args.k)]
     if args.limit:
         items = items[: args.limit]
     db = f"sqlite:///{(args.root / 'bench_anchors.db').resolve()}"
@@ -97,16 +98,24 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def table(report: dict[str, Any]) -> str:
-    """The Markdown tables: one row per mode, then the index built per video."""
+    """The Markdown tables: one row per mode, then the index built per video.
+
+    Only questions asked in every mode count (a run stopped midway leaves some asked in fewer).
+    """
+    modes = list(dict.fromkeys(r["mode"] for r in report["rows"]))
+    asked: dict[tuple[str, str], set[str]] = {}
+    for r in report["rows"]:
+        asked.setdefault((r["video"], r["question"]), set()).add(r["mode"])
+    whole = {q for q, done in asked.items() if done == set(modes)}
+    rows = [r for r in report["rows"] if (r["video"], r["question"]) in whole]
     lines = [
-        f"{report['questions']} questions whose needle no root-grid frame shows",
+        f"{len(whole)} questions (of {report['questions']}) whose needle no root-grid frame shows, asked in every mode",
         "",
         "| anchors | accuracy | rounds | calls | tokens | frames viewed | wall s |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    modes = list(dict.fromkeys(r["mode"] for r in report["rows"]))
     for mode in modes:
-        mine = [r for r in report["rows"] if r["mode"] == mode]
+        mine = [r for r in rows if r["mode"] == mode]
 
         def mean(key: str, mine: list[dict[str, Any]] = mine) -> float:
             return statistics.fmean(r[key] for r in mine)
@@ -128,6 +137,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, required=True)
     parser.add_argument("--durations", default="1m,10m")
     parser.add_argument("--styles", default="chapters,broadcast")
+    parser.add_argument("--seeds", default="1", help="the suite's videos of these seeds (more seeds, more questions)")
     parser.add_argument("--modes", default="off,frames,marks,both")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--k", type=int, default=8)
