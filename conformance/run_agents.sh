@@ -103,13 +103,15 @@ skip() {
     say "SKIPPED $1: $2"
 }
 
-# Plain server: every agent, every video-rlm traversal, a call budget.
+# Plain server: every agent, every video-rlm traversal, a call budget, the anchors.
 start_server plain || exit 1
 run rlm-dfs 0 --agent video-rlm --traversal dfs
 run rlm-bfs 1 --agent video-rlm --traversal bfs
 run rlm-budget 2 --agent video-rlm --call-budget 6
 run videoseek 0 --agent videoseek
 run videoarm 2 --agent videoarm
+run eea 0 --agent eea
+run rlm-anchors 1 --agent video-rlm --anchors both
 run uniform 1 --agent uniform
 stop_servers
 
@@ -121,6 +123,7 @@ if has_option standin --reasoning && has_option ask --thinking; then
         run "rlm-bfs-$mode-nothinking" 1 --agent video-rlm --traversal bfs --thinking off
         run "videoseek-$mode-thinking" 2 --agent videoseek --thinking on
         run "videoarm-$mode-thinking" 1 --agent videoarm --thinking on
+        run "eea-$mode-thinking" 2 --agent eea --thinking on
         run "uniform-$mode-thinking" 0 --agent uniform --thinking on
         stop_servers
     done
