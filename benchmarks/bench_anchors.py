@@ -12,13 +12,15 @@ The stand-in embeds the text it reads in a frame, not the objects in it: anchors
 where the needle carries printed text. Its figures are stand-in figures, not a VLM's.
 
 Usage: python benchmarks/bench_anchors.py --root DIR [--durations 1m,10m] [--styles chapters,broadcast] [--seeds 1,2]
-       [--modes off,frames,marks,both] [--limit N] [--k 8] [--rounds 4] [--json OUT]
+       [--videos 10m:1,3h:1] [--per-video N] [--modes off,frames,marks,both] [--limit N] [--k 8] [--rounds 4]
+       [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import statistics
 import sys
@@ -55,23 +57,50 @@ def hidden_questions(video: Path, truth: dict[str, Any], k: int) -> list[dict[st
     return out
 
 
+def spread(questions: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """``n`` of the questions (all when ``n`` is 0 or too many): the kinds in turn, each kind's evenly spaced."""
+    if not n or n >= len(questions):
+        return questions
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for q in questions:
+        by_kind.setdefault(str(q.get("kind", "")), []).append(q)
+    quota = dict.fromkeys(by_kind, 0)
+    while sum(quota.values()) < n:
+        for kind, mine in by_kind.items():
+            if quota[kind] < len(mine) and sum(quota.values()) < n:
+                quota[kind] += 1
+    keep = {id(mine[(i * len(mine)) // quota[k]]) for k, mine in by_kind.items() for i in range(quota[k])}
+    return [q for q in questions if id(q) in keep]
+
+
+def chosen_videos(args: argparse.Namespace) -> list[tuple[str, int, str]]:
+    """(duration, seed, style) of every video asked about: ``--videos`` if given, else durations x seeds x styles."""
+    styles = args.styles.split(",")
+    if args.videos:
+        pairs = [(d, int(s)) for d, s in (v.split(":") for v in args.videos.split(","))]
+    else:
+        pairs = [(d, int(s)) for s in args.seeds.split(",") for d in args.durations.split(",")]
+    return [(d, seed, style) for d, seed in pairs for style in styles]
+
+
 async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     """Every (question, mode) run, and the index costs per video."""
-    items: list[tuple[Path, dict[str, Any]]] = []
-    for seed in (int(s) for s in args.seeds.split(",")):
-        for style in args.styles.split(","):
-            for duration in args.durations.split(","):
-                folder, truth = ensure_video(args.root, parse_time(duration), seed, style)
-                video = folder / truth["video"]
-                items += [(video, q) for q in hidden_questions(video, truth, args.k)]
+    per_video: list[list[tuple[Path, dict[str, Any], str]]] = []
+    for duration, seed, style in chosen_videos(args):
+        folder, truth = ensure_video(args.root, parse_time(duration), seed, style)  # type: ignore[arg-type]
+        video = folder / truth["video"]
+        group = f"{duration} {style}"
+        per_video.append([(video, q, group) for q in spread(hidden_questions(video, truth, args.k), args.per_video)])
+    # round-robin over the videos, so that a run stopped midway (or --limit) still covers every video
+    items = [q for turn in itertools.zip_longest(*per_video) for q in turn if q is not None]
     if args.limit:
         items = items[: args.limit]
     db = f"sqlite:///{(args.root / 'bench_anchors.db').resolve()}"
     rows: list[dict[str, Any]] = []
     with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         endpoint = EndpointSettings(base_url=server.base_url)
-        for mode in args.modes.split(","):
-            for video, q in items:
+        for video, q, group in items:  # question by question: a run stopped midway leaves whole questions
+            for mode in args.modes.split(","):
                 frame_index.forget()
                 config = RunConfig.of(agent="video-rlm", k=args.k, rounds=args.rounds, anchors=mode)
                 began = time.perf_counter()
@@ -80,6 +109,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                     {
                         "mode": mode,
                         "video": video.parent.name,
+                        "group": group,
                         "question": q["id"],
                         "correct": result.answer == q["answer"],
                         "rounds": int(result.state.get("round", 0)),
@@ -125,6 +155,24 @@ def table(report: dict[str, Any]) -> str:
             f"| {mode} | {accuracy:.1f}% | {mean('rounds'):.2f} | {mean('calls'):.1f} | {mean('tokens'):,.0f} | "
             f"{mean('frames_viewed'):.0f} | {mean('wall_s') - mean('index_s'):.1f} |"
         )
+    groups = list(dict.fromkeys(r.get("group", "") for r in rows))
+    if len(groups) > 1:  # where it helps or hurts: accuracy (and mean rounds) per video length and style
+        lines += [
+            "",
+            "| anchors | "
+            + " | ".join(
+                f"{g} ({len({(r['video'], r['question']) for r in rows if r.get('group') == g})} q)" for g in groups
+            )
+            + " |",
+        ]
+        lines.append("| --- |" + " ---: |" * len(groups))
+        for mode in modes:
+            cells = []
+            for g in groups:
+                mine = [r for r in rows if r["mode"] == mode and r.get("group") == g]
+                rounds = statistics.fmean(r["rounds"] for r in mine)
+                cells.append(f"{sum(r['correct'] for r in mine)}/{len(mine)}, {rounds:.2f} rounds")
+            lines.append(f"| {mode} | " + " | ".join(cells) + " |")
     built = {r["video"]: r for r in report["rows"] if r["index_s"] > 0}
     lines += ["", "| video | index frames | index build s |", "| --- | ---: | ---: |"]
     lines += [f"| {v} | {r['index_frames']} | {r['index_s']} |" for v, r in sorted(built.items())]
@@ -139,6 +187,8 @@ def main() -> None:
     parser.add_argument("--styles", default="chapters,broadcast")
     parser.add_argument("--seeds", default="1", help="the suite's videos of these seeds (more seeds, more questions)")
     parser.add_argument("--modes", default="off,frames,marks,both")
+    parser.add_argument("--videos", default="", help="duration:seed pairs (e.g. 10m:1,3h:1), instead of the product")
+    parser.add_argument("--per-video", type=int, default=0, help="at most this many questions per video, spread")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=4)

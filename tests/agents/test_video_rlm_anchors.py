@@ -8,6 +8,7 @@ second run reuses the index and the search task's vector with no embedding call.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from action_video import Sign, write_signs_video
 from db_helpers import sqlite_url
 from videoatlas.agents.registry import get_agent
 from videoatlas.agents.video_rlm.anchors import Relevance, cell_picks
+from videoatlas.cli.main import main
 from videoatlas.environment.geometry import grid_for_path
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.llm.settings import EndpointSettings
@@ -124,3 +126,28 @@ async def test_anchors_mark_the_sign_cell_and_a_second_run_embeds_nothing(
     assert standin.standin.stats.embedding_requests == before  # zero embedding calls
     assert second.index_frames == 32 and second.index_s == 0.0 and second.state["index"].reused
     assert second.state["anchor_log"][0].cells == probe.cells
+
+
+@pytest.mark.e2e
+def test_ask_and_eval_run_take_the_anchor_settings(
+    lighthouse: Path, standin: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``videoatlas ask`` and ``videoatlas eval run`` pass ``--anchors`` and its siblings to video-rlm."""
+    flags = ["--agent", "video-rlm", "--k", "4", "--cell-px", "160", "--rounds", "1", "--workers", "2"]
+    flags += ["--anchors", "frames", "--anchor-min", "0.5", "--index-fps", "0.5", "--base-url", standin.base_url]
+    db = sqlite_url(tmp_path / "runs.db")
+    frame_index.forget()
+    argv = ["ask", str(lighthouse), "-q", QUESTION, *[a for c in CHOICES for a in ("-c", c)], *flags]
+    assert main([*argv, "--db", db, "--json"]) == 0
+    asked = json.loads(capsys.readouterr().out)
+    assert asked["answer"] == "LIGHTHOUSE" and asked["index_frames"] == 32
+
+    items = tmp_path / "items.jsonl"
+    item = {"dataset": "own", "id": "q1", "video_id": "lighthouse", "video": str(lighthouse)}
+    item |= {"question": QUESTION, "choices": CHOICES, "answer_index": 0}
+    items.write_text(json.dumps(item) + "\n")
+    out = tmp_path / "eval"
+    code = main(["eval", "run", "--dataset", "jsonl", "--root", str(items), "--out", str(out), *flags, "--quiet"])
+    assert code == 0
+    [row] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert row["correct"] and row["index_frames"] == 32
