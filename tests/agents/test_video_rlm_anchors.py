@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -143,7 +144,7 @@ def test_ask_and_eval_run_take_the_anchor_settings(
     assert asked["answer"] == "LIGHTHOUSE" and asked["index_frames"] == 32
 
     items = tmp_path / "items.jsonl"
-    item = {"dataset": "own", "id": "q1", "video_id": "lighthouse", "video": str(lighthouse)}
+    item: dict[str, Any] = {"dataset": "own", "id": "q1", "video_id": "lighthouse", "video": str(lighthouse)}
     item |= {"question": QUESTION, "choices": CHOICES, "answer_index": 0}
     items.write_text(json.dumps(item) + "\n")
     out = tmp_path / "eval"

@@ -52,6 +52,12 @@ def choices_block(choices: Sequence[str]) -> str:
     return "\n".join(f"{LETTERS[i] if i < len(LETTERS) else i}. {c}" for i, c in enumerate(choices))
 
 
+def decision_values(question: str, choices: Sequence[str]) -> dict[str, str]:
+    """The values every final call's template has: the question, its choices, the reply format asked for."""
+    reply_format = FORMAT_CHOICES if choices else FORMAT_OPEN
+    return {"question": question, "choices": choices_block(choices), "format": reply_format}
+
+
 def labelled(evidence: Sequence[Evidence]) -> list[tuple[str, Evidence]]:
     """Evidence in order with its label ([A], [B], ...): how every agent's final decision cites it."""
     return [(evidence_label(i), e) for i, e in enumerate(evidence)]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Annotated, TypedDict
 
-from videoatlas.state.models import Cost, Evidence, Repair
+from videoatlas.state.models import Cost, Evidence, Repair, add_cost, add_repairs
 
 
 class QuestionInput(TypedDict):
@@ -29,3 +29,20 @@ class AnswerOutput(TypedDict):
     """Rounds, turns or steps the agent took (what one iteration is depends on the agent)."""
     stop_reason: str
     repairs: list[Repair]
+
+
+class AnsweringState(QuestionInput):
+    """The keys a single-loop agent's state shares (VideoSeek, VideoARM, EEA): its cost, repairs and answer.
+
+    Each agent's state adds its own keys; ``round`` counts what one iteration is for that agent.
+    """
+
+    cost: Annotated[Cost, add_cost]
+    repairs: Annotated[list[Repair], add_repairs]
+    evidence: list[Evidence]
+    answer: str
+    answer_index: int | None
+    reasoning: str
+    cited: list[str]
+    stop_reason: str
+    round: int

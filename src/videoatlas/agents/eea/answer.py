@@ -12,7 +12,7 @@ from videoatlas.agents.eea.state import EEAState
 from videoatlas.agents.eea.views import SYSTEM, at, rounds_block
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, choices_block, labelled
+from videoatlas.runtime.calls import decision_values, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -50,12 +50,10 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
     images = await memory_images(ctx, [e.time for e in evidence])
     choices = state["choices"]
     values = {
-        "question": state["question"],
-        "choices": choices_block(choices),
+        **decision_values(state["question"], choices),
         "duration": format_ts(ctx.atlas.duration, 0),
         "evidence": "\n".join(f"[{evidence_label(i)}] {at(e.time)}" for i, e in enumerate(evidence)) or "(none)",
         "history": rounds_block(state.get("rounds") or [], state.get("segments") or []),
-        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
     }
     call = DecisionCall(
         node="answer",

@@ -8,8 +8,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from videoatlas.state.models import Cost, Evidence, Frozen, IndexInfo, Repair, add_cost, add_repairs, merge_by
-from videoatlas.state.run import AnswerOutput, QuestionInput
+from videoatlas.state.models import Frozen, IndexInfo, merge_by
+from videoatlas.state.run import AnsweringState, AnswerOutput
 
 
 class Anchor(Frozen):
@@ -77,7 +77,7 @@ def add_rounds(current: Sequence[Round] | None, update: Sequence[Round] | None) 
     return merge_by(current, update, lambda r: r.index)
 
 
-class EEAState(QuestionInput):
+class EEAState(AnsweringState):
     """Everything EEA keeps between nodes (never an image: times, scores and words)."""
 
     queries: list[str]
@@ -94,15 +94,6 @@ class EEAState(QuestionInput):
     index_s: float
     embedded: Annotated[int, operator.add]
     """Texts and frames this run sent to the embedding model (0 when everything was reused)."""
-    cost: Annotated[Cost, add_cost]
-    repairs: Annotated[list[Repair], add_repairs]
-    evidence: list[Evidence]
-    answer: str
-    answer_index: int | None
-    reasoning: str
-    cited: list[str]
-    stop_reason: str
-    round: int
 
 
 class EEAOutput(AnswerOutput):

@@ -16,7 +16,7 @@ from videoatlas.agents.uniform.state import UniformState
 from videoatlas.environment.atlas import GridView
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, as_image, choices_block
+from videoatlas.runtime.calls import as_image, decision_values
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -38,9 +38,7 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
     images = [as_image(view.image, f"uniform sheet {n + 1}") for n, view in enumerate(views)]
     choices = state["choices"]
     values = {
-        "question": state["question"],
-        "choices": choices_block(choices),
-        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
+        **decision_values(state["question"], choices),
         "frames": len(spans) * k * k,
         "sheets": len(spans),
         "k": k,

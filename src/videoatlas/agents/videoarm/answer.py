@@ -12,7 +12,7 @@ from videoatlas.agents.videoarm.render import time_of
 from videoatlas.agents.videoarm.state import ArmState, Entry
 from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, evidence_block, heard_line, memory_text, ranges_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, choices_block, labelled
+from videoatlas.runtime.calls import decision_values, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -69,12 +69,10 @@ async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, A
     labels = dict(labelled(evidence))
     choices = state["choices"]
     values = {
-        "question": state["question"],
-        "choices": choices_block(choices),
+        **decision_values(state["question"], choices),
         "duration": format_ts(ctx.atlas.duration, 0),
         "memory": memory_text(memory),
         "evidence": evidence_block(evidence),
-        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
     }
     call = DecisionCall(
         node="answer",

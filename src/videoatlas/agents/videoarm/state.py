@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs, merge_by
-from videoatlas.state.run import AnswerOutput, QuestionInput
+from videoatlas.state.models import Frozen, merge_by
+from videoatlas.state.run import AnsweringState, AnswerOutput
 
 Tool = Literal["scene_snapper", "clip_analyzer", "audio_transcriber"]
 
@@ -56,8 +56,8 @@ def add_entries(current: Sequence[Entry] | None, update: Sequence[Entry] | None)
     return merge_by(current, update, lambda e: e.step)
 
 
-class ArmState(QuestionInput):
-    """Everything VideoARM keeps between steps."""
+class ArmState(AnsweringState):
+    """Everything VideoARM keeps between steps (``round``: the steps taken)."""
 
     memory: Annotated[list[Entry], add_entries]
     focus: list[int]
@@ -67,16 +67,6 @@ class ArmState(QuestionInput):
     reason: str
     deaf: str
     """Why audio_transcriber was withdrawn for this run ("" while it is offered where there is audio)."""
-    cost: Annotated[Cost, add_cost]
-    repairs: Annotated[list[Repair], add_repairs]
-    evidence: list[Evidence]
-    answer: str
-    answer_index: int | None
-    reasoning: str
-    cited: list[str]
-    stop_reason: str
-    round: int
-    """Steps taken."""
 
 
 class ArmOutput(AnswerOutput):

@@ -11,7 +11,7 @@ from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, choices_block, labelled
+from videoatlas.runtime.calls import decision_values, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -49,12 +49,10 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
     labels = dict(labelled(evidence))
     choices = state["choices"]
     values = {
-        "question": state["question"],
-        "choices": choices_block(choices),
+        **decision_values(state["question"], choices),
         "duration": format_ts(ctx.atlas.duration, 0),
         "history": history(turns),
         "evidence": evidence_block(evidence),
-        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
     }
     call = DecisionCall(
         node="answer",

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from videoatlas.state.models import Cost, Evidence, Frozen, Repair, add_cost, add_repairs, merge_by
-from videoatlas.state.run import AnswerOutput, QuestionInput
+from videoatlas.state.models import Frozen, merge_by
+from videoatlas.state.run import AnsweringState, AnswerOutput
 
 Tool = Literal["overview", "skim", "focus", "answer"]
 
@@ -39,23 +39,13 @@ def add_turns(current: Sequence[Turn] | None, update: Sequence[Turn] | None) -> 
     return merge_by(current, update, lambda t: t.index)
 
 
-class SeekState(QuestionInput):
-    """Everything VideoSeek keeps: the trajectory, the next call planned, the answer."""
+class SeekState(AnsweringState):
+    """Everything VideoSeek keeps: the trajectory, the next call planned, the answer (``round``: turns taken)."""
 
     turns: Annotated[list[Turn], add_turns]
     planned: dict[str, Any] | None
     """The tool call the planner chose this turn, until the tool runs it."""
     thought: str
-    cost: Annotated[Cost, add_cost]
-    repairs: Annotated[list[Repair], add_repairs]
-    evidence: list[Evidence]
-    answer: str
-    answer_index: int | None
-    reasoning: str
-    cited: list[str]
-    stop_reason: str
-    round: int
-    """Turns taken."""
 
 
 class SeekOutput(AnswerOutput):

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
 from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text, evidence_block, scratchpad_images
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN, as_image, choices_block, labelled
+from videoatlas.runtime.calls import as_image, decision_values, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import zones_as_intervals
 
@@ -25,11 +25,9 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     images += await scratchpad_images(ctx, evidence)
     choices = state["choices"]
     values = {
-        "question": state["question"],
-        "choices": choices_block(choices),
+        **decision_values(state["question"], choices),
         "search_task": state["search_task"],
         "evidence": evidence_block(evidence),
-        "format": FORMAT_CHOICES if choices else FORMAT_OPEN,
         "coverage": coverage_text(state, ctx.atlas.duration),
     }
     labels = dict(labelled(evidence))
