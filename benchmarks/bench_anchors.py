@@ -13,7 +13,7 @@ where the needle carries printed text. Its figures are stand-in figures, not a V
 
 Usage: python benchmarks/bench_anchors.py --root DIR [--durations 1m,10m] [--styles chapters,broadcast] [--seeds 1,2]
        [--videos 10m:1,3h:1] [--per-video N] [--modes off,frames,marks,both] [--limit N] [--k 8] [--rounds 4]
-       [--json OUT]
+       [--json OUT [--resume]]; python benchmarks/bench_anchors.py --root DIR --table OUT [OUT ...]
 """
 
 from __future__ import annotations
@@ -97,10 +97,15 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         items = items[: args.limit]
     db = f"sqlite:///{(args.root / 'bench_anchors.db').resolve()}"
     rows: list[dict[str, Any]] = []
+    if args.resume and args.json and args.json.is_file():  # keep what an earlier, stopped run measured
+        rows = json.loads(args.json.read_text())["rows"]
+    done = {(r["video"], r["question"], r["mode"]) for r in rows}
     with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         endpoint = EndpointSettings(base_url=server.base_url)
         for video, q, group in items:  # question by question: a run stopped midway leaves whole questions
             for mode in args.modes.split(","):
+                if (video.parent.name, q["id"], mode) in done:
+                    continue
                 frame_index.forget()
                 config = RunConfig.of(agent="video-rlm", k=args.k, rounds=args.rounds, anchors=mode)
                 began = time.perf_counter()
@@ -193,10 +198,16 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--table", type=Path, default=None, help="print the tables of a --json file and exit")
+    parser.add_argument("--resume", action="store_true", help="keep the --json file's rows and ask only the rest")
+    parser.add_argument("--table", type=Path, nargs="+", default=None, help="print the tables of --json files and exit")
     args = parser.parse_args()
     if args.table:
-        sys.stdout.write(table(json.loads(args.table.read_text())) + "\n")
+        reports = [json.loads(path.read_text()) for path in args.table]
+        merged = {
+            "questions": sum(r["questions"] for r in reports),
+            "rows": [row for r in reports for row in r["rows"]],
+        }
+        sys.stdout.write(table(merged) + "\n")
         return
     report = asyncio.run(run_all(args))
     sys.stdout.write(table(report) + "\n")
