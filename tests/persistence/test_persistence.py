@@ -43,8 +43,8 @@ def ask_args(video: Path, question: dict[str, Any], url: str, db: str) -> list[s
         db,
         "--workers",
         "4",
-        "--rounds",
-        "3",
+        "--rounds",  # round 2 is the last: the kill lands in it and the resume finishes it and decides
+        "2",
         "--traversal",
         "bfs",
         "--bfs-cells",  # one cell per worker: round 2 is one wave of 4 workers, all in flight at the kill
