@@ -162,6 +162,8 @@ SOURCES_BY_VERSION = {
     8: "3bacdf878586e81e716ba6be804d13428b33fc38cc094fd57874abbebf955ec6",
     9: "cc831dd1df6adbccaae8f11453a3fb43229b7c73f715b5257d44119e13692b7f",
     10: "7cd139b96d16f1bffb7766b4c532bc973132d386d0b33bbd6a83fa8e42e94975",
+    # 11: one object per choice names its own choice (an enum of integers holds indices)
+    11: "a923b6e5c4bbeca95465c54be25e933feeb92daa6749652b84669af1823dc5c4",
 }
 
 

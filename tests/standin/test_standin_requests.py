@@ -313,3 +313,13 @@ def test_a_text_only_planner_looks_broadly_then_closely_then_stops(url: str) -> 
     assert closer["end"] - closer["start"] <= 6  # the bound the move's description states
     settled = notes + "20:01 close up: the EXIT sign over a grey car with plate MR-771\n"
     assert ask(url, PLANNING + settled, [], schema) == {"next": {"op": "done"}}
+
+
+def test_one_object_per_option_names_each_option_once(url: str) -> None:
+    # Numeric option texts: an enum of integers still holds indices (option "3" is not index 3).
+    image = picture([(60, 120, "5 LAPS", 72)])
+    text = "How many laps are on the board?\n(A) 3\n(B) 4\n(C) 5\n(D) 2\nRate every option."
+    rating = obj(option={"enum": [0, 1, 2, 3]}, rating={"enum": ["yes", "no", "unknown"]})
+    schema = obj(ratings={"type": "array", "items": rating, "maxItems": 4}, pick={"type": "integer", "minimum": 0})
+    reply = ask(url, text, [image], schema)
+    assert [r["option"] for r in reply["ratings"]] == [0, 1, 2, 3]

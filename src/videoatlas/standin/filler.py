@@ -210,6 +210,8 @@ class Filler(Actions):
         names_choices = bool(self.req.choices) and {norm(v) for v in text} == {norm(c) for c in self.req.choices}
         letters = [chr(ord("A") + i) for i in range(len(self.req.choices))]
         labels_choices = bool(self.req.choices) and [v.upper() for v in text] == letters
+        if self.per_choice is not None and _named(name, {"choice", "option", "index"}):
+            return self._choice_value(values, text, self.per_choice)  # one item per choice: the one in hand
         if (_named(name, _ANSWER) or names_choices or labels_choices) and self.req.choices:
             return self._answer_value(values, text)
         if self._is_action({"enum": values}, name):
@@ -237,6 +239,15 @@ class Filler(Actions):
         idx = self.answer_index()
         if idx is None:
             idx = self._guess(len(self.req.choices) or len(values))
+        return self._choice_value(values, text, idx)
+
+    def _choice_value(self, values: list[Any], text: list[str], idx: int) -> Any:
+        """The enum value that names choice ``idx``: its text, its letter or its index, else the idx-th value.
+
+        An enum of integers holds indices (a choice "3" is not index 3).
+        """
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return idx if idx in values else values[min(idx, len(values) - 1)]
         if self.req.choices and idx < len(self.req.choices):
             wanted = norm(self.req.choices[idx])
             for candidate in (wanted, chr(ord("A") + idx), str(idx)):
