@@ -1,7 +1,11 @@
-"""Check recorded chat requests with vLLM's own code, on a CPU, without an engine or a model.
+"""Check recorded requests with vLLM's own code, on a CPU, without an engine or a model.
 
-Every request body that ``videoatlas standin --record FILE`` wrote (one JSON line each) goes through
-the steps vLLM 0.33.0's OpenAI server and engine apply to it before any token is generated:
+Every request that ``videoatlas standin --record FILE`` wrote (one JSON line each, naming its route:
+``{"endpoint": ..., "body": ...}``, or a form; a line that is a bare body is a chat request, as the
+stand-in recorded them before v11) is checked with vLLM 0.33.0's code.
+
+Chat requests (``/v1/chat/completions``) go through the steps vLLM's OpenAI server and engine apply
+to them before any token is generated:
 
 1. ``ChatCompletionRequest.model_validate``: the request model and its validators (a refusal here is
    vLLM's HTTP 400); fields the model does not know are reported too, since vLLM ignores them silently;
@@ -18,17 +22,24 @@ The tokenizer comes from a package, never from a model hub: the Qwen BPE ranks s
 Qwen2.5 / Qwen3 use: same ranks, same pre-tokenizer pattern, ``<|endoftext|>`` / ``<|im_start|>`` /
 ``<|im_end|>`` at 151643-151645).
 
-Requests are grouped into request shapes (the same keys, the same schema up to enum values and the
-same message and content structure). The script prints ``N/N request shapes accepted`` and every refused
-shape with vLLM's error, and exits 1 unless every shape is accepted by every backend. A control request
-that vLLM must refuse (a ``uniqueItems`` schema) is checked first: if it passes, the check exits 2.
+Embeddings (``/v1/embeddings``) and transcription (``/v1/audio/transcriptions``) requests are sent
+again through vLLM's own routers and serving classes, in-process, up to the engine (:mod:`check_routes`,
+:mod:`vllm_routes`): FastAPI's parsing of the JSON body or the multipart form, vLLM's request models,
+the pooling parameters and their ``verify``, vLLM's checks of the response format, the language, the
+file size, the audio's decoding and the sampling parameters. Not run: the renderer (chat template,
+tokenizer, image processor of the embedding model) and the model itself.
+
+Requests are grouped into request shapes (:mod:`shapes`). For each route the script prints
+``N/N ... request shapes accepted`` and every refused shape with vLLM's error, and exits 1 unless every
+shape of every route is accepted (by every backend, for chat). Controls that vLLM must refuse are
+checked first (chat: a ``uniqueItems`` schema; embeddings and transcriptions: see
+``check_routes.CONTROLS``): if one passes, the check exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import hashlib
 import importlib.util
 import io
 import json
@@ -39,7 +50,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
+
+from shapes import shape_key
 
 BACKENDS = ("auto", "xgrammar", "guidance")
 MAX_MODEL_LEN = 65536
@@ -49,45 +62,6 @@ QWEN_PATTERN = (
     r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 QWEN_SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-
-# Inside a schema these keys hold values that vary with the question or the grid, not the schema's form.
-_SCHEMA_VALUE_KEYS = frozenset({"enum", "const", "description", "title", "default", "examples"})
-# Outside a schema only these strings name a structure; every other string is content.
-_STRUCTURAL_STRINGS = frozenset({"role", "type"})
-
-
-def _shape(value: Any, key: str | None = None, in_schema: bool = False) -> Any:
-    """The structure of a request with its content abstracted away (see the module doc)."""
-    if key == "schema" or key == "json":
-        in_schema = True
-    if in_schema and key in _SCHEMA_VALUE_KEYS:
-        return f"<{key}>"
-    if isinstance(value, dict):
-        return {k: _shape(v, k, in_schema) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        if in_schema and key == "required":
-            return sorted(str(v) for v in value)
-        shapes: list[Any] = []
-        for item in value:
-            s = _shape(item, None, in_schema)
-            if not shapes or shapes[-1] != s:  # runs of the same part (several images) are one structure
-                shapes.append(s)
-        return shapes
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int | float):
-        return "<number>"
-    if isinstance(value, str):
-        if key in _STRUCTURAL_STRINGS or (in_schema and key in {"$ref", "format"}):
-            return value
-        return "<str>"
-    return f"<{type(value).__name__}>"
-
-
-def shape_key(body: dict[str, Any]) -> str:
-    """A short stable id of a request's shape."""
-    canonical = json.dumps(_shape(body), sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
 
 
 def describe(body: dict[str, Any]) -> str:
@@ -172,13 +146,13 @@ class Checker:
         self.tokenizer = tokenizer
         self.vocab_size = len(tokenizer)
         # SamplingParams.verify reads these ModelConfig values (a ModelConfig itself needs a model's files).
-        self.model_facts = SimpleNamespace(
+        self.model_facts: Any = SimpleNamespace(
             max_logprobs=20,
             max_model_len=MAX_MODEL_LEN,
             is_diffusion=False,
             get_vocab_size=lambda: self.vocab_size,
         )
-        self.configs = {b: StructuredOutputsConfig(backend=b) for b in BACKENDS}
+        self.configs = {b: StructuredOutputsConfig(backend=cast(Any, b)) for b in BACKENDS}
         self._engines: dict[str, Any] = {}
 
     def engine_backend(self, name: str) -> Any:
@@ -189,9 +163,13 @@ class Checker:
             from vllm.v1.structured_output.backend_outlines import OutlinesBackend
             from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend
 
-            classes = {"xgrammar": XgrammarBackend, "guidance": GuidanceBackend, "outlines": OutlinesBackend}
+            classes: dict[str, Any] = {
+                "xgrammar": XgrammarBackend,
+                "guidance": GuidanceBackend,
+                "outlines": OutlinesBackend,
+            }
             vllm_config = SimpleNamespace(
-                structured_outputs_config=StructuredOutputsConfig(backend=name),
+                structured_outputs_config=StructuredOutputsConfig(backend=cast(Any, name)),
                 model_config=None,
                 speculative_config=None,
             )
@@ -275,52 +253,50 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:600]}"
 
 
-def read_requests(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Every JSON line of the recording files, in order."""
-    bodies: list[dict[str, Any]] = []
+CHAT = "/v1/chat/completions"
+
+
+def read_requests(paths: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
+    """Every recorded line of the files, in order, by route: a chat line is its body, another line the record."""
+    by_route: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
         if not path.is_file():
             raise SystemExit(f"check_requests: no recording at {path} (run conformance/run_agents.sh first)")
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
                 continue
-            body = json.loads(line)
-            if not isinstance(body, dict):
+            record = json.loads(line)
+            if not isinstance(record, dict):
                 raise SystemExit(f"check_requests: {path}:{n} is not a JSON object")
-            bodies.append(body)
-    return bodies
+            if "endpoint" not in record:  # a bare body: a chat request recorded before the stand-in's v11
+                record = {"endpoint": CHAT, "body": record}
+            endpoint = str(record["endpoint"])
+            if endpoint == CHAT:
+                body = record.get("body")
+                if not isinstance(body, dict):
+                    raise SystemExit(f"check_requests: {path}:{n}: the chat body is not a JSON object")
+                record = body
+            by_route.setdefault(endpoint, []).append(record)
+    return by_route
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Check the recorded requests; print the summary; 0 only when every shape is accepted."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("records", nargs="+", type=Path, help="JSONL files written by standin --record")
-    parser.add_argument("--json", type=Path, default=None, help="also write the verdicts to this JSON file")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # no GPU here; the checks below do not use one
-
-    import vllm
-
-    bodies = read_requests(args.records)
-    if not bodies:
-        sys.stderr.write("check_requests: no request was recorded; nothing to check\n")
-        return 2
+def check_chat(bodies: list[dict[str, Any]]) -> tuple[bool, int, dict[str, Any]]:
+    """The chat check: (control refused, exit status, verdicts as JSON)."""
     checker = Checker(qwen_tokenizer())
     control = Verdict(example=CONTROL)
     checker.check(CONTROL, control)
     if set(control.refusals) != set(BACKENDS):
         accepted_by = ", ".join(b for b in BACKENDS if b not in control.refusals)
         sys.stderr.write(f"check_requests: the control request (uniqueItems) was accepted under {accepted_by}\n")
-        return 2
+        return False, 2, {}
     say(f"control: a uniqueItems schema is refused under every backend ({control.refusals['guidance']})")
     verdicts: dict[str, Verdict] = {}
     for body in bodies:
         verdict = verdicts.setdefault(shape_key(body), Verdict(example=body))
         verdict.requests += 1
         checker.check(body, verdict)
-
     accepted = [k for k, v in verdicts.items() if not v.refusals and not v.ignored]
-    say(f"vLLM {vllm.__version__}: {len(bodies)} requests, {len(verdicts)} request shapes, backends {BACKENDS}")
+    say(f"chat: {len(bodies)} requests, {len(verdicts)} request shapes, backends {BACKENDS}")
     for key, verdict in sorted(verdicts.items(), key=lambda kv: describe(kv[1].example)):
         mark = "ok     " if key in accepted else "REFUSED"
         auto = f" [auto: {','.join(sorted(verdict.auto_chose))}]" if verdict.auto_chose else ""
@@ -330,29 +306,117 @@ def main(argv: list[str] | None = None) -> int:
         if verdict.ignored:
             say(f"           ignored by vLLM (unknown fields): {', '.join(sorted(verdict.ignored))}")
     say(f"{len(accepted)}/{len(verdicts)} request shapes accepted")
+    shapes = {
+        k: {
+            "describe": describe(v.example),
+            "requests": v.requests,
+            "refusals": v.refusals,
+            "ignored": sorted(v.ignored),
+            "auto_chose": sorted(v.auto_chose),
+        }
+        for k, v in verdicts.items()
+    }
+    summary = {"requests": len(bodies), "shapes": shapes, "accepted": len(accepted)}
+    return True, 0 if len(accepted) == len(verdicts) else 1, summary
+
+
+def check_other_routes(by_route: dict[str, list[dict[str, Any]]]) -> tuple[int, dict[str, Any]]:
+    """The embeddings and transcription checks (each only when it has requests): (exit status, verdicts as JSON)."""
+    import check_routes
+
+    names = {check_routes.EMBEDDINGS: "embeddings", check_routes.TRANSCRIPTIONS: "transcription"}
+    describers = {
+        check_routes.EMBEDDINGS: check_routes.describe_embeddings,
+        check_routes.TRANSCRIPTIONS: check_routes.describe_transcription,
+    }
+    status = 0
+    out: dict[str, Any] = {}
+    routes = [r for r in names if by_route.get(r)]
+    if not routes:
+        return 0, {}
+    checker = check_routes.RouteChecker()
+    for route in routes:
+        name = names[route]
+        said = check_routes.controls_refused(checker, route)
+        if isinstance(said, str):
+            sys.stderr.write(f"check_requests: vLLM's {route} accepted the control request {said}\n")
+            return 2, out
+        say(f"control: {len(said)} {name} requests vLLM must refuse are refused ({'; '.join(said)})")
+        records = by_route[route]
+        verdicts = check_routes.check_all(checker, route, records)
+        accepted = [k for k, v in verdicts.items() if not v.refusals and not v.ignored]
+        say(f"{name}: {len(records)} requests, {len(verdicts)} request shapes ({route}, vLLM's route in-process)")
+        for key, verdict in sorted(verdicts.items(), key=lambda kv: describers[route](kv[1].example)):
+            mark = "ok     " if key in accepted else "REFUSED"
+            taken = f" [{','.join(sorted(verdict.chosen))}]" if verdict.chosen else ""
+            say(f"  {mark} {key} x{verdict.requests:<3} {describers[route](verdict.example)}{taken}")
+            for where, error in sorted(verdict.refusals.items()):
+                say(f"           {where}: {error}")
+            if verdict.ignored:
+                say(f"           ignored by vLLM (unknown fields): {', '.join(sorted(verdict.ignored))}")
+        extra: dict[str, Any] = {}
+        if route == check_routes.TRANSCRIPTIONS:
+            longest = check_routes.RouteVerdict(example=check_routes.longest_clip(records[0]))
+            checker.transcription(longest.example, longest)
+            size = sum(int(f["size"]) for f in longest.example.get("files") or [])
+            said = "; ".join(f"{k}: {v}" for k, v in longest.refusals.items()) or "accepted"
+            mark = "ok     " if not longest.refusals else "REFUSED"
+            say(f"  {mark} the first shape again, its file as long as the client sends ({size} bytes): {said}")
+            extra["longest_clip"] = {"bytes": size, "refusals": longest.refusals}
+        refused_extra = any(v["refusals"] for v in extra.values())
+        but = ", but not the longest clip" if refused_extra else ""
+        say(f"{len(accepted)}/{len(verdicts)} {name} request shapes accepted{but}")
+        status = max(status, 0 if len(accepted) == len(verdicts) and not refused_extra else 1)
+        out[name] = {
+            **extra,
+            "requests": len(records),
+            "accepted": len(accepted),
+            "shapes": {
+                k: {
+                    "describe": describers[route](v.example),
+                    "requests": v.requests,
+                    "refusals": v.refusals,
+                    "ignored": sorted(v.ignored),
+                    "request_model": sorted(v.chosen),
+                }
+                for k, v in verdicts.items()
+            },
+        }
+    return status, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check the recorded requests; print the summary; 0 only when every shape of every route is accepted."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("records", nargs="+", type=Path, help="JSONL files written by standin --record")
+    parser.add_argument("--json", type=Path, default=None, help="also write the verdicts to this JSON file")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # no GPU here; the checks below do not use one
+
+    import vllm
+
+    by_route = read_requests(args.records)
+    if not by_route:
+        sys.stderr.write("check_requests: no request was recorded; nothing to check\n")
+        return 2
+    say(f"vLLM {vllm.__version__}: {', '.join(f'{len(v)} {k}' for k, v in sorted(by_route.items()))}")
+    status, report = 0, {"vllm": vllm.__version__}
+    if by_route.get(CHAT):
+        refused, status, chat = check_chat(by_route[CHAT])
+        if not refused:
+            return 2
+        report |= chat  # the chat verdicts stay at the top level, where earlier reports had them
+    other_status, others = check_other_routes(by_route)
+    if other_status == 2:
+        return 2
+    report |= others
+    unknown = sorted(set(by_route) - {CHAT, "/v1/embeddings", "/v1/audio/transcriptions"})
+    if unknown:
+        say(f"NOT CHECKED: requests to {', '.join(unknown)} (no check for this route)")
+        status = 1
     if args.json is not None:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "vllm": vllm.__version__,
-                    "requests": len(bodies),
-                    "shapes": {
-                        k: {
-                            "describe": describe(v.example),
-                            "requests": v.requests,
-                            "refusals": v.refusals,
-                            "ignored": sorted(v.ignored),
-                            "auto_chose": sorted(v.auto_chose),
-                        }
-                        for k, v in verdicts.items()
-                    },
-                    "accepted": len(accepted),
-                },
-                indent=2,
-            ),
-            encoding="utf-8",
-        )
-    return 0 if len(accepted) == len(verdicts) else 1
+        args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return max(status, other_status)
 
 
 if __name__ == "__main__":

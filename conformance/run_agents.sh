@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Answer real questions about the demo video with every agent and mode, against stand-in servers that
-# record every chat request they receive (`videoatlas standin --record FILE`); check_requests.py then
-# checks each recorded request with vLLM's own code.
+# record every chat, embeddings and transcription request they receive (`videoatlas standin --record FILE`);
+# check_requests.py then checks each recorded request with vLLM's own code.
 #
 #   bash conformance/run_agents.sh OUT_DIR
 #
@@ -78,17 +78,23 @@ start_server() {  # start_server MODE [standin options...]: sets URL
 FAILED=0
 SKIPPED=0
 RAN=0
-run() {  # run LABEL QUESTION_INDEX [ask options...]
-    local label=$1 index=$2
-    shift 2
-    local q=${QUESTIONS[$((index % ${#QUESTIONS[@]}))]}
+run() {  # run LABEL QUESTION_INDEX [ask options...]: a question about the demo video
+    run_on "$VIDEO" QUESTIONS "$@"
+}
+
+run_on() {  # run_on VIDEO QUESTIONS_ARRAY LABEL QUESTION_INDEX [ask options...]
+    local video=$1
+    local -n asked=$2
+    local label=$3 index=$4
+    shift 4
+    local q=${asked[$((index % ${#asked[@]}))]}
     local question choices=()
     question=$("$PY" -c 'import json, sys; print(json.loads(sys.argv[1])["q"])' "$q")
     mapfile -t choices < <("$PY" -c 'import json, sys; [print(c) for c in json.loads(sys.argv[1])["c"]]' "$q")
     local args=()
     for c in "${choices[@]}"; do args+=(-c "$c"); done
     local start=$SECONDS
-    if "$VA" ask "$VIDEO" -q "$question" "${args[@]}" --base-url "$URL" --no-persist --quiet --json "$@" \
+    if "$VA" ask "$video" -q "$question" "${args[@]}" --base-url "$URL" --no-persist --quiet --json "$@" \
         >"$OUT/run-$label.json" 2>>"$LOG"; then
         RAN=$((RAN + 1))
         say "ok     $label ($((SECONDS - start)) s): ask $*"
@@ -113,6 +119,20 @@ run videoarm 2 --agent videoarm
 run eea 0 --agent eea
 run rlm-anchors 1 --agent video-rlm --anchors both
 run uniform 1 --agent uniform
+# The demo video has no sound: videoarm's audio_transcriber (/v1/audio/transcriptions) is asked about the
+# spoken test video instead (24 s, espeak-ng's speech), with a question only its speech answers.
+SPEECH=$OUT/speech/speech.mp4
+if [ -f "$SPEECH" ] || "$PY" -c 'import sys; from videoatlas.synth.speech import write_speech_video
+write_speech_video(sys.argv[1])' "$SPEECH" >>"$LOG" 2>&1; then
+    mapfile -t SPOKEN < <("$PY" -c 'import json
+from videoatlas.synth.speech import QUESTIONS
+for q in QUESTIONS:
+    if q.sense == "speech":
+        print(json.dumps({"q": q.question, "c": list(q.choices)}))')
+    run_on "$SPEECH" SPOKEN videoarm-speech 0 --agent videoarm
+else
+    skip videoarm-speech "the spoken test video could not be made (espeak-ng missing?): see $LOG"
+fi
 stop_servers
 
 # Reasoning servers: vLLM with a reasoning parser (field) and without one (<think> tags), thinking on and off.
@@ -131,6 +151,18 @@ else
     skip reasoning "this checkout has no 'standin --reasoning' and 'ask --thinking' yet"
 fi
 
-REQUESTS=$(cat "$OUT"/requests-*.jsonl 2>/dev/null | wc -l)
-say "runs: $RAN ok, $FAILED failed, $SKIPPED skipped; $REQUESTS chat requests recorded in $OUT/requests-*.jsonl"
+# Requests recorded, by route (a line without an endpoint is a chat request, as stand-ins before v11 wrote them).
+REQUESTS=$("$PY" - "$OUT" <<'EOF'
+import glob, json, sys
+names = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings", "/v1/audio/transcriptions": "transcription"}
+counts = dict.fromkeys(names.values(), 0)
+for path in sorted(glob.glob(sys.argv[1] + "/requests-*.jsonl")):
+    for line in open(path, encoding="utf-8"):
+        if line.strip():
+            name = names.get(json.loads(line).get("endpoint", "/v1/chat/completions"), "other")
+            counts[name] = counts.get(name, 0) + 1
+print(", ".join(f"{n} {name}" for name, n in counts.items()))
+EOF
+)
+say "runs: $RAN ok, $FAILED failed, $SKIPPED skipped; requests recorded in $OUT/requests-*.jsonl: $REQUESTS"
 [ "$FAILED" -eq 0 ]

@@ -3,8 +3,8 @@
 The conformance target needs vLLM's request model, its sampling parameters and its structured-output
 backends, all of which run on a CPU without an engine. vLLM's wheel pins a CUDA build of torch and a set
 of GPU kernel packages (several GB) that none of those code paths imports; this script reads the
-installed wheel's metadata, keeps every other requirement exactly as vLLM states it, and leaves torch to
-the caller (a CPU build).
+installed wheel's metadata, keeps every other requirement exactly as vLLM states it (and those of its
+``audio`` extra, for the transcription check), and leaves torch to the caller (a CPU build).
 """
 
 from __future__ import annotations
@@ -37,12 +37,18 @@ GPU_ONLY = frozenset(
 )
 
 
+EXTRAS = ("", "audio")
+"""vLLM's own requirements and those of its ``audio`` extra (``pip install vllm[audio]``, what vLLM's docs ask
+for to serve speech): the transcription check decodes the client's WAV with vLLM's audio loader, which falls
+back from torchcodec (it needs a system FFmpeg) to soundfile."""
+
+
 def cpu_requirements(dist: str = "vllm") -> list[str]:
-    """Return the requirements of ``dist`` that apply here (markers evaluated), less the GPU-only ones."""
+    """Return the requirements of ``dist`` and its :data:`EXTRAS` that apply here, less the GPU-only ones."""
     kept: list[str] = []
     for line in requires(dist) or []:
         req = Requirement(line)
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        if req.marker is not None and not any(req.marker.evaluate({"extra": extra}) for extra in EXTRAS):
             continue
         if req.name.lower().replace("_", "-") in GPU_ONLY:
             continue

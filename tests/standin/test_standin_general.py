@@ -34,6 +34,8 @@ SIM = PACKAGE / "standin"
 # A question about speech says so with a verb of saying ("what does she say"), in anyone's question.
 GENERAL = {"word", "words", "how", "often", "many", "count", "number", "total", "whole", "comes", "name", "back"}
 GENERAL |= {"say", "says", "said"}
+# The transcription protocol's own values: timestamp granularities are "word" or "segment" (OpenAI's API, vLLM's).
+GENERAL |= {"segment"}
 
 
 def _literals(path: Path) -> list[str]:
@@ -162,8 +164,10 @@ SOURCES_BY_VERSION = {
     8: "3bacdf878586e81e716ba6be804d13428b33fc38cc094fd57874abbebf955ec6",
     9: "cc831dd1df6adbccaae8f11453a3fb43229b7c73f715b5257d44119e13692b7f",
     10: "7cd139b96d16f1bffb7766b4c532bc973132d386d0b33bbd6a83fa8e42e94975",
-    # 11: one object per choice names its own choice (an enum of integers holds indices)
-    11: "a923b6e5c4bbeca95465c54be25e933feeb92daa6749652b84669af1823dc5c4",
+    # 11: records embeddings and transcription requests (--record) and follows vLLM 0.33's refusals and reply
+    # shapes on those two routes (make conformance compares them); an array of one object per choice names
+    # each choice in its own item (an enum of integers holds indices). No rule of perception changed.
+    11: "d4079c926d45d849328baf10903847120042339f00bf61ebdf88d7908ce8bbbc",
 }
 
 

@@ -1,8 +1,9 @@
-"""``standin --record FILE``: every chat request the stand-in receives is kept, one JSON line each, before any
-validation (``make conformance`` checks each recorded request with vLLM's own code)."""
+"""``standin --record FILE``: every chat, embeddings and transcription request the stand-in receives is kept, one
+JSON line each naming its route, before any validation (``make conformance`` checks each with vLLM's own code)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -11,8 +12,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from videoatlas.environment.audio import wav_bytes
+from videoatlas.errors import ModelNotServedError
+from videoatlas.llm.embeddings import EmbeddingsClient
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.llm.transcribe import Transcriber, TranscriptionUnavailable
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.standin.version import STANDIN_MODEL
 
@@ -48,7 +55,50 @@ def test_every_chat_request_is_recorded_as_one_json_line_even_a_refused_one(tmp_
         assert _post(server.base_url, unknown_model) == 404
         assert _post(server.base_url, malformed) == 400
     lines = record.read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == [good, unknown_model, malformed]
+    chat = "/v1/chat/completions"
+    assert [json.loads(line) for line in lines] == [
+        {"endpoint": chat, "body": b} for b in (good, unknown_model, malformed)
+    ]
+
+
+async def test_our_embeddings_and_transcription_requests_are_recorded_with_their_route(tmp_path: Path) -> None:
+    """The requests our clients build, refused for their model name so that no model is loaded: the file part is
+    recorded by name, type, size and digest, never its bytes."""
+    record = tmp_path / "requests.jsonl"
+    samples = np.zeros(16_000, dtype=np.int16)
+    with RunningServer(StandinServer(StandinConfig(record=record))) as server:
+        embedder = EmbeddingsClient(server.base_url, "not-served", max_retries=0)
+        with pytest.raises(ModelNotServedError):
+            await embedder.embed_texts(["query: a harbour", "passage: a ship"])
+        await embedder.aclose()
+        transcriber = Transcriber(EndpointSettings(base_url=server.base_url, max_retries=0), "not-served")
+        with pytest.raises(TranscriptionUnavailable):
+            await transcriber.transcribe(samples, offset=0.0, rate=16_000)
+        await transcriber.close()
+    embedding, transcription = (json.loads(line) for line in record.read_text(encoding="utf-8").splitlines())
+    assert embedding == {
+        "endpoint": "/v1/embeddings",
+        "body": {"model": "not-served", "input": ["query: a harbour", "passage: a ship"], "encoding_format": "float"},
+    }
+    assert transcription["endpoint"] == "/v1/audio/transcriptions"
+    assert transcription["content_type"] == "multipart/form-data"
+    assert sorted(map(tuple, transcription["form"])) == [
+        ("language", "en"),
+        ("model", "not-served"),
+        ("response_format", "verbose_json"),
+        ("temperature", "0.0"),
+        ("timestamp_granularities[]", "segment"),
+    ]
+    wav = wav_bytes(samples)
+    assert transcription["files"] == [
+        {
+            "field": "file",
+            "filename": "audio.wav",
+            "content_type": "audio/wav",
+            "size": len(wav),
+            "sha256": hashlib.sha256(wav).hexdigest(),
+        }
+    ]
 
 
 def test_a_record_file_in_a_missing_folder_is_refused_before_serving(tmp_path: Path) -> None:

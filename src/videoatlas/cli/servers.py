@@ -85,7 +85,8 @@ def add_standin_parser(sub: Subparsers) -> None:
         "--record",
         default=None,
         metavar="FILE",
-        help="append every chat request it receives to FILE, one JSON line each (make conformance checks them)",
+        help="append every chat, embeddings and transcription request it receives to FILE, one JSON line each "
+        "naming its route (make conformance checks them with vLLM's own code)",
     )
     p.add_argument(
         "--reasoning",

@@ -18,13 +18,12 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import structlog
 from aiohttp import web
 
-from videoatlas.standin import contract, faults, jsontext, tools
+from videoatlas.standin import contract, faults, jsontext, record, tools
 from videoatlas.standin.context import ServerContext
 from videoatlas.standin.filler import respond
 from videoatlas.standin.perception import EncodedImage, ReadCancelled, Sight, decode_data_url
@@ -38,7 +37,7 @@ log = structlog.get_logger(__name__)
 
 def routes(standin: ServerContext) -> list[web.RouteDef]:
     """The chat route, bound to ``standin``."""
-    return [web.post("/v1/chat/completions", functools.partial(chat, standin))]
+    return [web.post(record.CHAT, functools.partial(chat, standin))]
 
 
 async def chat(standin: ServerContext, request: web.Request) -> web.StreamResponse:
@@ -50,12 +49,6 @@ async def chat(standin: ServerContext, request: web.Request) -> web.StreamRespon
         return await _chat(standin, request)
     finally:
         standin.stats.in_flight -= 1
-
-
-def _record_request(path: Path, body: object) -> None:
-    """Append one request body as one JSON line (``make conformance`` checks each with vLLM's own code)."""
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
@@ -70,8 +63,7 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     except (json.JSONDecodeError, UnicodeDecodeError):
         standin.stats.errors["bad_json"] += 1
         return _error(400, "request body is not valid JSON", "BadRequestError")
-    if standin.config.record is not None:
-        _record_request(standin.config.record, body)
+    record.json_request(standin.config.record, record.CHAT, body)
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         standin.stats.errors["bad_request"] += 1
         return _error(400, "'messages' must be a list", "BadRequestError", "messages")

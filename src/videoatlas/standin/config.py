@@ -48,7 +48,8 @@ class StandinConfig:
     """Serve ``/v1/audio/transcriptions`` with a real speech model (False: no such route, as a server that cannot
     transcribe)."""
     record: Path | None = None
-    """Append every chat request body to this file, one JSON line each, before any validation."""
+    """Append every chat, embeddings and transcription request to this file, one JSON line each naming its route,
+    before any validation (:mod:`.record`)."""
 
     reasoning: str = "off"
     """Reply like a reasoning model: ``off``, ``field`` (the reasoning in the message's ``reasoning`` field and

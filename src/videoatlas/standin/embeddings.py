@@ -8,6 +8,11 @@ vector each) or ``messages`` (one chat conversation, one vector), with ``encodin
 with ``query: `` as a search query and anything else as a passage (a ``passage: `` prefix is taken
 off), so clients prefix their queries as they would for the real model.
 
+What vLLM 0.33 refuses of the fields clients send, the stand-in refuses alike (``make conformance``
+compares them): a model it does not serve (404), an ``encoding_format`` outside vLLM's,
+``dimensions`` (E5 is no Matryoshka model), the removed ``normalize``. It also refuses what vLLM
+takes but it cannot give: token-id input and the binary ``bytes`` formats.
+
 An image is not seen the way a multimodal embedding model sees it: the stand-in embeds what it
 perceives in the image (:mod:`.perception`): the text it reads there, and a description of the
 picture as a passage (its size, whether it is blacked out, whether some text was too small to
@@ -28,6 +33,7 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
+from videoatlas.standin import record
 from videoatlas.standin.context import ServerContext
 from videoatlas.standin.perception import ReadCancelled, Sight, decode_data_url
 
@@ -39,7 +45,7 @@ _ENCODER: list[Any] = []
 
 def routes(standin: ServerContext) -> list[web.RouteDef]:
     """The embeddings route, bound to ``standin``."""
-    return [web.post("/v1/embeddings", functools.partial(embeddings, standin))]
+    return [web.post(record.EMBEDDINGS, functools.partial(embeddings, standin))]
 
 
 def encoder() -> Any:
@@ -127,18 +133,25 @@ async def embeddings(standin: ServerContext, request: web.Request) -> web.Respon
     except ValueError:
         standin.stats.errors["bad_json"] += 1
         return _error(400, "request body is not valid JSON")
+    record.json_request(standin.config.record, record.EMBEDDINGS, body)
     if not isinstance(body, dict):
         return _error(400, "request body must be a JSON object")
     model = body.get("model")
     if model is not None and model != standin.config.model:
         standin.stats.errors["model_not_found"] += 1
-        return _error(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+        return _error(404, f"The model `{model}` does not exist.", "NotFoundError")  # vLLM names no param here
+    if "normalize" in body:  # vLLM refuses the field it removed rather than ignore it
+        return _error(400, "Parameter `normalize` was removed; use `use_activation` instead.", param="normalize")
     fmt = body.get("encoding_format", "float")
+    if fmt in ("bytes", "bytes_only"):
+        return _error(400, f"encoding_format {fmt!r} is not served by this server; ask for 'float' or 'base64'")
     if fmt not in ("float", "base64"):
-        return _error(400, f"encoding_format must be 'float' or 'base64', got {fmt!r}", param="encoding_format")
-    if body.get("dimensions") is not None:
-        return _error(400, "Model does not support matryoshka representation, changing output dimensions "
-                      "will lead to poor results.", param="dimensions")  # fmt: skip
+        return _error(400, f"encoding_format: Input should be 'float', 'base64', 'bytes' or 'bytes_only', got {fmt!r}",
+                      param="encoding_format")  # fmt: skip
+    dimensions = body.get("dimensions")
+    if dimensions is not None:
+        return _error(400, f"Model {standin.config.model!r} does not support Matryoshka embeddings; dimensions must "
+                      f"be unset (received dimensions={dimensions}).")  # fmt: skip
     loop = asyncio.get_running_loop()
     if "messages" in body:
         read = _conversation(body["messages"])

