@@ -32,7 +32,7 @@ class AnswerOutput(TypedDict):
 
 
 class AnsweringState(QuestionInput):
-    """The keys a single-loop agent's state shares (VideoSeek, VideoARM, EEA): its cost, repairs and answer.
+    """The keys a single-loop agent's state shares (VideoSeek, VideoARM, EEA, uniform): cost, repairs, answer.
 
     Each agent's state adds its own keys; ``round`` counts what one iteration is for that agent.
     """
