@@ -42,8 +42,11 @@ $(SETUP): $(STAMP)
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq espeak-ng; }
 	touch $(SETUP)
 
+# Three workers on two cores: much of the suite waits on servers, subprocesses and model calls. A file's tests
+# stay on one worker (--dist loadfile), so its module fixtures (reference runs, servers) are made once.
+TEST_WORKERS ?= 3
 test: $(SETUP) lint typecheck
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_grid.py

@@ -129,14 +129,19 @@ def test_one_owner_per_run_and_a_stale_run_taken_over_by_one_of_two_resumes(
     env = _env(tmp_path)
     owner, run_id = start_and_wait(ask_cmd(synth_video[0], question, slow_server.url, db_url), env, db_url, question)
 
-    refused = subprocess.run([EXE, "resume", run_id, "--db", db_url], capture_output=True, text=True, env=env)
-    assert refused.returncode == 7
-    assert_one_line(refused.stderr, f"run {run_id} is being run by owner", f"pid {owner.pid}", "--force")
-    assert owner.poll() is None  # the owner was alive all along, and still runs
-    assert shown_status(db_url, run_id)["status"] == "running"
-
-    owner.send_signal(signal.SIGKILL)
-    owner.wait(timeout=30)
+    # The endpoint stops answering while the second process tries: the owner, waiting on its model call,
+    # cannot finish the run in the meantime however slowly that process starts on a loaded machine.
+    slow_server.proc.send_signal(signal.SIGSTOP)
+    try:
+        refused = subprocess.run([EXE, "resume", run_id, "--db", db_url], capture_output=True, text=True, env=env)
+        assert refused.returncode == 7
+        assert_one_line(refused.stderr, f"run {run_id} is being run by owner", f"pid {owner.pid}", "--force")
+        assert owner.poll() is None  # the owner was alive all along, and still runs
+        assert shown_status(db_url, run_id)["status"] == "running"
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(timeout=30)
+    finally:
+        slow_server.proc.send_signal(signal.SIGCONT)
     deadline = time.monotonic() + 120
     while shown_status(db_url, run_id)["status"] != "stale":  # no heartbeat for the timeout: stale
         assert time.monotonic() < deadline, "the killed run never looked stale"

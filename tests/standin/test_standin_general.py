@@ -168,6 +168,9 @@ SOURCES_BY_VERSION = {
     # shapes on those two routes (make conformance compares them); an array of one object per choice names
     # each choice in its own item (an enum of integers holds indices). No rule of perception changed.
     11: "d4079c926d45d849328baf10903847120042339f00bf61ebdf88d7908ce8bbbc",
+    # 12: readings kept on disk by the decoded pixels' hash (ocr_cache.py) and one reader per process shared by
+    # its servers. What it answers did not change: a reading from the cache equals a fresh one (test_ocr_cache.py).
+    12: "3f2bb242646ca5e39429a85eab35361f1941b7d02c0679dda1b15e5ab80d5431",
 }
 
 

@@ -11,7 +11,7 @@ import threading
 
 from videoatlas.standin import faults
 from videoatlas.standin.config import StandinConfig
-from videoatlas.standin.perception import Reader
+from videoatlas.standin.perception import Reader, shared_reader
 from videoatlas.standin.stats import StandinStats
 from videoatlas.standin.tokens import PrefixCache
 
@@ -30,10 +30,10 @@ class ServerContext:
 
     @property
     def reader(self) -> Reader:
-        """The OCR reader, loaded on first use (model load takes a second or two)."""
+        """The OCR reader: the process's, loaded on first use (model load takes a second or two)."""
         with self._reader_lock:
             if self._reader is None:
-                self._reader = Reader(min_text_px=self.config.min_text_px)
+                self._reader = shared_reader(self.config.min_text_px)
             return self._reader
 
     def stop_reading(self) -> None:

@@ -25,10 +25,14 @@ import statistics
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
 
 import cv2
 import numpy as np
 from PIL import Image
+
+from videoatlas.standin.ocr_cache import ReadingCache, pixel_key
 
 _CELL_LABEL = re.compile(r"^\s*(\d{1,6})\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
 _EVIDENCE_LABEL = re.compile(r"^\s*\[?([A-Z]{1,3})\]\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
@@ -91,6 +95,13 @@ class Sight:
         return " ".join(line.text for line in self.lines)
 
 
+def sight_from_dict(data: dict[str, Any]) -> Sight:
+    """A :class:`Sight` from its stored form (``dataclasses.asdict`` of one, as the disk cache keeps it)."""
+    lines = [TextLine(**ln) for ln in data["lines"]]
+    tiles = [Tile(**{**t, "lines": [TextLine(**ln) for ln in t["lines"]]}) for t in data["tiles"]]
+    return Sight(data["width"], data["height"], lines, tiles, data["label_time"], data["unreadable"])
+
+
 def parse_clock(text: str) -> float:
     """``"1:02:03.5"`` or ``"02:03.5"`` into seconds."""
     parts = [float(p) for p in text.split(":")]
@@ -134,7 +145,11 @@ def _never() -> bool:
 
 
 class Reader:
-    """Text-line detection and recognition, with a per-image cache (images repeat a lot)."""
+    """Text-line detection and recognition, with a per-image cache in memory and on disk (images repeat a lot).
+
+    On disk, readings are kept by the content of the decoded pixels (:mod:`.ocr_cache`): a process
+    sent pixels that any process read before takes the reading from there instead of reading again.
+    """
 
     def __init__(self, min_text_px: int = 9, cache_size: int = 512) -> None:
         from rapidocr_onnxruntime import RapidOCR
@@ -146,32 +161,42 @@ class Reader:
         self._cache_size = cache_size
 
     def see(self, image: np.ndarray | EncodedImage, cancelled: Callable[[], bool] = _never) -> Sight:
-        """Read an image (cached by content: the encoded bytes' hash, or the pixels').
+        """Read an image (cached by content: the encoded bytes' hash or the pixels', then the pixels' on disk).
 
         ``cancelled`` is asked before each recognition waits for the shared ONNX session: a server
         that is stopping gives up its queued reads (:class:`ReadCancelled`) instead of running them.
         """
-        if isinstance(image, EncodedImage):
-            key = "enc:" + image.sha256
-        else:
-            key = "rgb:" + hashlib.sha256(image.tobytes()).hexdigest() + f":{image.shape}"
+        rgb = None if isinstance(image, EncodedImage) else image
+        key = "enc:" + image.sha256 if isinstance(image, EncodedImage) else ""
+        if rgb is not None:
+            key = "rgb:" + hashlib.sha256(rgb.tobytes()).hexdigest() + f":{rgb.shape}"
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
-        rgb = image.pixels() if isinstance(image, EncodedImage) else image
+        if rgb is None:
+            rgb = image.pixels()  # type: ignore[union-attr]
+        disk = ReadingCache.configured()
+        disk_key = pixel_key(rgb, f"min_text_px={self.min_text_px}", __file__) if disk is not None else ""
+        stored = disk.get(disk_key) if disk is not None else None
+        sight = sight_from_dict(stored) if stored is not None else self._read(rgb, cancelled)
+        if disk is not None and stored is None:
+            disk.put(disk_key, sight)
+        with self._lock:
+            if len(self._cache) >= self._cache_size:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = sight
+        return sight
+
+    def _read(self, rgb: np.ndarray, cancelled: Callable[[], bool]) -> Sight:
+        """Read the pixels: text lines, marks too small to read, and the tiles they make."""
         lines, illegible = self._read_lines(rgb, cancelled)
         small = [
             box
             for box in detect_text_lines(rgb, _SMALLEST_MARK_PX, max_px=self.min_text_px - 1)
             if not any(_overlap(box, (ln.x, ln.y, ln.w, ln.h)) for ln in lines)  # a piece of a larger letter
         ]
-        sight = _layout(rgb, lines, small + illegible)
-        with self._lock:
-            if len(self._cache) >= self._cache_size:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = sight
-        return sight
+        return _layout(rgb, lines, small + illegible)
 
     def _read_lines(
         self, rgb: np.ndarray, cancelled: Callable[[], bool] = _never
@@ -206,6 +231,24 @@ class Reader:
                 illegible.append((x, y, w, h))
         lines.sort(key=lambda ln: (ln.y // 8, ln.x))
         return lines, illegible
+
+
+_SHARED_LOCK = threading.Lock()
+
+
+@cache
+def _shared(min_text_px: int) -> Reader:
+    return Reader(min_text_px=min_text_px)
+
+
+def shared_reader(min_text_px: int) -> Reader:
+    """The process's reader for that smallest text size, shared by every stand-in server the process runs.
+
+    The recogniser is loaded once and its memory cache serves them all: a reading depends only on the
+    pixels and the size.
+    """
+    with _SHARED_LOCK:
+        return _shared(min_text_px)
 
 
 def detect_text_lines(rgb: np.ndarray, min_text_px: int, max_px: int | None = None) -> list[tuple[int, int, int, int]]:
