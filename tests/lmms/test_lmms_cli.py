@@ -1,6 +1,6 @@
 """lmms-eval's own CLI runs our agent (``--model videoatlas``) over our tasks, against the stand-in as a process.
 
-Run by ``make lmms-check`` (lmms-eval lives in ``.venv-lmms``; see ``conftest.py``). The videos are real
+Run by ``make lmms-check`` (lmms-eval lives in ``.venv-lmms``; see ``tests/conftest.py``). The videos are real
 (synthetic, one minute), the endpoint is real HTTP, the run store a SQLite file; lmms-eval reads no hub.
 """
 
@@ -229,6 +229,7 @@ def _our_frames(output: str) -> list[str]:
         ("agent", "unknown agent 'nobody'; choose one of"),
         ("endpoint", "127.0.0.1:9"),
         ("video", "1 of 4 question(s) cannot run (question"),
+        ("items", "no-such-items.jsonl does not exist"),
     ],
 )
 def test_bad_input_is_one_line_on_lmms_eval_s_error_path(world: World, tmp_path: Path, case: str, message: str) -> None:
@@ -241,6 +242,8 @@ def test_bad_input_is_one_line_on_lmms_eval_s_error_path(world: World, tmp_path:
         model_args = model_args.replace(f"agent={AGENT}", "agent=nobody")
     elif case == "endpoint":
         model_args = model_args.replace(world.base_url, "http://127.0.0.1:9/v1")
+    elif case == "items":
+        env["VIDEOATLAS_LMMS_ITEMS"] = str(tmp_path / "no-such-items.jsonl")
     else:
         gone = replace(world.items[1], video=str(tmp_path / "gone.mp4"))
         broken = [world.items[0], gone, *world.items[2:]]

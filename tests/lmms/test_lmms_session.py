@@ -93,3 +93,14 @@ def test_an_endpoint_that_is_down_is_one_line_before_any_question(tmp_path: Path
     with pytest.raises(EndpointUnreachableError) as caught:
         _session("http://127.0.0.1:9/v1", sqlite_url(tmp_path / "runs.db"))
     assert "127.0.0.1:9" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_standin_true_starts_the_stand_in_for_the_session_and_stops_it(items: list[EvalItem], tmp_path: Path) -> None:
+    session = Session(parse_model_args({"agent": "uniform", "standin": True, "db": sqlite_url(tmp_path / "runs.db")}))
+    session.open()
+    try:
+        [text] = session.answer(items[:1])
+    finally:
+        session.close()
+    assert run_of(text) is not None and text.split("</think>")[1] in LETTERS[:4]
+    assert session.tally.sources == {"run": 1}

@@ -23,6 +23,7 @@ from lmms_eval.api.task import ConfigurableTask
 from lmms_eval.tasks._task_utils.mcq_extract import extract_mcq_answer
 from lmms_eval.utils import load_yaml_config
 
+from videoatlas.errors import VideoAtlasError
 from videoatlas.evals.datasets import jsonl, longvideobench, lvbench, videomme
 from videoatlas.evals.items import LETTERS, EvalItem
 from videoatlas.lmms.docs import ITEM_FIELD, REASONING_TAGS
@@ -104,8 +105,11 @@ class ItemsTask(ConfigurableTask):  # type: ignore[misc]
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         given = _given(config)
         task = str(given.get("task", "videoatlas_jsonl"))
-        path = data_path(jsonl.NAME, task, given.get("dataset_kwargs"))
-        super().__init__(config={**ITEMS_CONFIG, **given, "dataset_path": str(path), "dataset_kwargs": None})
+        try:
+            path = data_path(jsonl.NAME, task, given.get("dataset_kwargs"))
+            super().__init__(config={**ITEMS_CONFIG, **given, "dataset_path": str(path), "dataset_kwargs": None})
+        except VideoAtlasError as exc:
+            raise exc.with_traceback(None) from None  # lmms-eval prints the traceback: only this frame of ours
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None) -> None:
         """Read the items file (lmms-eval would ask the hub)."""
@@ -125,11 +129,14 @@ class BenchmarkTask(ConfigurableTask):  # type: ignore[misc]
         given = _given(config)
         task = str(given.get("task", self.OFFICIAL))
         kwargs = dict(given.pop("dataset_kwargs", None) or {})
-        root = data_path(self.DATASET, task, kwargs)
-        self._subset = kwargs.get("subset")
         official = load_yaml_config(str(Path(lmms_eval.tasks.__file__).parent / self.OFFICIAL), mode="full")
-        mine = {"dataset_path": str(root), "dataset_kwargs": None, "doc_to_visual": doc_video}
-        super().__init__(config={**official, **given, **mine, "reasoning_tags": REASONING_TAGS})
+        try:
+            root = data_path(self.DATASET, task, kwargs)
+            self._subset = kwargs.get("subset")
+            mine = {"dataset_path": str(root), "dataset_kwargs": None, "doc_to_visual": doc_video}
+            super().__init__(config={**official, **given, **mine, "reasoning_tags": REASONING_TAGS})
+        except VideoAtlasError as exc:
+            raise exc.with_traceback(None) from None
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None) -> None:
         """Read the local copy with our adapter (lmms-eval would ask the hub)."""
