@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SETUP := $(VENV)/.setup
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo setup test lint typecheck unit bench clean conformance
+.PHONY: demo setup test lint typecheck unit bench clean conformance lmms-venv lmms-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -80,6 +80,29 @@ conformance: $(STAMP) $(VLLM_STAMP)
 	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/llm/test_serve_presets.py \
 		|| status=1; \
 	exit $$status
+
+# `make lmms-check`: lmms-eval's own CLI runs our agents (`--model videoatlas`, src/videoatlas/lmms/) over our tasks
+# against the stand-in (tests/lmms/). lmms-eval goes into its own cached venv, never the suite's: it pins av<16 and
+# its requirements pull torchvision, wandb, yt-dlp... It is installed without them, beside the CPU torch, this project
+# (whose av it keeps) and the few of its requirements that its CLI and the benchmark tasks we reuse import, with the
+# specifiers lmms-eval states; filelock stays below 4, whose reorganised modules lmms-eval 0.7.3 patches by name.
+LMMS_VENV := .venv-lmms
+LMMS_VERSION := 0.7.3
+LMMS_STAMP := $(LMMS_VENV)/.installed-$(LMMS_VERSION)
+LMMS_REQUIREMENTS := 'accelerate>=0.29.1' 'datasets>=2.19.0' 'evaluate>=0.4.0' 'transformers>=4.39.2' \
+	'sacrebleu>=1.5.0' loguru pytz pytablewriter pyyaml 'filelock<4'
+
+lmms-venv: $(LMMS_STAMP)
+
+$(LMMS_STAMP): pyproject.toml
+	test -x $(LMMS_VENV)/bin/python || $(PYTHON) -m venv $(LMMS_VENV)
+	$(LMMS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LMMS_VENV)/bin/python -m pip install --quiet --no-deps lmms-eval==$(LMMS_VERSION)
+	$(LMMS_VENV)/bin/python -m pip install --quiet 'torch==2.13.0' -e . $(LMMS_REQUIREMENTS)
+	touch $@
+
+lmms-check: $(STAMP) $(LMMS_STAMP)
+	VIDEOATLAS_LMMS_PYTHON=$(abspath $(LMMS_VENV))/bin/python $(BIN)/python -m pytest -q -p no:cacheprovider tests/lmms
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 
 LAYERS: list[set[str]] = [
     {"cli"},
-    {"ui", "gym", "mcp", "served"},
+    {"ui", "gym", "mcp", "served", "lmms"},
     {"evals", "api"},
     {"runs", "inspect"},
     {"agents"},
@@ -85,6 +85,14 @@ def test_every_import_points_down_the_layers() -> None:
             if a != b and _layer(b) <= _layer(a):
                 against.append(f"{module} -> {target}")
     assert against == [], "imports against the layering:\n" + "\n".join(sorted(against))
+
+
+def test_nothing_imports_the_lmms_package() -> None:
+    # lmms/ runs inside lmms-eval's process (its modules import lmms-eval): no other unit may depend on it.
+    importers = sorted(
+        m for m, targets in _imports().items() if _unit(m) != "lmms" and any(_unit(t) == "lmms" for t in targets)
+    )
+    assert importers == []
 
 
 def test_no_module_imports_itself_back() -> None:

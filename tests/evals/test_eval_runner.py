@@ -77,7 +77,7 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> ScriptedRuns:
     # question 0 right, question 1 wrong, question 2's run fails
     scripted = ScriptedRuns({"question 0": 0, "question 1": 1, "question 2": 0}, failing={"question 2"})
     monkeypatch.setattr("videoatlas.evals.runner.resolve_model", model)
-    monkeypatch.setattr("videoatlas.evals.runner.run_question", scripted)
+    monkeypatch.setattr("videoatlas.evals.answering.run_question", scripted)
     return scripted
 
 
@@ -199,7 +199,7 @@ async def test_a_subset_runs_only_its_questions_and_records_iou_inputs(
         return "scripted-model"
 
     monkeypatch.setattr("videoatlas.evals.runner.resolve_model", model)
-    monkeypatch.setattr("videoatlas.evals.runner.run_question", cite)
+    monkeypatch.setattr("videoatlas.evals.answering.run_question", cite)
     out = tmp_path / "ev"
     spec = EvalSpec("lvbench", str(_lvbench_root(tmp_path)), str(out), RunConfig.of(agent="uniform"), subset=["TG"])
     outcome = await run_eval(spec, ENDPOINT)

@@ -40,15 +40,9 @@ import structlog
 
 from videoatlas import __version__, limits
 from videoatlas.agents.registry import get_agent
-from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.concat import media_duration
-from videoatlas.errors import (
-    BadInputError,
-    DatabaseDownError,
-    NothingToResumeError,
-    OutageError,
-    VideoAtlasError,
-)
+from videoatlas.errors import BadInputError, DatabaseDownError, OutageError, VideoAtlasError
+from videoatlas.evals.answering import Keys, answer_item, run_id_for
 from videoatlas.evals.items import EvalItem
 from videoatlas.evals.progress import EvalProgress
 from videoatlas.evals.results import (
@@ -68,8 +62,6 @@ from videoatlas.llm.outage import EndpointWatch, watch_for
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import resolve_db_url
 from videoatlas.persistence.patience import is_connection_loss
-from videoatlas.persistence.store import TraceStore
-from videoatlas.runs import load_finished, resume_run, run_question
 from videoatlas.runtime.context import RunConfig
 
 __all__ = [
@@ -127,8 +119,8 @@ async def run_eval(
     skipped = skipped_summary(selected)
     model = await resolve_model(endpoint)
     endpoint = endpoint.with_model(model)
-    knobs = agent_knobs(spec.config)
-    keys = {item.id: result_key(item, agent.name, prompt_sha, model, knobs, agent_code=agent_code) for item in items}
+    keying = Keys.of(spec.config, model)
+    keys = {item.id: keying.key(item) for item in items}
     out = Path(spec.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     check_folder(out, spec)
@@ -259,38 +251,12 @@ async def _answer(
     item: EvalItem, key: str, stamp: dict[str, str], config: RunConfig, endpoint: EndpointSettings, url: str
 ) -> dict[str, Any]:
     """One question: from the database's finished runs, by resuming its run, or by running it."""
-    run_id = f"ev-{key[:24]}"
+    run_id = run_id_for(key)
     with structlog.contextvars.bound_contextvars(item=item.id):
         try:
             duration = item.duration if item.duration is not None else media_duration(item.video)
-            store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s)
-            try:
-                existing = await asyncio.to_thread(store.run, run_id)
-            finally:
-                await asyncio.to_thread(store.release)
-            if existing is not None and existing.id == run_id:
-                # A run with this key exists: read back its result if it finished, else resume it.
-                cached = await load_finished(run_id, url)
-                if cached is not None:
-                    return result_row(item, key, stamp, cached, duration, "db-cache")
-                try:
-                    result = await resume_run(run_id, url, endpoint=endpoint)
-                    log.info("resumed interrupted question", run_id=run_id)
-                    return result_row(item, key, stamp, result, duration, "resumed")
-                except NothingToResumeError:
-                    log.info("interrupted question had no checkpoint yet; starting it again", run_id=run_id)
-            result = await run_question(
-                item.video,
-                item.question,
-                item.choices,
-                config,
-                endpoint,
-                subtitles=item.subtitles,
-                subtitle_offset=item.subtitle_offset,
-                db_url=url,
-                run_id=run_id,
-            )
-            return result_row(item, key, stamp, result, duration, "run")
+            answered = await answer_item(item, run_id, config, endpoint, url)
+            return result_row(item, key, stamp, answered.result, duration, answered.source)
         except Exception as exc:
             if isinstance(exc, OutageError):
                 outage: OutageError = exc

@@ -1,0 +1,104 @@
+"""One evaluation question as a run whose id follows from its result key: read back, resumed, or run.
+
+Both harnesses answer a question this way: ``videoatlas eval run`` (:mod:`.runner`) and lmms-eval's
+``videoatlas`` model (:mod:`videoatlas.lmms`). A question whose run finished on the database before,
+under any output folder or harness, is read back without a model call; one whose run was interrupted
+is resumed from its checkpoint; any other is run under :func:`run_id_for` its key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import structlog
+
+from videoatlas.agents.registry import get_agent
+from videoatlas.agents.registry import knobs as agent_knobs
+from videoatlas.errors import NothingToResumeError
+from videoatlas.evals.items import EvalItem
+from videoatlas.evals.results import result_key
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.persistence.store import TraceStore
+from videoatlas.runs import RunResult, load_finished, resume_run, run_question
+from videoatlas.runtime.context import RunConfig
+
+__all__ = ["Answered", "Keys", "Source", "answer_item", "run_id_for"]
+
+log = structlog.get_logger(__name__)
+
+Source = Literal["run", "resumed", "db-cache"]
+"""Where a question's answer came from: a new run, an interrupted run resumed, or a finished run read back."""
+
+
+def run_id_for(key: str) -> str:
+    """The run id of the question whose result key is ``key`` (the same in every harness on one database)."""
+    return f"ev-{key[:24]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """What a result key is made of besides the question: the agent, its code and prompts, the model, the knobs."""
+
+    agent: str
+    agent_code: str
+    prompt_set: str
+    prompt_sha: str
+    model: str
+    knobs: dict[str, Any]
+
+    @classmethod
+    def of(cls, config: RunConfig, model: str) -> Keys:
+        """The key parts of runs of ``config`` answered by ``model`` (the id the endpoint reports)."""
+        agent = get_agent(config.agent)
+        prompts = agent.load_prompts(config.prompts)
+        return cls(agent.name, agent.code_version(), prompts.name, prompts.sha256, model, agent_knobs(config))
+
+    def key(self, item: EvalItem) -> str:
+        """The result key of ``item`` (:func:`~videoatlas.evals.results.result_key`)."""
+        return result_key(item, self.agent, self.prompt_sha, self.model, self.knobs, agent_code=self.agent_code)
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A question's finished run and where it came from."""
+
+    result: RunResult
+    source: Source
+
+
+async def answer_item(item: EvalItem, run_id: str, config: RunConfig, endpoint: EndpointSettings, url: str) -> Answered:
+    """The finished run of ``item`` under ``run_id`` in the database at ``url``: read back, resumed, or run now.
+
+    Errors are the run's own (:class:`~videoatlas.errors.VideoAtlasError` kinds); the caller decides
+    what a failed or interrupted question means for its harness.
+    """
+    store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s)
+    try:
+        existing = await asyncio.to_thread(store.run, run_id)
+    finally:
+        await asyncio.to_thread(store.release)
+    if existing is not None and existing.id == run_id:
+        # A run with this key exists: read back its result if it finished, else resume it.
+        cached = await load_finished(run_id, url)
+        if cached is not None:
+            return Answered(cached, "db-cache")
+        try:
+            result = await resume_run(run_id, url, endpoint=endpoint)
+            log.info("resumed interrupted question", run_id=run_id)
+            return Answered(result, "resumed")
+        except NothingToResumeError:
+            log.info("interrupted question had no checkpoint yet; starting it again", run_id=run_id)
+    result = await run_question(
+        item.video,
+        item.question,
+        item.choices,
+        config,
+        endpoint,
+        subtitles=item.subtitles,
+        subtitle_offset=item.subtitle_offset,
+        db_url=url,
+        run_id=run_id,
+    )
+    return Answered(result, "run")
