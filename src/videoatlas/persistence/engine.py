@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import structlog
@@ -10,10 +11,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.sql import text as sql_text
 
-from videoatlas.errors import BadInputError
+from videoatlas.errors import BadInputError, DatabaseDownError
 from videoatlas.persistence.db import is_sqlite, redact_url, sqlalchemy_url
 from videoatlas.persistence.lease import LeaseBase
-from videoatlas.persistence.patience import is_connection_loss
+from videoatlas.persistence.patience import is_connection_loss, mark_reached, retry_async
 from videoatlas.persistence.tables import Base
 
 log = structlog.get_logger(__name__)
@@ -62,6 +63,39 @@ def open_engine(url: str, lost_ok: bool = False) -> Engine:
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
         raise BadInputError(f"cannot use the database {redact_url(url)}: {reason}") from None
     return engine
+
+
+async def wait_for_database(url: str, patience_s: float) -> None:
+    """Open ``url`` once, waiting up to ``patience_s`` while it cannot be reached; then it counts as reached.
+
+    For a batch job (an ``eval run`` array task): its database may be restarting, or not reachable yet
+    from the node, when the job starts. Waiting here, where an interactive command fails at once, lets
+    the job ride that out; past the patience, :class:`~videoatlas.errors.DatabaseDownError` (exit 75: a
+    temporary failure, run the same command again) naming the last reason. What is waited for is what
+    :func:`~videoatlas.persistence.patience.is_connection_loss` counts (refused, unresolvable, a server
+    not taking connections to that database), so a misspelt host or database name is waited for too
+    before it is named; any other error (SQLite's) is raised at once. Each try runs in a thread; the
+    wait between tries is the event loop's, so a SIGTERM ends it at once.
+    """
+    failures: list[BaseException] = []
+
+    async def attempt() -> Engine:
+        try:
+            return await asyncio.to_thread(open_engine, url, True)
+        except SQLAlchemyError as exc:
+            failures.append(exc)
+            raise
+
+    try:
+        engine = await retry_async(attempt, "database", patience_s)
+    except DatabaseDownError:
+        last = failures[-1]
+        reason = str(getattr(last, "orig", None) or last).strip().splitlines()[0]
+        raise DatabaseDownError(
+            f"the database {redact_url(url)} could not be reached within {patience_s:g} s: {reason}"
+        ) from None
+    engine.dispose()
+    mark_reached(url)  # from now on the run store and the checkpointer wait out a lost connection too
 
 
 def _add_missing_columns(engine: Engine) -> None:
