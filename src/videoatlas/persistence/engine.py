@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import structlog
@@ -18,6 +21,8 @@ from videoatlas.persistence.patience import is_connection_loss, mark_reached, re
 from videoatlas.persistence.tables import Base
 
 log = structlog.get_logger(__name__)
+
+_TABLES_LOCK_KEY = 0x76615F7461626C  # pg_advisory_lock key: "va_tabl" (the checkpointer's set-up has its own)
 
 
 def make_engine(url: str) -> Engine:
@@ -53,9 +58,10 @@ def open_engine(url: str, lost_ok: bool = False) -> Engine:
     """
     engine = make_engine(url)
     try:
-        Base.metadata.create_all(engine)
-        LeaseBase.metadata.create_all(engine)  # added later: created here in databases made before it
-        _add_missing_columns(engine)
+        with _one_process_at_a_time(engine):
+            Base.metadata.create_all(engine)
+            LeaseBase.metadata.create_all(engine)  # added later: created here in databases made before it
+            _add_missing_columns(engine)
     except SQLAlchemyError as exc:
         engine.dispose()
         if lost_ok and is_connection_loss(exc):
@@ -63,6 +69,31 @@ def open_engine(url: str, lost_ok: bool = False) -> Engine:
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
         raise BadInputError(f"cannot use the database {redact_url(url)}: {reason}") from None
     return engine
+
+
+@contextmanager
+def _one_process_at_a_time(engine: Engine) -> Iterator[None]:
+    """On PostgreSQL, hold an advisory lock while the tables are made, so that concurrent makers queue.
+
+    Tasks of one Slurm array start together on a fresh database: two ``CREATE TABLE`` of one table
+    at once fail on PostgreSQL (``duplicate key value violates unique constraint
+    "pg_type_typname_nsp_index"``) even though each checked first. The lock is polled with
+    ``pg_try_advisory_lock`` in autocommit, so a waiter holds no transaction open (the checkpointer's
+    set-up, which builds indexes CONCURRENTLY, waits for open transactions). SQLite needs none:
+    its writers are serialised by ``BEGIN IMMEDIATE``.
+    """
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+        take = sql_text("SELECT pg_try_advisory_lock(:key)")
+        while not conn.execute(take, {"key": _TABLES_LOCK_KEY}).scalar():
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            conn.execute(sql_text("SELECT pg_advisory_unlock(:key)"), {"key": _TABLES_LOCK_KEY})
 
 
 async def wait_for_database(url: str, patience_s: float) -> None:
