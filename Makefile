@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SETUP := $(VENV)/.setup
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo setup test lint typecheck unit bench clean conformance
+.PHONY: demo setup test lint typecheck unit bench clean conformance cluster-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,8 @@ demo: $(STAMP)
 	$(BIN)/videoatlas demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks conformance
-	$(BIN)/ruff format --check src tests benchmarks conformance
+	$(BIN)/ruff check src tests benchmarks conformance deploy
+	$(BIN)/ruff format --check src tests benchmarks conformance deploy
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -77,6 +77,16 @@ conformance: $(STAMP) $(VLLM_STAMP)
 	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/llm/test_serve_presets.py \
 		|| status=1; \
 	exit $$status
+
+# `make cluster-check`: the Slurm recipes (deploy/slurm/) run unchanged on a real one-node Slurm brought up in a
+# temporary folder, preemption, the time-limit signal and a database outage included (docs/slurm.md). Debian's
+# slurm-wlm and munge are installed here, once, when sbatch is missing. It runs Slurm's daemons and jobs as root
+# and needs the PostgreSQL server the tests use, so it is not part of `make test`.
+cluster-check: $(STAMP)
+	{ command -v sbatch && command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null || { echo "installing Debian's slurm-wlm and munge for the cluster check (once)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+		--no-install-recommends slurm-wlm munge; }
+	$(SUDO) $(BIN)/python deploy/slurm/cluster_check.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
