@@ -9,6 +9,7 @@ and ``pg_terminate_backend``: the server itself is shared and stays up).
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -143,3 +144,42 @@ def test_a_database_cut_off_mid_eval_is_waited_for(
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr and "0 failed to run" in stdout
     _every_question_once(out, pg_url)
+
+
+@pytest.mark.postgres
+def test_a_database_not_reachable_at_start_is_waited_for(
+    suite_root: Path, standin: StandIn, tmp_path: Path, pg_url: str
+) -> None:
+    """A Slurm task may start while its database restarts, or before the node can reach it: it waits."""
+    out = tmp_path / "ev"
+    name = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        try:
+            proc = _eval(suite_root, out, standin.url, pg_url, patience=60)
+            time.sleep(4)
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+        finally:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr and "0 failed to run" in stdout
+    _every_question_once(out, pg_url)
+
+
+def test_a_database_never_reachable_stops_the_eval_as_an_outage_with_nothing_written(
+    suite_root: Path, standin: StandIn, tmp_path: Path
+) -> None:
+    out = tmp_path / "ev"
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    began = time.monotonic()
+    proc = _eval(suite_root, out, standin.url, f"postgresql://eval:secret@127.0.0.1:{port}/x", patience=2)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 75, stderr  # what eval-array.sbatch requeues on
+    assert time.monotonic() - began >= 2
+    [last] = [line for line in stderr.splitlines() if line.startswith("videoatlas eval")]
+    assert f"127.0.0.1:{port}/x could not be reached within 2 s" in last and "Connection refused" in last
+    assert "secret" not in stderr and "Traceback" not in stderr
+    assert not out.exists()  # nothing written, no empty folder left

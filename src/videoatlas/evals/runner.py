@@ -61,6 +61,7 @@ from videoatlas.llm.client import VLMClient
 from videoatlas.llm.outage import EndpointWatch, watch_for
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.db import resolve_db_url
+from videoatlas.persistence.engine import wait_for_database
 from videoatlas.persistence.patience import is_connection_loss
 from videoatlas.runtime.context import RunConfig
 
@@ -121,6 +122,10 @@ async def run_eval(
     endpoint = endpoint.with_model(model)
     keying = Keys.of(spec.config, model)
     keys = {item.id: keying.key(item) for item in items}
+    url = resolve_db_url(spec.db_url)
+    # An array task may start before its database can be reached from its node: it waits within the
+    # patience, then stops with exit 75 (run it again) before anything is written.
+    await wait_for_database(url, endpoint.patience_s)
     out = Path(spec.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     check_folder(out, spec)
@@ -170,7 +175,6 @@ async def run_eval(
         progress.add(row)
     if on_progress is not None:
         on_progress(progress)
-    url = resolve_db_url(spec.db_url)
     appender = Appender(results_file)
     queue: asyncio.Queue[EvalItem] = asyncio.Queue()
     for item in pending:

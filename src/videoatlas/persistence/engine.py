@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import structlog
@@ -10,13 +14,15 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.sql import text as sql_text
 
-from videoatlas.errors import BadInputError
+from videoatlas.errors import BadInputError, DatabaseDownError
 from videoatlas.persistence.db import is_sqlite, redact_url, sqlalchemy_url
 from videoatlas.persistence.lease import LeaseBase
-from videoatlas.persistence.patience import is_connection_loss
+from videoatlas.persistence.patience import is_connection_loss, mark_reached, retry_async
 from videoatlas.persistence.tables import Base
 
 log = structlog.get_logger(__name__)
+
+_TABLES_LOCK_KEY = 0x76615F7461626C  # pg_advisory_lock key: "va_tabl" (the checkpointer's set-up has its own)
 
 
 def make_engine(url: str) -> Engine:
@@ -52,9 +58,10 @@ def open_engine(url: str, lost_ok: bool = False) -> Engine:
     """
     engine = make_engine(url)
     try:
-        Base.metadata.create_all(engine)
-        LeaseBase.metadata.create_all(engine)  # added later: created here in databases made before it
-        _add_missing_columns(engine)
+        with _one_process_at_a_time(engine):
+            Base.metadata.create_all(engine)
+            LeaseBase.metadata.create_all(engine)  # added later: created here in databases made before it
+            _add_missing_columns(engine)
     except SQLAlchemyError as exc:
         engine.dispose()
         if lost_ok and is_connection_loss(exc):
@@ -62,6 +69,64 @@ def open_engine(url: str, lost_ok: bool = False) -> Engine:
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
         raise BadInputError(f"cannot use the database {redact_url(url)}: {reason}") from None
     return engine
+
+
+@contextmanager
+def _one_process_at_a_time(engine: Engine) -> Iterator[None]:
+    """On PostgreSQL, hold an advisory lock while the tables are made, so that concurrent makers queue.
+
+    Tasks of one Slurm array start together on a fresh database: two ``CREATE TABLE`` of one table
+    at once fail on PostgreSQL (``duplicate key value violates unique constraint
+    "pg_type_typname_nsp_index"``) even though each checked first. The lock is polled with
+    ``pg_try_advisory_lock`` in autocommit, so a waiter holds no transaction open (the checkpointer's
+    set-up, which builds indexes CONCURRENTLY, waits for open transactions). SQLite needs none:
+    its writers are serialised by ``BEGIN IMMEDIATE``.
+    """
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+        take = sql_text("SELECT pg_try_advisory_lock(:key)")
+        while not conn.execute(take, {"key": _TABLES_LOCK_KEY}).scalar():
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            conn.execute(sql_text("SELECT pg_advisory_unlock(:key)"), {"key": _TABLES_LOCK_KEY})
+
+
+async def wait_for_database(url: str, patience_s: float) -> None:
+    """Open ``url`` once, waiting up to ``patience_s`` while it cannot be reached; then it counts as reached.
+
+    For a batch job (an ``eval run`` array task): its database may be restarting, or not reachable yet
+    from the node, when the job starts. Waiting here, where an interactive command fails at once, lets
+    the job ride that out; past the patience, :class:`~videoatlas.errors.DatabaseDownError` (exit 75: a
+    temporary failure, run the same command again) naming the last reason. What is waited for is what
+    :func:`~videoatlas.persistence.patience.is_connection_loss` counts (refused, unresolvable, a server
+    not taking connections to that database), so a misspelt host or database name is waited for too
+    before it is named; any other error (SQLite's) is raised at once. Each try runs in a thread; the
+    wait between tries is the event loop's, so a SIGTERM ends it at once.
+    """
+    failures: list[BaseException] = []
+
+    async def attempt() -> Engine:
+        try:
+            return await asyncio.to_thread(open_engine, url, True)
+        except SQLAlchemyError as exc:
+            failures.append(exc)
+            raise
+
+    try:
+        engine = await retry_async(attempt, "database", patience_s)
+    except DatabaseDownError:
+        last = failures[-1]
+        reason = str(getattr(last, "orig", None) or last).strip().splitlines()[0]
+        raise DatabaseDownError(
+            f"the database {redact_url(url)} could not be reached within {patience_s:g} s: {reason}"
+        ) from None
+    engine.dispose()
+    mark_reached(url)  # from now on the run store and the checkpointer wait out a lost connection too
 
 
 def _add_missing_columns(engine: Engine) -> None:

@@ -51,7 +51,7 @@ from videoatlas.synth.broadcast_draw import (
     palette,
     title_sprite,
 )
-from videoatlas.synth.encode import Progress, encode_frames, frame_count, ground_truth, stretches
+from videoatlas.synth.encode import Progress, encode_frames, frame_count, ground_truth, stretches, write_into_place
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
 log = structlog.get_logger(__name__)
@@ -388,14 +388,14 @@ def synthesize(
     out.mkdir(parents=True, exist_ok=True)
     plan = plan_broadcast(spec)
     video = out / f"{name}.mp4"
-    tmp = out / f".{name}.partial.mp4"
-    frames = encode_frames(tmp, spec, render_frames(plan), progress)
-    tmp.replace(video)
+    frames = write_into_place(video, lambda tmp: encode_frames(tmp, spec, render_frames(plan), progress))
     srt = None
     if spec.subtitles:
         srt = out / f"{name}.srt"
-        write_srt(srt, narration(plan))
+        write_into_place(srt, lambda tmp: write_srt(tmp, narration(plan)))
     truth = ground_truth(plan.timeline, SCHEMA_VERSION, video, srt, frames, min_event_s(spec))
-    (out / f"{name}.json").write_text(json.dumps(truth, indent=1), encoding="utf-8")
+    # The record last: a reader takes a video as made once its record is there.
+    text = json.dumps(truth, indent=1)
+    write_into_place(out / f"{name}.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
     log.info("synthesized", style="broadcast", video=str(video), duration=format_ts(spec.duration, 0), frames=frames)
     return truth

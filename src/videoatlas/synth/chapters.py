@@ -38,7 +38,7 @@ from videoatlas.environment.render import draw_centered_text, load_font
 from videoatlas.environment.subtitles import SubtitleLine, write_srt
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
-from videoatlas.synth.encode import Progress, ground_truth, stretches, write_frames
+from videoatlas.synth.encode import Progress, ground_truth, stretches, write_frames, write_into_place
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
 log = structlog.get_logger(__name__)
@@ -329,19 +329,19 @@ def synthesize(
     out.mkdir(parents=True, exist_ok=True)
     tl = plan_timeline(spec)
     video = out / f"{name}.mp4"
-    tmp = out / f".{name}.partial.mp4"
 
     def states() -> Iterator[tuple[float, float, Image.Image]]:
         for a, b, scene, event in stretches(tl):
             yield a, b, draw_state(tl, scene, event)
 
-    frames = write_frames(tmp, spec, states(), progress)
-    tmp.replace(video)
+    frames = write_into_place(video, lambda tmp: write_frames(tmp, spec, states(), progress))
     srt = None
     if spec.subtitles:
         srt = out / f"{name}.srt"
-        write_srt(srt, narration(tl))
+        write_into_place(srt, lambda tmp: write_srt(tmp, narration(tl)))
     truth = ground_truth(tl, SCHEMA_VERSION, video, srt, frames, spec.event_duration)
-    (out / f"{name}.json").write_text(json.dumps(truth, indent=1), encoding="utf-8")
+    # The record last: a reader takes a video as made once its record is there.
+    text = json.dumps(truth, indent=1)
+    write_into_place(out / f"{name}.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
     log.info("synthesized", video=str(video), duration=format_ts(spec.duration, 0), frames=frames)
     return truth

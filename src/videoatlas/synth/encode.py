@@ -4,16 +4,38 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import av
 import numpy as np
 from PIL import Image
 
 from videoatlas.synth.spec import Event, Scene, SynthSpec, Timeline
+
+T = TypeVar("T")
+
+
+def write_into_place(final: Path, write: Callable[[Path], T]) -> T:
+    """``write(tmp)`` to a temporary file of this process's own, then rename it to ``final``; its result.
+
+    Several processes can make the same video at once (the tasks of a Slurm array, each finding it
+    missing under one shared --root): each writes a file no other one touches and renames it into
+    place, so a reader finds the whole file or none, never a half-written one. Made from the same
+    spec, every copy holds the same content. A failed write leaves no temporary file.
+    """
+    tmp = final.with_name(f".{final.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial{final.suffix}")
+    try:
+        result = write(tmp)
+        tmp.replace(final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return result
 
 
 def stretches(tl: Timeline) -> Iterator[tuple[float, float, Scene, Event | None]]:
