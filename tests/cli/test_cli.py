@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -287,14 +288,25 @@ def test_help_texts_say_what_the_code_does() -> None:
     assert f"(default {STANDIN_MODEL})" in pages["videoatlas standin"]
 
 
-def test_readme_names_every_agent_and_the_folders_that_exist() -> None:
+def documentation() -> dict[str, str]:
+    """The README and every page of the manual in docs/, by path."""
     root = Path(__file__).resolve().parents[2]
-    readme = (root / "README.md").read_text()
-    eval_run = readme[readme.index("videoatlas eval run") : readme.index("videoatlas eval report")]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return {str(page.relative_to(root)): page.read_text(encoding="utf-8") for page in pages}
+
+
+def test_docs_name_every_agent_and_the_folders_that_exist() -> None:
+    root = Path(__file__).resolve().parents[2]
+    docs = documentation()
+    synopsis = docs["docs/commands.md"]
+    eval_run = synopsis[synopsis.index("videoatlas eval run") : synopsis.index("videoatlas eval check")]
     listed = eval_run.split("[--agent ", 1)[1].split("]", 1)[0].split("|")
     assert sorted(listed) == sorted(agent_names())
+    for page, text in docs.items():  # every list of the agents, anywhere, names them all
+        for alternatives in re.findall(r"--agent ([\w-]+(?:\|[\w-]+)+)", text):
+            assert sorted(alternatives.split("|")) == sorted(agent_names()), (page, alternatives)
     for folder in ("agents/video_rlm/graph.py", "agents/video_rlm/nodes/", "agents/video_rlm/state/"):
-        assert f"`{folder}`" in readme and (root / "src" / "videoatlas" / folder).exists(), folder
+        assert f"`{folder}`" in docs["docs/agents.md"] and (root / "src" / "videoatlas" / folder).exists(), folder
 
 
 @pytest.mark.parametrize(("command", "option"), [("ask", "--choice"), ("grid", "--dead"), ("standin", "--fault")])
@@ -314,10 +326,15 @@ def test_every_exit_code_is_documented() -> None:
     documented = {code for code, _ in EXIT_CODES}
     assert {kind.exit_code for kind in kinds(VideoAtlasError)} <= documented
     help_text = run("--help").stdout
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    docs = documentation()
+    tables = {page: text for page, text in docs.items() if "| code | meaning |" in text}
+    assert set(tables) >= {"README.md", "docs/reliability.md"}
     for code, _ in EXIT_CODES:
         assert f"  {code:>3}  " in help_text
-        assert f"| {code} |" in readme
+        for page, text in tables.items():
+            assert f"| {code} |" in text, (page, code)
+    for page, text in tables.items():  # no code the command does not use
+        assert {int(c) for c in re.findall(r"^\| (\d+) \|", text, re.M)} == documented, page
 
 
 def test_logging_options_work_before_and_after_the_command(counter_video: Path) -> None:
