@@ -121,8 +121,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                         "calls": result.cost.calls,
                         "tokens": result.cost.tokens,
                         "frames_viewed": result.cost.frames_viewed,
-                        "index_frames": result.index_frames,
-                        "index_s": round(result.index_s, 1),
+                        "index_frames": result.extras.get("index_frames", 0),
+                        "index_s": round(result.extras.get("index_s", 0.0), 1),
                         "wall_s": round(time.perf_counter() - began, 1),
                     }
                 )

@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"ui", "gym", "mcp", "served", "lmms"},
     {"evals", "api"},
+    {"request"},
     {"runs", "inspect"},
     {"agents"},
     {"runtime"},

@@ -170,7 +170,7 @@ async def load_trace(
         # A run stopped while its step's checkpoint was being saved has no ``next``, but its tasks are still
         # there (their writes are applied on resume): they are what is left.
         "pending": list(snapshot.next or ()) or sorted({t.name for t in snapshot.tasks}),
-        "detail": agent.trace_detail(values, calls) if agent.trace_detail else {},
+        "detail": agent.views.trace_detail(values, calls) if agent.views.trace_detail else {},
         "timeline": _timeline(events, calls),
         "evidence": [
             {
@@ -271,9 +271,9 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
     for repair in trace["repairs"]:
         repairs.setdefault(repair["round"], []).append(_repair_line(repair))
     agent = get_agent(trace["agent"])
-    if agent.trace_lines is not None and trace["detail"]:
+    if agent.views.trace_lines is not None and trace["detail"]:
         lines += [f"  {line}" for line in repairs.pop(0, [])]
-        lines += agent.trace_lines(trace["detail"], repairs)
+        lines += agent.views.trace_lines(trace["detail"], repairs)
         decide = next((c for c in trace["calls"] if c["node"] == "decide"), None)
         if decide:
             lines.append(f"  decision {_call_brief(decide)}")

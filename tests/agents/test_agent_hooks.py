@@ -17,6 +17,7 @@ import pytest
 from videoatlas.agents import decision, registry
 from videoatlas.agents.base import Agent
 from videoatlas.agents.page import PageContext
+from videoatlas.agents.views import AgentViews
 from videoatlas.cli.run_view import describe_event
 from videoatlas.errors import ModelReplyError
 from videoatlas.runtime.config import AgentSettings, RunConfig
@@ -33,8 +34,8 @@ def _build(checkpointer: Any = None) -> Any:
 
 
 def register(monkeypatch: pytest.MonkeyPatch, name: str, **hooks: Any) -> Agent:
-    """An agent called ``name`` in the registry, from a package that exists only for this test."""
-    agent = Agent(name, _build, {}, f"fake_{name}", AgentSettings, **hooks)
+    """An agent called ``name`` in the registry, from a package that exists only for this test, with these views."""
+    agent = Agent(name, _build, {}, f"fake_{name}", AgentSettings, views=AgentViews(**hooks))
     module = types.ModuleType(f"fake_{name}.agent")
     module.AGENT = agent  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -149,13 +150,14 @@ def test_an_agent_brings_its_own_section_of_the_run_page(monkeypatch: pytest.Mon
             "duration": 64.0,
         }
 
-    register(monkeypatch, "glancer", page_view=page, decision_node="conclude", decision_grid=True)
+    register(monkeypatch, "glancer", page=page, decision_node="conclude", decision_grid=True)
     trace = trace_of("glancer", [call("glance", ["a" * 64]), call("conclude", ["b" * 64, "c" * 64])])
     view = run_view(trace, {1: {"seen": True}}, 30.0)
 
     assert seen == [PageContext(4, 30.0, {1: {"seen": True}})]
     assert view["facts"] == [("Plan", "look twice")] and view["steps"] == 1
-    assert view["timeline"] == [] and view["rounds"] == [] and view["repairs"] == []
+    assert view["timeline"] == [] and view["repairs"] == []
+    assert view["section_template"] is None and "rounds" not in view  # no agent's own layout in the shared page
     assert view["header"]["duration"] == "01:04.0"  # the section knew the length better than the probe
     # The decision: the agent's deciding call, its first image the root grid, the rest the scratchpad.
     made = view["decision"]

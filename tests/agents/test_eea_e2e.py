@@ -90,7 +90,7 @@ async def test_each_round_keeps_the_papers_shape(harbor: Path, standin: RunningS
     assert len(state["memory"]) <= FAST["memory_frames"]
     assert len({_norm(q) for q in state["queries"]}) == len(state["queries"])
     assert calls[("discover", None)] == 1 and calls[("answer", None)] == 1
-    assert result.index_frames == 15 and result.answer == "QZ-7781"
+    assert result.extras["index_frames"] == 15 and result.answer == "QZ-7781"
 
 
 @pytest.mark.parametrize(
@@ -114,12 +114,12 @@ async def test_a_second_run_on_the_same_video_embeds_nothing(harbor: Path, stand
     before = standin.standin.stats.embedding_inputs
     first = await ask(standin, harbor, db_url)
     assert first.state["index"].embedded == 15 and not first.state["index"].reused
-    assert first.index_s > 0 and standin.standin.stats.embedding_inputs - before == first.state["embedded"]
+    assert first.extras["index_s"] > 0 and standin.standin.stats.embedding_inputs - before == first.state["embedded"]
     index_module.forget()  # as a new process: the index comes from the store
     before = standin.standin.stats.embedding_requests
     second = await ask(standin, harbor, db_url)
     assert standin.standin.stats.embedding_requests == before  # zero embedding calls
-    assert second.state["embedded"] == 0 and second.state["index"].reused and second.index_s == 0.0
+    assert second.state["embedded"] == 0 and second.state["index"].reused and second.extras["index_s"] == 0.0
     assert second.answer == first.answer
     stored = rows(db_url, "SELECT frames, complete FROM va_frame_indexes")
     assert [(int(n), bool(c)) for n, c in stored] == [(15, True)]

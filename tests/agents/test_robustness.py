@@ -175,7 +175,11 @@ async def test_unusable_master_replies_fall_back_and_the_run_finishes(counter_vi
         db_url=db,
         run_id="fallbacks",
     )
-    assert result.answer == "one" and result.search_task == "What number is shown?" and result.traversal == "dfs"
+    assert (
+        result.answer == "one"
+        and result.extras["search_task"] == "What number is shown?"
+        and result.extras["traversal"] == "dfs"
+    )
     fallbacks = {r.node: r.detail for r in result.state["repairs"] if r.kind == "fallback"}
     assert set(fallbacks) == {"extract_search_task", "choose_traversal", "global_probe", "analyze_uncertainty"}
     assert result.cost.fallbacks == 4 and result.cost.failed_calls == 4

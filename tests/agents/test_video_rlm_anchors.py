@@ -103,7 +103,7 @@ async def test_anchors_mark_the_sign_cell_and_a_second_run_embeds_nothing(
     first = await run_question(
         lighthouse, QUESTION, CHOICES, RunConfig.of(agent="video-rlm", **SMALL), endpoint, db_url=db
     )
-    assert first.index_frames == 32 and first.index_s > 0
+    assert first.extras["index_frames"] == 32 and first.extras["index_s"] > 0
     assert standin.standin.stats.embedding_inputs - before == 32 + 1  # the frames, and the search task
     [probe] = first.state["anchor_log"]
     root = grid_for_path(DURATION, (), 4)
@@ -125,7 +125,7 @@ async def test_anchors_mark_the_sign_cell_and_a_second_run_embeds_nothing(
         lighthouse, QUESTION, CHOICES, RunConfig.of(agent="video-rlm", **SMALL), endpoint, db_url=db
     )
     assert standin.standin.stats.embedding_requests == before  # zero embedding calls
-    assert second.index_frames == 32 and second.index_s == 0.0 and second.state["index"].reused
+    assert second.extras["index_frames"] == 32 and second.extras["index_s"] == 0.0 and second.state["index"].reused
     assert second.state["anchor_log"][0].cells == probe.cells
 
 
@@ -141,7 +141,7 @@ def test_ask_and_eval_run_take_the_anchor_settings(
     argv = ["ask", str(lighthouse), "-q", QUESTION, *[a for c in CHOICES for a in ("-c", c)], *flags]
     assert main([*argv, "--db", db, "--json"]) == 0
     asked = json.loads(capsys.readouterr().out)
-    assert asked["answer"] == "LIGHTHOUSE" and asked["index_frames"] == 32
+    assert asked["answer"] == "LIGHTHOUSE" and asked["extras"]["index_frames"] == 32
 
     items = tmp_path / "items.jsonl"
     item: dict[str, Any] = {"dataset": "own", "id": "q1", "video_id": "lighthouse", "video": str(lighthouse)}

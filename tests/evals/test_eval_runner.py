@@ -50,8 +50,6 @@ class ScriptedRuns:
             cost=Cost(calls=1, prompt_tokens=100, completion_tokens=10),
             rounds=0,
             stop_reason="single call",
-            search_task="",
-            traversal="",
             wall_s=0.1,
         )
 
@@ -192,7 +190,7 @@ async def test_a_subset_runs_only_its_questions_and_records_iou_inputs(
         return RunResult(
             run_id=kwargs["run_id"], question=question, choices=choices, answer="x", answer_index=0,
             reasoning="", evidence=[found], cited=["r1-w0-0"], cost=Cost(calls=1), rounds=1,
-            stop_reason="answered", search_task="", traversal="", wall_s=0.1,
+            stop_reason="answered", wall_s=0.1,
         )  # fmt: skip
 
     async def model(endpoint: EndpointSettings) -> str:

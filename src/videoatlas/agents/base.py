@@ -4,10 +4,10 @@ Each agent also names the code its answers depend on; :meth:`Agent.code_version`
 and the eval runner keys every result by it, so an edited node re-runs the questions it can change
 and an edit elsewhere (tracing, the database, the CLI) re-runs none.
 
-How a run reads back is the agent's too, so that nothing above the agents names one: its hooks
-give ``trace`` its lines, the run page its section and the final decision's panel its details, and
-``ask`` its progress lines. An agent without them is shown by what every agent has (the node
-timeline, the decision, the evidence).
+How a run reads back is the agent's too, so that nothing above the agents names one: its views
+(:class:`~videoatlas.agents.views.AgentViews`) give ``trace`` its lines, the run page its section and
+the final decision's panel its details, ``ask`` its progress lines and a run's result its extras. An
+agent without them is shown by what every agent has (the node timeline, the decision, the evidence).
 """
 
 from __future__ import annotations
@@ -15,19 +15,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from videoatlas.agents.views import AgentViews
 from videoatlas.prompts import PromptSet, TemplateSpec, load_prompt_set
 from videoatlas.runtime.config import AgentSettings
-
-if TYPE_CHECKING:
-    from videoatlas.agents.page import PageContext
 
 SHARED_SOURCES = (
     "videoatlas.runs",
@@ -104,28 +102,11 @@ class Agent:
     package: str
     settings: type[AgentSettings]
     """The agent's own settings model (what ``RunConfig.settings`` holds for it)."""
-    trace_detail: Callable[[dict[str, Any], Sequence[dict[str, Any]]], dict[str, Any]] | None = None
-    """(checkpointed state, model calls) -> the agent's own view of a run, as plain data (``trace --json``)."""
-    trace_lines: Callable[[dict[str, Any], dict[int, list[str]]], list[str]] | None = None
-    """(that view, repair lines by round or turn) -> lines for ``trace``; without it the timeline alone is shown."""
     roles: tuple[str, ...] = ("master",)
     """Who makes the agent's model calls (``--thinking ROLE=on|off`` names them)."""
-    page_view: Callable[[dict[str, Any], PageContext], dict[str, Any]] | None = None
-    """(trace, page context) -> the agent's section of the run page, as plain data: any of ``facts``
-    (label, text) for the header, ``rounds``, ``turns``, ``timeline``, ``steps`` (how many were taken:
-    a page following the run reloads when it grows), ``repairs`` (those shown outside the section)
-    and ``duration`` (the video's length when the trace tells it better than the probe). Without
-    it the page shows the node timeline."""
-    history: Callable[[str, str], Awaitable[dict[int, dict[str, Any]]]] | None = None
-    """(database URL, run id) -> what the page view needs from earlier checkpoints, by round
-    (:attr:`PageContext.history`); without it, nothing is read."""
-    describe_event: Callable[[dict[str, Any]], str | None] | None = None
-    """A progress event the agent's nodes sent -> a line for ``ask`` (None: not its event, or not worth a line)."""
-    decision_node: str | None = None
-    """The node whose call makes the final decision (the run page shows that call with the answer)."""
-    decision_grid: bool = False
-    """Whether the final call's first image is the root grid: the page then shows it, with the cells
-    that gave evidence outlined, apart from the scratchpad pages."""
+    views: AgentViews = field(default_factory=AgentViews)
+    """How the agent's runs are shown: its trace, its section of the run page, its progress lines, its extras in
+    a run's result (:class:`videoatlas.agents.views.AgentViews`; an agent without them is shown generically)."""
     extra_sources: tuple[str, ...] = ()
     """Modules outside the agent's package that only it uses and that decide its answers (its version covers them,
     no other agent's does)."""

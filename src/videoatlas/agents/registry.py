@@ -142,7 +142,7 @@ def describe_event(event: dict[str, Any]) -> str | None:
     the order of :data:`PACKAGES`.
     """
     for agent in all_agents().values():
-        line = agent.describe_event(event) if agent.describe_event is not None else None
+        line = agent.views.describe_event(event) if agent.views.describe_event is not None else None
         if line is not None:
             return line
     return None

@@ -1,18 +1,16 @@
 """Answering a question: ``ask``, ``resume`` (an interrupted run, from its last checkpoint) and ``demo``.
 
-LangGraph, the agents and the model client are imported when a run starts, after the cheap checks
-(:func:`check_run_inputs`): a typo costs no stand-in start-up.
+Parsing and printing only: the request is built and checked by the front door
+(:func:`videoatlas.request.make_request`) before LangGraph, the agents or the model client are
+imported, so a typo costs no stand-in start-up, and run by :func:`videoatlas.request.answer`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from videoatlas import limits
 from videoatlas.cli.options import (
@@ -35,17 +33,14 @@ from videoatlas.cli.outputs import command_name, output_folder, undo_on_failure
 from videoatlas.cli.outputs import write_json as _json
 from videoatlas.cli.outputs import write_line as _out
 from videoatlas.cli.progress import Progress
-from videoatlas.cli.run_setup import endpoint_from, run_config_from, standin_endpoint
+from videoatlas.cli.run_setup import endpoint_choice, flag, options_from
 from videoatlas.cli.run_view import RunProgress, print_result
 from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.cli.video import open_atlas
 from videoatlas.environment.geometry import Interval
 from videoatlas.errors import BadInputError, OutageError
-from videoatlas.llm.settings import EndpointSettings
 from videoatlas.paths import home_dir
-
-if TYPE_CHECKING:
-    from videoatlas.runtime.config import RunConfig
+from videoatlas.request import EndpointChoice, answer, make_request, resume_endpoint
 
 
 def add_ask_parser(sub: Subparsers, agent_settings: bool) -> None:
@@ -112,56 +107,32 @@ def add_demo_parser(sub: Subparsers) -> None:
     p.set_defaults(func=cmd_demo)
 
 
-def check_run_inputs(args: argparse.Namespace, config: RunConfig) -> None:
-    """What takes milliseconds to check, checked before anything heavy is imported or any server starts.
-
-    The video and subtitle files exist, the prompt set is the agent's, the endpoint URL has a form a
-    server could have: a typo costs no stand-in start-up and no import of LangGraph.
-    """
-    from videoatlas.agents.registry import check_prompts
-    from videoatlas.environment.files import check_file, check_subtitle_file
-
-    check_file(args.video)
-    if args.subtitles:
-        check_subtitle_file(args.subtitles)
-    check_prompts(config.agent, config.prompts)
-    if not args.standin:
-        EndpointSettings.from_env(None, base_url=args.base_url)
-
-
 def cmd_ask(args: argparse.Namespace) -> int:
     """``videoatlas ask VIDEO -q ... [-c ...]``."""
-    limits.check_question(args.question, args.choice)
-    config = run_config_from(args)
-    offset = subtitle_offset(args.subtitle_offset)
-    check_run_inputs(args, config)
+    request = make_request(
+        args.video,
+        args.question,
+        args.choice,
+        agent=args.agent,
+        options=options_from(args),
+        endpoint=endpoint_choice(args),
+        subtitles=args.subtitles,
+        subtitle_offset=subtitle_offset(args.subtitle_offset),
+        db=args.db,
+        persist=not args.no_persist,
+        spell=flag,
+    )
     progress = RunProgress(args.quiet or args.json or args.stream_json, args.db, stream=args.stream_json)
-    with endpoint_from(args, config) as endpoint:
-        from videoatlas.runs import run_question
-
-        try:
-            result = run_stoppable(
-                run_question(
-                    args.video,
-                    args.question,
-                    args.choice,
-                    config,
-                    endpoint,
-                    subtitles=args.subtitles,
-                    subtitle_offset=offset,
-                    on_progress=progress,
-                    db_url=args.db,
-                    persist=not args.no_persist,
-                )
-            )
-        except Interrupted as exc:
-            if args.no_persist:
-                raise
-            raise progress.stopped(exc) from None
-        except OutageError as exc:
-            if args.no_persist:
-                raise
-            raise progress.outage(exc) from None
+    try:
+        result = run_stoppable(answer(request, progress))
+    except Interrupted as exc:
+        if args.no_persist:
+            raise
+        raise progress.stopped(exc) from None
+    except OutageError as exc:
+        if args.no_persist:
+            raise
+        raise progress.outage(exc) from None
     if args.stream_json:
         sys.stdout.write(json.dumps({"event": "result", **result.as_dict()}) + "\n")
     elif args.json:
@@ -189,10 +160,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Synthesise (once) a 10-minute video, start the stand-in VLM in-process, and answer a question."""
     import shlex
 
+    from videoatlas.agents.registry import get_agent
     from videoatlas.environment.render import ScratchTile
-    from videoatlas.runs import run_question
-    from videoatlas.runtime.config import RunConfig
-    from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
     from videoatlas.synth import SynthSpec, load_current, synthesize
     from videoatlas.synth.chapters import plan_timeline
 
@@ -210,26 +179,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
             truth = synthesize(spec, out, progress=progress)
     question = truth["questions"][args.question]
     video = out / "video.mp4"
-    sys.stderr.write(
-        "starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process; "
-        "point --base-url at a vLLM server to use a real model\n"
-    )
-    with RunningServer(StandinServer(StandinConfig())) as server:
-        endpoint = EndpointSettings.from_env({}, base_url=server.base_url, model="", standin=True)
-        result = run_stoppable(
-            run_question(
-                video,
-                question["question"],
-                question["choices"],
-                RunConfig(),
-                endpoint,
-                on_progress=RunProgress(args.json),
-            )
-        )
-    atlas = open_atlas(str(video), 8, 320, None, cache=True)
+    request = make_request(video, question["question"], question["choices"], endpoint=EndpointChoice(standin=True))
+    result = run_stoppable(answer(request, RunProgress(args.json)))
+    explored = get_agent(request.config.agent).views.explored_intervals(result.state)
+    atlas = open_atlas(str(video), request.config.k, request.config.cell_px, None, cache=True)
     try:
-        zones = [Interval(a, b) for a, b in result.state.get("dead_zones", [])]
-        root = atlas.grid((), zones)
+        root = atlas.grid((), [Interval(a, b) for a, b in explored])
         pages = atlas.scratchpad([ScratchTile(i, e.time, e.subtitle) for i, e in enumerate(result.evidence)])
     finally:
         atlas.source.close()
@@ -238,15 +193,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         files[f"scratchpad_{n + 1}"] = str(page.save(out / f"scratchpad_{n + 1}.jpg"))
     correct = result.answer_index == question["answer_index"]
     if args.json:
-        _json(
-            {
-                **result.as_dict(),
-                "video": str(video),
-                "truth": question["answer"],
-                "correct": correct,
-                **files,
-            }
-        )
+        _json({**result.as_dict(), "video": str(video), "truth": question["answer"], "correct": correct, **files})
         return 0
     _out(f"video:    {video} (10 minutes, synthetic; ground truth in {out / 'video.json'})")
     _out(f"question: {question['question']}")
@@ -254,55 +201,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _out(f"          {chr(ord('A') + i)}. {choice}")
     print_result(result)
     _out(f"ground truth: {question['answer']} ({'correct' if correct else 'wrong'})")
+    _out("the answers come from the STAND-IN VLM; point --base-url at a vLLM server to use a real model")
     _out("inspect:")
     _out(f"  root grid with explored regions blacked out: {files['root_grid']}")
     for key, path in files.items():
         if key.startswith("scratchpad"):
             _out(f"  evidence scratchpad: {path}")
-    exe, quoted_video, quoted_out = command_name(), shlex.quote(str(video)), shlex.quote(str(out))
+    exe, quoted_video = command_name(), shlex.quote(str(video))
     if result.evidence:
         cell = result.evidence[0].cell or ""
         parent = f" --cell {cell.rsplit('/', 1)[0]}" if "/" in cell else ""
         _out(f"  the grid a worker saw: {exe} grid {quoted_video}{parent} -o grid.jpg")
-    _out(f"  the same run as JSON:  {exe} demo --json --out {quoted_out}")
+    _out(f"  the run, step by step: {exe} trace {result.run_id}")
+    _out(f"  the same run as JSON:  {exe} trace {result.run_id} --json")
     hint = activate_hint()
     if hint is not None:
         _out(f"  (or run `{hint}` first, and type `videoatlas` instead)")
     return 0
-
-
-def _stored_endpoint(run_id: str, db: str | None) -> dict[str, Any] | None:
-    """The endpoint a run recorded (None: no such run; ``resume`` itself then says so)."""
-    from videoatlas.persistence.db import resolve_db_url
-    from videoatlas.persistence.store import TraceStore
-
-    store = TraceStore.shared(resolve_db_url(db))
-    try:
-        row = store.run(run_id)
-        return dict(row.endpoint) if row is not None else None
-    finally:
-        store.release()
-
-
-@contextlib.contextmanager
-def resume_endpoint(args: argparse.Namespace) -> Iterator[EndpointSettings | None]:
-    """The endpoint to resume with: the flags', a new in-process stand-in, or None (the stored one).
-
-    A run answered by the in-process stand-in (``ask --standin``) stored that, not the stand-in's
-    port, which died with it: the stand-in is started again (``--standin`` forces it for any run).
-    """
-    if args.standin and args.base_url:
-        raise BadInputError("--standin and --base-url name two endpoints: give one")
-    stored = {} if args.base_url or args.standin else _stored_endpoint(args.run, args.db) or {}
-    if args.standin or stored.get("standin"):
-        pixels = stored.get("max_image_pixels")
-        with standin_endpoint(pixels if isinstance(pixels, int) else None, None, model=args.model or "") as endpoint:
-            yield endpoint
-        return
-    if args.base_url or args.model:
-        yield EndpointSettings.from_env(None, base_url=args.base_url, model=args.model)
-        return
-    yield None
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -310,7 +225,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from videoatlas.runs import resume_run
 
     progress = RunProgress(args.quiet or args.json, args.db)
-    with resume_endpoint(args) as endpoint:
+    with resume_endpoint(args.run, args.db, endpoint_choice(args)) as endpoint:
         try:
             result = run_stoppable(resume_run(args.run, args.db, progress, endpoint=endpoint, force=args.force))
         except Interrupted as exc:

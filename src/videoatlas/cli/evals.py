@@ -31,11 +31,10 @@ from videoatlas.cli.options import (
 )
 from videoatlas.cli.outputs import command_name, output_folder
 from videoatlas.cli.progress import EvalProgressBar
-from videoatlas.cli.run_setup import endpoint_from, run_config_from
+from videoatlas.cli.run_setup import endpoint_choice, flag, options_from
 from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
-from videoatlas.llm.settings import EndpointSettings
 from videoatlas.textsafe import escape_lines
 
 if TYPE_CHECKING:
@@ -153,12 +152,14 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     """``videoatlas eval run``: exit 0 when every question has a result, 1 when some failed to run."""
     from videoatlas.agents.registry import check_prompts
     from videoatlas.evals.datasets import parse_subset
+    from videoatlas.request import config_of, open_endpoint
 
     out = output_folder(args.out)
-    config = run_config_from(args)
+    config = config_of(args.agent, options_from(args), spell=flag)
     check_prompts(config.agent, config.prompts)  # before the runner and its LangGraph are imported
-    if not args.standin:
-        EndpointSettings.from_env(None, base_url=args.base_url)  # the URL's form
+    choice = endpoint_choice(args)  # the URL's form is checked here, before anything starts
+    if not choice.standin:
+        choice.settings()
     from videoatlas.evals.runner import EvalSpec, Shard, run_eval
 
     spec = EvalSpec(
@@ -178,11 +179,9 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     )
     created = not out.exists()
     try:
-        with endpoint_from(args, spec.config) as endpoint:
+        with open_endpoint(choice, spec.config) as endpoint:  # the grid picture is checked against its limit
             if not (args.quiet or args.json):
-                # The cheap refusals first: the pre-flight may make the synthetic suite's videos.
-                limits.check_image_fits(spec.config.k, spec.config.cell_px, endpoint.max_image_pixels)
-                _preflight(spec)
+                _preflight(spec)  # may make the synthetic suite's videos: after the cheap refusals
             with EvalProgressBar(quiet=args.quiet or args.json) as bar:
                 outcome = run_stoppable(run_eval(spec, endpoint, bar))
     except BaseException as exc:

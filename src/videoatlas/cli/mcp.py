@@ -42,7 +42,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve until the client hangs up (stdio) or the process is stopped (HTTP)."""
     import structlog
 
-    from videoatlas.cli.run_setup import endpoint_from
+    from videoatlas.cli.run_setup import endpoint_choice
     from videoatlas.mcp.roots import Roots
     from videoatlas.mcp.server import serve
     from videoatlas.mcp.tools import Service
@@ -53,7 +53,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         structlog.get_logger(__name__).warning(
             "mcp_not_loopback", host=args.host, detail="the tools answer anyone who can reach this address"
         )
-    with endpoint_from(args) as endpoint:
+    from videoatlas.request import open_endpoint
+
+    with open_endpoint(endpoint_choice(args)) as endpoint:
         service = Service(endpoint=endpoint, roots=roots, db=resolve_db_url(args.db))
         serve(service, "http" if args.http else "stdio", args.host, args.port)
     return 0

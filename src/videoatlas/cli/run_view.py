@@ -100,8 +100,10 @@ def print_result(result: RunResult) -> None:
         f"{result.cache_hit_rate:.0%}; master {c.master_tokens:,}, workers {c.worker_tokens:,}), "
         f"{c.frames_viewed:,} distinct frames viewed ({c.frames_sent:,} sent), "
         f"{result.rounds} round(s), {result.wall_s:.1f} s"
-        + (f"; index of {result.index_frames:,} frames ({_index_time(result.index_s)})" if result.index_frames else "")
     )
+    for key, value in result.extras.items():  # what this agent reports beyond every agent's figures
+        if value not in ("", None, 0, 0.0, [], {}):
+            _out(f"{key.replace('_', ' ')}: {value}")
     repairs = result.state.get("repairs", [])
     fallbacks = [r for r in repairs if r.kind == "fallback"]
     if repairs:
@@ -110,8 +112,3 @@ def print_result(result: RunResult) -> None:
             f"see `{command_name()} trace {result.run_id}`"
         )
     _out(f"stopped: {result.stop_reason}; run id {result.run_id}")
-
-
-def _index_time(seconds: float) -> str:
-    """How long the index took this run: its build time, or that it was reused."""
-    return f"built in {seconds:.1f} s" if seconds else "reused"

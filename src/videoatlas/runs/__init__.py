@@ -14,7 +14,7 @@ import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from videoatlas import limits
-from videoatlas.agents.registry import saved_snapshot
+from videoatlas.agents.registry import get_agent, saved_snapshot
 from videoatlas.errors import BadInputError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import run_log
@@ -187,7 +187,9 @@ async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | N
         if not snapshot.values or has_step_left(snapshot):
             return None
         wall = float((row.cost or {}).get("wall_s", 0.0))
-        result = result_from_state(row.id, row.question, row.choices, dict(snapshot.values), wall, [])
+        final = dict(snapshot.values)
+        extras = get_agent(row.agent).views.result_extras(final)
+        result = result_from_state(row.id, row.question, row.choices, final, wall, [], extras)
         if row.status != "finished":
             store.update_run(row.id, **finished_values(result))
         return result

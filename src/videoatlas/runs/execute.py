@@ -266,7 +266,8 @@ async def run_traced(
         if owned is not None:
             owned.heartbeat.stop()
         await prepared.aclose()
-    result = result_from_state(thread, question, choices, final, wall, prepared.records)
+    extras = get_agent(prepared.context.config.agent).views.result_extras(final)
+    result = result_from_state(thread, question, choices, final, wall, prepared.records, extras)
     if owned is not None:
         await settle(owned, **finished_values(result))
     return result

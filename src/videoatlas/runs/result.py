@@ -10,6 +10,9 @@ from videoatlas.environment.render import evidence_label
 from videoatlas.llm.records import CallRecord
 from videoatlas.state.models import Cost, Evidence
 
+INDEX_COST = ("index_frames", "index_s")
+"""Extras that are a cost (a frame embedding index built or read): stored with the run's cost as well."""
+
 
 @dataclass(slots=True)
 class RunResult:
@@ -25,16 +28,14 @@ class RunResult:
     cited: list[str]
     cost: Cost
     rounds: int
+    """Rounds, turns or steps the agent took (what one iteration is depends on the agent)."""
     stop_reason: str
-    search_task: str
-    traversal: str
     wall_s: float
     records: list[CallRecord] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
-    index_frames: int = 0
-    """Frames in the embedding index the agent searched (0: it used none)."""
-    index_s: float = 0.0
-    """Seconds this run spent building that index (0 when it was reused whole)."""
+    extras: dict[str, Any] = field(default_factory=dict)
+    """What the agent reports beyond what every agent does (its views' ``extras``: Video-RLM's search task and
+    traversal; ``index_frames`` and ``index_s`` for an agent that searched a frame embedding index)."""
 
     @property
     def grounded(self) -> bool:
@@ -77,18 +78,24 @@ class RunResult:
             "repairs": [r.model_dump() for r in self.state.get("repairs", [])],
             "rounds": self.rounds,
             "stop_reason": self.stop_reason,
-            "search_task": self.search_task,
-            "traversal": self.traversal,
             "wall_s": round(self.wall_s, 3),
-            "index_frames": self.index_frames,
-            "index_s": round(self.index_s, 3),
+            "extras": self.extras,
         }
 
 
 def result_from_state(
-    thread: str, question: str, choices: list[str], final: dict[str, Any], wall: float, records: list[CallRecord]
+    thread: str,
+    question: str,
+    choices: list[str],
+    final: dict[str, Any],
+    wall: float,
+    records: list[CallRecord],
+    extras: dict[str, Any] | None = None,
 ) -> RunResult:
-    """The result of run ``thread`` from the agent's final state (the fields every agent's state shares)."""
+    """The result of run ``thread`` from the agent's final state (the fields every agent's state shares).
+
+    ``extras``: what the agent's views make of that state (:meth:`videoatlas.agents.views.AgentViews.result_extras`).
+    """
     return RunResult(
         run_id=thread,
         question=question,
@@ -101,13 +108,10 @@ def result_from_state(
         cost=final.get("cost") or Cost(),
         rounds=int(final.get("round", 0)),
         stop_reason=final.get("stop_reason", ""),
-        search_task=final.get("search_task", ""),
-        traversal=final.get("traversal", ""),
         wall_s=wall,
         records=records,
         state=final,
-        index_frames=int(final.get("index_frames") or 0),
-        index_s=float(final.get("index_s") or 0.0),
+        extras=dict(extras or {}),
     )
 
 
@@ -122,8 +126,7 @@ def finished_values(result: RunResult) -> dict[str, Any]:
         "cost": {
             **result.cost.summary(),
             "wall_s": round(result.wall_s, 3),
-            "index_frames": result.index_frames,
-            "index_s": round(result.index_s, 3),
+            **{key: result.extras[key] for key in INDEX_COST if key in result.extras},
         },
         "stop_reason": result.stop_reason,
     }

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from videoatlas import limits
 from videoatlas.agents.registry import agent_names, get_agent
 from videoatlas.errors import VideoAtlasError
 from videoatlas.llm.langsmith_redact import langsmith_scope
-from videoatlas.llm.settings import EndpointSettings
+from videoatlas.request import check_setup
 from videoatlas.runs import prepare
 from videoatlas.runs.execute import Prepared
 from videoatlas.runtime.context import AgentContext, RunConfig
@@ -47,10 +46,6 @@ class ServedRun(BaseModel):
     video: str = Field(description="Path of the video on the server's machine.")
     subtitles: str | None = Field(default=None, description="Path of a subtitle file (SRT, VTT or JSON).")
     subtitle_offset: float = Field(default=0.0, description="Seconds added to every subtitle time.")
-
-    def run_config(self, agent: str) -> RunConfig:
-        """The run's settings, checked as ``ask`` checks them."""
-        return RunConfig.model_validate({**(self.model_extra or {}), "agent": agent})
 
 
 def context_schema(agent: str) -> dict[str, Any]:
@@ -105,10 +100,8 @@ async def _prepare(agent: str, sent: Any) -> Prepared:
     """
     try:
         run = ServedRun.model_validate(sent if isinstance(sent, dict) else {})
-        config = run.run_config(agent)
-        endpoint = EndpointSettings.from_env()
-        limits.check_image_fits(config.k, config.cell_px, endpoint.max_image_pixels)
-        return await prepare(run.video, config, endpoint, run.subtitles, run.subtitle_offset, None, None)
+        config, choice = check_setup(run.video, agent=agent, options=run.model_extra, subtitles=run.subtitles)
+        return await prepare(run.video, config, choice.settings(), run.subtitles, run.subtitle_offset, None, None)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "context"

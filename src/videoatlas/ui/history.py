@@ -14,5 +14,5 @@ from videoatlas.agents.registry import get_agent
 
 async def history(url: str, agent: str, run_id: str) -> dict[int, dict[str, Any]]:
     """The agent's reading of run ``run_id``'s checkpoints in database ``url`` (empty for an agent without one)."""
-    hook = get_agent(agent).history
+    hook = get_agent(agent).views.history
     return await hook(url, run_id) if hook is not None else {}

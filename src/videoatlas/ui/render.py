@@ -12,8 +12,9 @@ from functools import cache
 from typing import Any
 from urllib.parse import urlencode
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import ChoiceLoader, Environment, PackageLoader, PrefixLoader, StrictUndefined, select_autoescape
 
+from videoatlas.agents.registry import all_agents
 from videoatlas.environment.timefmt import format_ts
 
 ImageSource = Callable[[str], str | None]
@@ -61,9 +62,18 @@ def _url(path: str, query: Mapping[str, str]) -> str:
 
 @cache
 def environment() -> Environment:
-    """The template environment (built once): every value is HTML-escaped unless a template says otherwise."""
+    """The template environment (built once): every value is HTML-escaped unless a template says otherwise.
+
+    The UI's own templates, and each agent's under its name (the section of the run page it lays out).
+    """
+    # An agent's own section of the run page is its template, named "<agent>/<file>" (AgentViews.page_template).
+    own = {
+        name: PackageLoader(agent.package, "templates")
+        for name, agent in all_agents().items()
+        if agent.views.page_template is not None
+    }
     env = Environment(
-        loader=PackageLoader("videoatlas.ui", "templates"),
+        loader=ChoiceLoader([PackageLoader("videoatlas.ui", "templates"), PrefixLoader(own)]),
         autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=True),
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -101,7 +101,7 @@ def header(trace: dict[str, Any], duration: float | None, status: str | None = N
 
 def decision(trace: dict[str, Any], k: int, agent: Agent) -> dict[str, Any] | None:
     """The final decision: its call, the root grid with cells that gave findings, the scratchpad, citations."""
-    call = next((c for c in reversed(trace["calls"]) if c["node"] == agent.decision_node), None)
+    call = next((c for c in reversed(trace["calls"]) if c["node"] == agent.views.decision_node), None)
     run = trace["run"]
     if call is None and run["answer"] is None:
         return None
@@ -113,7 +113,7 @@ def decision(trace: dict[str, Any], k: int, agent: Agent) -> dict[str, Any] | No
         if cell is not None:
             findings[cell] = findings.get(cell, 0) + 1
     images = call["images"] if call else []
-    grid_call = call if agent.decision_grid else None
+    grid_call = call if agent.views.decision_grid else None
     return {
         "call": call_view(call),
         "grid": images[0] if grid_call and images else None,
@@ -164,13 +164,12 @@ def section(trace: dict[str, Any], agent: Agent, context: PageContext) -> dict[s
     shown: dict[str, Any] = {
         "duration": context.duration,
         "facts": [],
-        "rounds": [],
         "turns": [],
         "timeline": [],
         "steps": 0,
         "repairs": trace["repairs"],
     }
-    shown.update(agent.page_view(trace, context) if agent.page_view is not None else {"timeline": timeline(trace)})
+    shown.update(agent.views.page(trace, context) if agent.views.page is not None else {"timeline": timeline(trace)})
     return shown
 
 
@@ -196,7 +195,8 @@ def run_view(
         "pending": trace["pending"],
         "facts": own["facts"],
         "k": k,
-        "rounds": own["rounds"],
+        "section": own,
+        "section_template": f"{agent.name}/{agent.views.page_template}" if agent.views.page_template else None,
         "turns": own["turns"],
         "timeline": own["timeline"],
         "decision": decision(trace, k, agent),

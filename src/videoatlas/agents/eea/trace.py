@@ -101,3 +101,11 @@ def describe_event(event: dict[str, Any]) -> str | None:
         step = "answer" if event["segment"] is None else f"segment {event['segment']}"
         return f"round {event['round']}: next {step}"
     return decision.describe_event(event)
+
+
+def extras(state: dict[str, Any]) -> dict[str, Any]:
+    """What an EEA run reports beyond every agent's answer and cost: the frame embedding index it searched."""
+    return {
+        "index_frames": int(state.get("index_frames") or 0),
+        "index_s": round(float(state.get("index_s") or 0.0), 3),
+    }

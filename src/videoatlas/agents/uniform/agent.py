@@ -6,6 +6,7 @@ from videoatlas.agents import decision
 from videoatlas.agents.base import Agent
 from videoatlas.agents.uniform.graph import AGENT_NAME, TEMPLATES, build_uniform_graph
 from videoatlas.agents.uniform.settings import Settings
+from videoatlas.agents.views import AgentViews
 
 AGENT = Agent(
     AGENT_NAME,
@@ -14,5 +15,5 @@ AGENT = Agent(
     "videoatlas.agents.uniform",
     Settings,
     roles=Settings.thinking_roles,
-    describe_event=decision.describe_event,
+    views=AgentViews(describe_event=decision.describe_event),
 )

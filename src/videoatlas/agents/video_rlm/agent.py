@@ -7,6 +7,7 @@ from videoatlas.agents.video_rlm import page, progress, trace
 from videoatlas.agents.video_rlm.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.video_rlm.history import rounds_after_merge
 from videoatlas.agents.video_rlm.settings import Settings
+from videoatlas.agents.views import AgentViews
 
 AGENT = Agent(
     AGENT_NAME,
@@ -14,14 +15,19 @@ AGENT = Agent(
     TEMPLATES,
     "videoatlas.agents.video_rlm",
     Settings,
-    trace.detail,
-    trace.lines,
     roles=Settings.thinking_roles,
-    page_view=page.page_view,
-    history=rounds_after_merge,
-    describe_event=progress.describe_event,
-    decision_node="decide",
-    decision_grid=True,
+    views=AgentViews(
+        trace_detail=trace.detail,
+        trace_lines=trace.lines,
+        page=page.page_view,
+        page_template="page.html",
+        history=rounds_after_merge,
+        describe_event=progress.describe_event,
+        decision_node="decide",
+        decision_grid=True,
+        extras=trace.extras,
+        explored=trace.explored,
+    ),
     extra_sources=("videoatlas.llm.embeddings", "videoatlas.runtime.frame_index"),
     defaulted_templates=frozenset({"anchor_frames.note", "anchor_marks.note"}),
 )

@@ -81,3 +81,18 @@ def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
                 f"    uncertainty: {verdict} {_brief(rnd.get('analyze_uncertainty'))}: {check['reasoning'][:160]}"
             )
     return out
+
+
+def extras(state: dict[str, Any]) -> dict[str, Any]:
+    """What a Video-RLM run reports beyond every agent's answer and cost: its search task, traversal and index."""
+    return {
+        "search_task": state.get("search_task", ""),
+        "traversal": state.get("traversal", ""),
+        "index_frames": int(state.get("index_frames") or 0),
+        "index_s": round(float(state.get("index_s") or 0.0), 3),
+    }
+
+
+def explored(state: dict[str, Any]) -> list[tuple[float, float]]:
+    """The dead zones: stretches searched with nothing relevant found (the root grid blacks them out)."""
+    return [(float(a), float(b)) for a, b in state.get("dead_zones", [])]

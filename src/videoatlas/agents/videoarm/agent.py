@@ -6,6 +6,7 @@ from videoatlas.agents.base import Agent
 from videoatlas.agents.videoarm import trace
 from videoatlas.agents.videoarm.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.videoarm.settings import Settings
+from videoatlas.agents.views import AgentViews
 
 AGENT = Agent(
     AGENT_NAME,
@@ -13,10 +14,12 @@ AGENT = Agent(
     TEMPLATES,
     "videoatlas.agents.videoarm",
     Settings,
-    trace.detail,
-    trace.lines,
     roles=Settings.thinking_roles,
-    page_view=trace.page_view,
-    describe_event=trace.describe_event,
-    decision_node="answer",
+    views=AgentViews(
+        trace_detail=trace.detail,
+        trace_lines=trace.lines,
+        page=trace.page_view,
+        describe_event=trace.describe_event,
+        decision_node="answer",
+    ),
 )

@@ -7,6 +7,7 @@ from videoatlas.agents.base import Agent
 from videoatlas.agents.videoseek import trace
 from videoatlas.agents.videoseek.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.videoseek.settings import Settings
+from videoatlas.agents.views import AgentViews
 
 AGENT = Agent(
     AGENT_NAME,
@@ -14,10 +15,12 @@ AGENT = Agent(
     TEMPLATES,
     "videoatlas.agents.videoseek",
     Settings,
-    trace.detail,
-    trace.lines,
     roles=Settings.thinking_roles,
-    page_view=trace.page_view,
-    describe_event=decision.describe_event,
-    decision_node="answer",
+    views=AgentViews(
+        trace_detail=trace.detail,
+        trace_lines=trace.lines,
+        page=trace.page_view,
+        describe_event=decision.describe_event,
+        decision_node="answer",
+    ),
 )

@@ -1,0 +1,60 @@
+"""How an agent's runs are shown: the one views hook each agent brings (its trace, page, progress, result extras).
+
+Nothing above the agents names one: ``trace``, the run page, the report, ``ask``'s progress lines
+and a run's result ask the agent's :class:`AgentViews`, and show what every agent has (the node
+timeline, the decision, the evidence) where a field is None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from videoatlas.agents.page import PageContext
+
+Intervals = list[tuple[float, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentViews:
+    """An agent's own ways of showing its runs; every field may be left out."""
+
+    trace_detail: Callable[[dict[str, Any], Sequence[dict[str, Any]]], dict[str, Any]] | None = None
+    """(checkpointed state, model calls) -> the agent's own view of a run, as plain data (``trace --json``)."""
+    trace_lines: Callable[[dict[str, Any], dict[int, list[str]]], list[str]] | None = None
+    """(that view, repair lines by round or turn) -> lines for ``trace``; without it the timeline alone is shown."""
+    page: Callable[[dict[str, Any], PageContext], dict[str, Any]] | None = None
+    """(trace, page context) -> the agent's section of the run page, as plain data: any of ``facts``
+    (label, text) for the header, ``turns``, ``timeline``, ``steps`` (how many were taken: a page
+    following the run reloads when it grows), ``repairs`` (those shown outside the section),
+    ``duration`` (the video's length when the trace tells it better than the probe) and whatever its
+    own template (:attr:`page_template`) lays out. Without it the page shows the node timeline."""
+    page_template: str | None = None
+    """A Jinja template in the agent package's ``templates/`` folder that lays out its section of the run page
+    (it sees the page's ``view`` and the shared macros); None: the shared page's generic blocks only."""
+    history: Callable[[str, str], Awaitable[dict[int, dict[str, Any]]]] | None = None
+    """(database URL, run id) -> what the page view needs from earlier checkpoints, by round
+    (:attr:`PageContext.history`); without it, nothing is read."""
+    describe_event: Callable[[dict[str, Any]], str | None] | None = None
+    """A progress event the agent's nodes sent -> a line for ``ask`` (None: not its event, or not worth a line)."""
+    decision_node: str | None = None
+    """The node whose call makes the final decision (the run page shows that call with the answer)."""
+    decision_grid: bool = False
+    """Whether the final call's first image is the root grid: the page then shows it, with the cells
+    that gave evidence outlined, apart from the scratchpad pages."""
+    extras: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """The agent's final state -> what its runs report beyond every agent's answer, evidence and cost (plain
+    data: a run result's ``extras``; Video-RLM's rounds, search task and traversal, an index's size)."""
+    explored: Callable[[dict[str, Any]], Intervals] | None = None
+    """The agent's final state -> the stretches of video it searched and marked as done (s), for pictures that
+    black them out; None: the agent keeps no such record."""
+
+    def result_extras(self, state: dict[str, Any]) -> dict[str, Any]:
+        """What :attr:`extras` makes of ``state`` ({} without it)."""
+        return self.extras(state) if self.extras is not None else {}
+
+    def explored_intervals(self, state: dict[str, Any]) -> Intervals:
+        """What :attr:`explored` makes of ``state`` ([] without it)."""
+        return self.explored(state) if self.explored is not None else []
