@@ -7,11 +7,7 @@ STAMP := $(VENV)/.installed
 SETUP := $(VENV)/.setup
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-<<<<<<< HEAD
-.PHONY: demo setup test lint typecheck unit bench clean conformance lmms-venv lmms-check
-=======
-.PHONY: demo setup test lint typecheck unit bench clean conformance cluster-check
->>>>>>> issue44
+.PHONY: demo setup test lint typecheck unit bench clean conformance lmms-venv lmms-check cluster-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -85,7 +81,6 @@ conformance: $(STAMP) $(VLLM_STAMP)
 		|| status=1; \
 	exit $$status
 
-<<<<<<< HEAD
 # `make lmms-check`: lmms-eval's own CLI runs our agents (`--model videoatlas`, src/videoatlas/lmms/) over our tasks
 # against the stand-in (tests/lmms/). lmms-eval goes into its own cached venv, never the suite's: it pins av<16 and
 # its requirements pull torchvision, wandb, yt-dlp... It is installed without them, beside the CPU torch, this project
@@ -108,7 +103,7 @@ $(LMMS_STAMP): pyproject.toml
 
 lmms-check: $(STAMP) $(LMMS_STAMP)
 	VIDEOATLAS_LMMS_PYTHON=$(abspath $(LMMS_VENV))/bin/python $(BIN)/python -m pytest -q -p no:cacheprovider tests/lmms
-=======
+
 # `make cluster-check`: the Slurm recipes (deploy/slurm/) run unchanged on a real one-node Slurm brought up in a
 # temporary folder, preemption, the time-limit signal and a database outage included (docs/slurm.md). Debian's
 # slurm-wlm and munge are installed here, once, when sbatch is missing. It runs Slurm's daemons and jobs as root
@@ -118,7 +113,6 @@ cluster-check: $(STAMP)
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 		--no-install-recommends slurm-wlm munge; }
 	$(SUDO) $(BIN)/python deploy/slurm/cluster_check.py
->>>>>>> issue44
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
