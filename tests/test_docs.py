@@ -196,6 +196,8 @@ def invocations(words: list[str]) -> Iterator[tuple[list[str], list[str]]]:
     for i, word in enumerate(words):
         if word != "videoatlas" and not word.endswith("bin/videoatlas"):
             continue
+        if i > 0 and words[i - 1].startswith("-"):
+            continue  # another program's option value (``python -m lmms_eval --model videoatlas``), not a command
         rest, depth, args = words[i + 1 :], 0, []
         for token in rest:
             if depth <= 0 and token in SEPARATORS:
@@ -272,12 +274,17 @@ def test_the_checker_refuses_what_the_parser_refuses() -> None:
         "videoatlas ask VIDEO -q Q --agent uniform --workers 2": "not an option of uniform",
         "videoatlas ask VIDEO -q Q --alpha 2": "not an option of video-rlm",
         "videoatlas probe VIDEO [--json] [--fast]": "takes no --fast",
+        "python -m lmms_eval --model videoatlas --tasks t && videoatlas probe V --fast": "takes no --fast",
     }
     for line, message in cases.items():
         with pytest.raises(AssertionError, match=message):
             for command, args in invocations(shlex.split(line)):
                 check_invocation("case", command, args)
-    for line in ("videoatlas ask V -q Q --agent videoseek [--alpha 2] | tee out", "videoatlas eval run|report --json"):
+    for line in (
+        "videoatlas ask V -q Q --agent videoseek [--alpha 2] | tee out",
+        "videoatlas eval run|report --json",
+        "python -m lmms_eval --model videoatlas --model_args agent=eea --tasks videoatlas_jsonl",
+    ):
         for command, args in invocations(shlex.split(line)):
             check_invocation("case", command, args)
 

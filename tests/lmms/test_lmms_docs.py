@@ -17,7 +17,7 @@ pytestmark = pytest.mark.unit
 
 
 def _result(answer: str, index: int | None, run_id: str = "ev-0123456789abcdef01234567") -> RunResult:
-    return RunResult(run_id, "q", [], answer, index, "", [], [], Cost(), 1, "answered", "", "", 1.0)
+    return RunResult(run_id, "q", [], answer, index, "", [], [], Cost(), 1, "answered", 1.0)
 
 
 def test_our_tasks_carry_the_question_whole() -> None:

@@ -46,7 +46,7 @@ def test_the_default_agent_and_a_json_valued_option() -> None:
         ({"agent": "nope"}, "unknown agent 'nope'; choose one of"),
         ({"agent": "uniform", "workers": 2}, "not an option of the uniform agent: workers"),
         ({"agent": "video-rlm", "rounds": 0}, "rounds"),
-        ({"k": 99}, "k"),
+        ({"k": 99}, "grid size K must be"),
         ({"standin": True, "base_url": "http://x/v1"}, "standin=true and base_url name two endpoints"),
         ({"standin": "maybe"}, "standin must be true or false"),
         ({"concurrency": 0}, "concurrency must be a whole number of at least 1"),
