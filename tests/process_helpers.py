@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -13,6 +14,18 @@ import httpx
 
 EXE = str(Path(sys.executable).parent / "videoatlas")
 """The console command of the environment the tests run in (a real process, as a user runs it)."""
+
+
+def bare_env(home: Path) -> dict[str, str]:
+    """A fresh user's environment: a data directory of its own and a bare PATH, nothing else of ours.
+
+    The stand-in's OCR cache is passed on (``tests/conftest.py`` names one for the session): a reading
+    from it equals a fresh one, so it changes how often the recogniser runs, never what the run sees.
+    """
+    env = {"VIDEOATLAS_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    if "VIDEOATLAS_OCR_CACHE" in os.environ:
+        env["VIDEOATLAS_OCR_CACHE"] = os.environ["VIDEOATLAS_OCR_CACHE"]
+    return env
 
 
 class StandIn:
@@ -44,5 +57,10 @@ class StandIn:
         httpx.post(self.url + "/stats/reset", timeout=10)
 
     def stop(self) -> None:
+        """Stop it (SIGTERM; a server still busy after 30 s, as on a loaded machine, is killed)."""
         self.proc.terminate()
-        self.proc.wait(timeout=10)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=30)

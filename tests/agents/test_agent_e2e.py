@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from process_helpers import bare_env
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
@@ -59,7 +60,7 @@ def test_ask_command_with_the_stand_in(synth_video: tuple[Path, dict[str, Any]],
         capture_output=True,
         text=True,
         timeout=600,
-        env={"VIDEOATLAS_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env=bare_env(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -82,7 +83,7 @@ def test_ask_rejects_bad_input(synth_video: tuple[Path, dict[str, Any]], tmp_pat
             capture_output=True,
             text=True,
             timeout=120,
-            env={"VIDEOATLAS_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+            env=bare_env(tmp_path),
         )
         assert proc.returncode == 2, proc.stderr
         assert fragment in proc.stderr and "Traceback" not in proc.stderr
@@ -91,6 +92,6 @@ def test_ask_rejects_bad_input(synth_video: tuple[Path, dict[str, Any]], tmp_pat
         capture_output=True,
         text=True,
         timeout=300,
-        env={"VIDEOATLAS_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env=bare_env(tmp_path),
     )
     assert proc.returncode == 5 and "cannot reach the VLM endpoint at http://127.0.0.1:9/v1" in proc.stderr

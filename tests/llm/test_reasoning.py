@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from action_video import Sign, write_signs_video
 from db_helpers import sqlite_url
-from process_helpers import EXE
+from process_helpers import EXE, bare_env
 from videoatlas.agents.registry import check_thinking, get_agent, knobs
 from videoatlas.errors import BadInputError, ModelReplyError
 from videoatlas.inspect import load_trace, trace_lines
@@ -209,7 +209,7 @@ def test_thinking_setting_per_role() -> None:
 
 @pytest.mark.e2e
 def test_cli_refuses_a_bad_thinking_setting_in_one_line(tmp_path: Path) -> None:
-    env = {"VIDEOATLAS_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = bare_env(tmp_path)
     for extra, env_value, fragment in (
         (["--thinking", "worker=perhaps"], "", "must be on, off or ROLE=on|off"),
         ([], "mastr=on", "unknown role(s) mastr"),

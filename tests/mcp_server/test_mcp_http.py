@@ -39,7 +39,7 @@ class McpServer:
         env = {**os.environ, "VIDEOATLAS_HOME": str(home), **LEASE}
         self.proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
         self.url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a bound on waiting for start-up, generous for a loaded machine
         while time.monotonic() < deadline and self.proc.poll() is None:
             try:
                 httpx.get(self.url, timeout=1)

@@ -116,26 +116,36 @@ def test_kill_9_in_round_2_then_resume(
             text=True,
             env=env,
         )
-        run_id, in_flight = None, 0
+        run_id, in_flight, frozen = None, 0, False
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                ids = rows(  # this run's: the PostgreSQL database may hold other sessions' runs
-                    db_url,
-                    "SELECT id FROM va_runs WHERE status = 'running' AND video_path = :video ORDER BY created_at DESC",
-                    video=str(video.resolve()),
-                )
-            except DBAPIError:  # the run has not created its tables yet (SQLite or PostgreSQL)
-                ids = []
-            if ids:
-                run_id = ids[0][0]
-                in_flight = worker_decides_in_flight(db_url, run_id, 2)
-                if in_flight >= 4:
-                    break
-            time.sleep(0.02)
-        assert run_id is not None and in_flight >= 4, "never saw round 2 with 4 workers in flight"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        try:
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    ids = rows(  # this run's: the PostgreSQL database may hold other sessions' runs
+                        db_url,
+                        "SELECT id FROM va_runs WHERE status = 'running' AND video_path = :video "
+                        "ORDER BY created_at DESC",
+                        video=str(video.resolve()),
+                    )
+                except DBAPIError:  # the run has not created its tables yet (SQLite or PostgreSQL)
+                    ids = []
+                if ids:
+                    run_id = ids[0][0]
+                    in_flight = worker_decides_in_flight(db_url, run_id, 2)
+                    if in_flight >= 4:
+                        break
+                    if in_flight and not frozen:
+                        # Round 2 has begun: the endpoint stops answering, so no worker's call can end before
+                        # all four are seen in flight, however late a loaded machine writes their events.
+                        server.proc.send_signal(signal.SIGSTOP)
+                        frozen = True
+                time.sleep(0.02)
+            assert run_id is not None and in_flight >= 4, "never saw round 2 with 4 workers in flight"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if frozen:
+                server.proc.send_signal(signal.SIGCONT)
         time.sleep(2.0)  # past the lease timeout: the run is no longer owned
         before = server.stats()
 

@@ -13,6 +13,8 @@ store (``videoatlas runs`` does not list it); its node-by-node history is the th
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -100,7 +102,10 @@ async def _prepare(agent: str, sent: Any) -> Prepared:
     """
     try:
         run = ServedRun.model_validate(sent if isinstance(sent, dict) else {})
-        config, choice = check_setup(run.video, agent=agent, options=run.model_extra, subtitles=run.subtitles)
+        # The checks read files (the video, the subtitles, the prompt set): off the server's event loop.
+        config, choice = await asyncio.to_thread(
+            functools.partial(check_setup, run.video, agent=agent, options=run.model_extra, subtitles=run.subtitles)
+        )
         return await prepare(run.video, config, choice.settings(), run.subtitles, run.subtitle_offset, None, None)
     except ValidationError as exc:
         first = exc.errors()[0]
