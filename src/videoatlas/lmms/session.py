@@ -13,13 +13,13 @@ finished answers kept for the next try.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
 
-from videoatlas import limits
 from videoatlas.environment.files import check_file, check_subtitle_file
 from videoatlas.errors import DatabaseDownError, VideoAtlasError, VideoError
 from videoatlas.evals.answering import Answered, Keys, answer_item, run_id_for
@@ -30,7 +30,7 @@ from videoatlas.lmms.docs import response
 from videoatlas.lmms.settings import ModelArgs
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.patience import is_connection_loss
-from videoatlas.standin.server import RunningServer, StandinServer
+from videoatlas.request import EndpointChoice, open_endpoint
 
 __all__ = ["Session", "Tally"]
 
@@ -53,31 +53,28 @@ class Session:
     def __init__(self, args: ModelArgs) -> None:
         self.args = args
         self.tally = Tally(Counter())
-        self._server: RunningServer | None = None
+        self._open = contextlib.ExitStack()
         self._endpoint: EndpointSettings | None = None
         self._keys: Keys | None = None
         self.url = resolve_db_url(args.db)
 
     def open(self) -> None:
-        """Start the in-process stand-in if asked for, and learn the model the endpoint answers with."""
+        """Open the endpoint (the in-process stand-in is started if asked for) and learn the model it answers with.
+
+        Through the front door (:func:`videoatlas.request.open_endpoint`): the grid picture is checked against
+        the endpoint's image limit, and a stand-in is started the one way every entry point starts it.
+        """
         args = self.args
-        if args.standin:
-            self._server = RunningServer(StandinServer()).start()
-            url = self._server.base_url
-            endpoint = EndpointSettings.from_env({}, base_url=url, model=args.model or "", standin=True)
-        else:
-            endpoint = EndpointSettings.from_env(None, base_url=args.base_url, model=args.model, api_key=args.api_key)
-        limits.check_image_fits(args.config.k, args.config.cell_px, endpoint.max_image_pixels)
+        choice = EndpointChoice(base_url=args.base_url, model=args.model, api_key=args.api_key, standin=args.standin)
+        endpoint = self._open.enter_context(open_endpoint(choice, args.config))
         model = asyncio.run(resolve_model(endpoint))
         self._endpoint = endpoint.with_model(model)
         self._keys = Keys.of(args.config, model)
         log.info("videoatlas model ready", agent=args.config.agent, model=model, db=redact_url(self.url))
 
     def close(self) -> None:
-        """Stop the in-process stand-in, if one was started."""
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
+        """Close the endpoint (stop the in-process stand-in, if one was started)."""
+        self._open.close()
 
     def answer(self, items: Sequence[EvalItem]) -> list[str]:
         """The response to each of ``items``, in order (one run per distinct question)."""
