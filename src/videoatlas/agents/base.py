@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -27,6 +27,8 @@ from videoatlas.prompts import PromptSet, TemplateSpec, load_prompt_set
 from videoatlas.runtime.config import AgentSettings
 
 if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
     from videoatlas.agents.page import PageContext
 
 SHARED_SOURCES = (
@@ -116,9 +118,9 @@ class Agent:
     a page following the run reloads when it grows), ``repairs`` (those shown outside the section)
     and ``duration`` (the video's length when the trace tells it better than the probe). Without
     it the page shows the node timeline."""
-    history: Callable[[str, str], Awaitable[dict[int, dict[str, Any]]]] | None = None
-    """(database URL, run id) -> what the page view needs from earlier checkpoints, by round
-    (:attr:`PageContext.history`); without it, nothing is read."""
+    history: Callable[[AsyncIterator[StateSnapshot]], Awaitable[dict[int, dict[str, Any]]]] | None = None
+    """(the run's checkpointed states, newest first) -> what the page view needs from earlier checkpoints,
+    by round (:attr:`PageContext.history`); without it, nothing is read."""
     describe_event: Callable[[dict[str, Any]], str | None] | None = None
     """A progress event the agent's nodes sent -> a line for ``ask`` (None: not its event, or not worth a line)."""
     decision_node: str | None = None
