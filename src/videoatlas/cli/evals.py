@@ -248,7 +248,8 @@ def cmd_eval_check(args: argparse.Namespace) -> int:
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
     """``videoatlas eval report DIR``: prints the report and writes report.md, report.json and a plot."""
-    from videoatlas.evals.report import load_eval, plot_tokens_vs_duration, render_markdown, report
+    from videoatlas.evals.plot import plot_tokens_vs_duration
+    from videoatlas.evals.report import load_eval, render_markdown, report
 
     data = load_eval(args.folder)
     rep = report(data)
@@ -266,7 +267,9 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
 
 def cmd_eval_compare(args: argparse.Namespace) -> int:
     """``videoatlas eval compare DIR_A DIR_B``."""
-    from videoatlas.evals.report import compare, load_eval, plot_tokens_vs_duration, render_comparison
+    from videoatlas.evals.compare import compare, render_comparison
+    from videoatlas.evals.plot import plot_tokens_vs_duration
+    from videoatlas.evals.report import load_eval
 
     if args.resamples < 100:
         raise BadInputError("--resamples must be at least 100")
