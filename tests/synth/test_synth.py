@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +136,16 @@ def test_a_video_drawn_by_an_older_version_is_not_reused(tmp_path: Path) -> None
     (tmp_path / "video.json").write_text(json.dumps(truth))
     (tmp_path / "video.mp4").unlink()
     assert load_current(tmp_path) is None
+
+
+@pytest.mark.e2e
+def test_a_script_that_synthesizes_a_video_gets_no_log_lines_on_stdout(tmp_path: Path) -> None:
+    code = (
+        "import sys\nfrom videoatlas.synth import SynthSpec, synthesize\n"
+        "synthesize(SynthSpec(duration=30, seed=1), sys.argv[1])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "v")], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert (tmp_path / "v" / "video.mp4").is_file()
+    assert done.stdout == ""

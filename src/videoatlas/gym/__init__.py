@@ -12,6 +12,9 @@ from videoatlas.gym.actions import ActionLayout
 from videoatlas.gym.env import GridEnv, InvalidActionError
 from videoatlas.gym.rewards import GroundingReward, QAReward, iou
 from videoatlas.gym.tasks import DatasetTasks, SyntheticTasks, Task, usable
+from videoatlas.logging import library_defaults
+
+library_defaults()  # an episode's logs go to stderr, never the training script's stdout
 
 ENV_ID = "videoatlas/Grid-v0"
 

@@ -11,9 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from videoatlas.logging import library_defaults
 from videoatlas.synth import broadcast, chapters
 from videoatlas.synth.encode import Progress
 from videoatlas.synth.spec import CODECS, STYLES, Codec, Style, SynthSpec, default_fps
+
+library_defaults()  # "synthesized" and other lines go to stderr when a script calls synthesize()
 
 __all__ = ["CODECS", "STYLES", "Codec", "Progress", "Style", "SynthSpec", "default_fps", "load_current", "synthesize"]
 
