@@ -10,6 +10,7 @@ a vectorised rollout.
 
 from __future__ import annotations
 
+import fcntl
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -116,10 +117,14 @@ def default_tasks() -> SyntheticTasks:
     """The tasks of ``gymnasium.make("videoatlas/Grid-v0")`` made without any: one synthetic video's questions.
 
     The video is drawn once into the data directory (``$VIDEOATLAS_HOME/gym``) and reused after;
-    a log line says which, and where.
+    a log line says which, and where. Environments made side by side (a vector of them in
+    subprocesses) take turns: one draws the video, the others find it drawn.
     """
     root = home_dir() / "gym"
-    tasks = SyntheticTasks(root, duration=DEFAULT_DURATION_S, seed=1)
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".default.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        tasks = SyntheticTasks(root, duration=DEFAULT_DURATION_S, seed=1)
     if tasks.made:
         log.warning(
             "gym_default_tasks_made",
