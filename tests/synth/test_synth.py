@@ -15,7 +15,7 @@ from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
-from videoatlas.synth import SynthSpec
+from videoatlas.synth import SynthSpec, planned_questions
 from videoatlas.synth.chapters import plan_timeline
 from videoatlas.synth.counter import counter_frame, read_counter
 
@@ -107,6 +107,8 @@ def test_written_video_matches_its_ground_truth(synth_video: tuple[Path, dict[st
         assert frame.image is not None and not _white_card(frame.image)
     subs = load_subtitles(video.with_suffix(".srt"))
     assert len(subs) > 0 and "about" in subs.lines[0].text
+    # The questions are known before the video is drawn (the eval suite draws only what it asks about).
+    assert planned_questions(SynthSpec(duration=180, seed=3)) == truth["questions"]
 
 
 @pytest.mark.e2e

@@ -6,7 +6,7 @@ and the rest is read; ``eval check`` lists them and the report counts them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import structlog
@@ -71,9 +71,13 @@ def load_dataset(
     seed: int = 1,
     styles: Sequence[Style] | None = None,
     subset: Sequence[str] | None = None,
+    select: Callable[[list[EvalItem]], list[EvalItem]] | None = None,
+    making: synthetic.MakingProgress | None = None,
 ) -> Loaded:
     """Dataset ``name`` under ``root``: its items (``subset``'s only, when given) and the skipped records.
 
+    ``select``: which of them to keep (``--limit``, a shard), applied before the synthetic suite draws
+    the videos of those it kept, and only those (``making``: the progress each is drawn under).
     ``durations``, ``seed``, ``styles``: the synthetic suite only. An error when no question is left.
     """
     path = Path(root).expanduser()
@@ -106,6 +110,10 @@ def load_dataset(
         why = f" ({len(broken)} record(s) malformed; first: {broken[0].reason})" if broken else ""
         where = f" in subset {','.join(subset)}" if subset is not None else ""
         raise BadInputError(f"{name}: no questions found{where} under {path}{why}")
+    if select is not None:
+        loaded.items = select(loaded.items)
+    if name == synthetic.NAME:
+        synthetic.make_videos(path, loaded.items, seed, making)
     return loaded
 
 
