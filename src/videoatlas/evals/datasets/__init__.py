@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import structlog
 
@@ -117,16 +118,18 @@ def load_dataset(
     return loaded
 
 
-def load_items(
-    name: str,
-    root: str | Path,
-    durations: Sequence[float] | None = None,
-    seed: int = 1,
-    styles: Sequence[Style] | None = None,
-    subset: Sequence[str] | None = None,
-) -> list[EvalItem]:
+class LoadOptions(TypedDict, total=False):
+    """:func:`load_dataset`'s options, as :func:`load_items` passes them on."""
+
+    durations: Sequence[float] | None
+    seed: int
+    styles: Sequence[Style] | None
+    subset: Sequence[str] | None
+
+
+def load_items(name: str, root: str | Path, **options: Unpack[LoadOptions]) -> list[EvalItem]:
     """The items of :func:`load_dataset`; malformed records are logged (``eval check`` lists them)."""
-    loaded = load_dataset(name, root, durations, seed, styles, subset)
+    loaded = load_dataset(name, root, **options)
     broken = [s for s in loaded.skipped if s.malformed]
     if broken:
         log.warning("malformed records skipped", dataset=name, count=len(broken), first=broken[0].reason)
