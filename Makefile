@@ -29,17 +29,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The browser tests drive Debian's Chromium through Playwright (never `playwright install`'s download).
-# It is installed here, once, when /usr/bin/chromium is missing (apt-get, through sudo unless root);
-# the stamp keeps later `make test` runs from looking again. espeak-ng (speech for the spoken test videos,
-# synth/speech.py) is installed the same way.
+# Two Debian packages, and only those the machine lacks: chromium (the browser tests drive it through
+# Playwright, never `playwright install`'s download) and espeak-ng (speech for the spoken test videos,
+# synth/speech.py). One apt-get (through sudo unless root), without recommended extras (chromium's
+# recommends bring udev, upower and with them systemd upgrades) and without upgrading what is installed;
+# the stamp keeps later `make test` runs from looking again.
 setup: $(SETUP)
 
 $(SETUP): $(STAMP)
-	test -x /usr/bin/chromium || { echo "installing Debian's chromium for the browser tests (once)"; \
-		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
-	test -x /usr/bin/espeak-ng || { echo "installing Debian's espeak-ng for the spoken test videos (once)"; \
-		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq espeak-ng; }
+	missing=""; \
+	test -x /usr/bin/chromium || missing="$$missing chromium"; \
+	test -x /usr/bin/espeak-ng || missing="$$missing espeak-ng"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages for the tests (once, apt-get, no recommends, no upgrades):$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			$(SUDO) apt-get install -y -qq --no-install-recommends --no-upgrade $$missing; \
+	fi
 	touch $(SETUP)
 
 # Three workers on two cores: much of the suite waits on servers, subprocesses and model calls. A file's tests

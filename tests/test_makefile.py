@@ -37,3 +37,14 @@ def test_make_test_on_a_fresh_machine_installs_the_browser_only_where_it_is_miss
     assert "pip install" in plan
     assert "test -x /usr/bin/chromium || " in plan  # apt-get only when the browser is missing
     assert plan.index("chromium") < plan.index("-m pytest")
+
+
+def test_setup_installs_only_the_missing_packages_without_recommends_or_upgrades(tmp_path: Path) -> None:
+    plan = planned(tmp_path / "fresh", "setup")
+    assert "test -x /usr/bin/chromium || " in plan and "test -x /usr/bin/espeak-ng || " in plan
+    installs = [line for line in plan.splitlines() if "apt-get install" in line]
+    assert len(installs) == 1  # one apt-get for whatever is missing
+    assert "--no-install-recommends" in installs[0] and "--no-upgrade" in installs[0]
+    apt = [line for line in plan.splitlines() if "apt-get " in line]
+    upgrades = {word for line in apt for word in line.split() if word.endswith("upgrade")}
+    assert upgrades == {"--no-upgrade"}  # no `apt-get upgrade`, `dist-upgrade` or `full-upgrade`

@@ -21,6 +21,8 @@ _API = frozenset({"RunResult", "aask", "aresume", "ask", "resume"})
 def __getattr__(name: str) -> Any:
     if name in _API:
         from videoatlas import api
+        from videoatlas.logging import library_defaults
 
+        library_defaults()  # logs to stderr, never the caller's stdout (unless it configured structlog itself)
         return getattr(api, name)
     raise AttributeError(f"module 'videoatlas' has no attribute {name!r}")

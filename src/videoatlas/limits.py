@@ -69,11 +69,6 @@ def check_k(k: object) -> None:
     _raise(k_problem(k))
 
 
-def check_cell_px(cell_px: object) -> None:
-    """Refuse a cell size outside ``CELL_PX_MIN..CELL_PX_MAX``."""
-    _raise(cell_px_problem(cell_px))
-
-
 def check_grid(k: object, cell_px: object) -> None:
     """Refuse a grid size, a cell size, or a grid picture larger than ``GRID_SIDE_MAX`` on a side."""
     _raise(grid_problem(k, cell_px))

@@ -1,4 +1,11 @@
-"""structlog configuration: a readable console view on stderr, or JSON lines for machines."""
+"""structlog configuration: a readable console view on stderr, or JSON lines for machines.
+
+Logs never go to stdout, which belongs to a command's output (and to the program that imports us).
+structlog's own default prints every level to stdout, so an application that has not configured
+structlog gets ours instead: warnings and errors on stderr (:func:`library_defaults`, applied when
+this module is first imported, which every run does, and by the package's public entry points).
+An application that configures structlog itself, before or after, keeps its own configuration.
+"""
 
 from __future__ import annotations
 
@@ -92,3 +99,12 @@ def configure_logging(level: str = "warning", json_lines: bool = False) -> None:
         logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
+
+
+def library_defaults() -> None:
+    """Route structlog to stderr at warning level, unless the application has configured it already."""
+    if not structlog.is_configured():
+        configure_logging()
+
+
+library_defaults()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -185,16 +185,23 @@ def test_an_agent_without_hooks_is_shown_by_its_node_timeline(monkeypatch: pytes
 
 async def test_the_run_page_reads_earlier_checkpoints_only_through_the_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[tuple[str, str]] = []
+    handed: list[AsyncIterator[Any]] = []
 
-    async def rounds(url: str, run_id: str) -> dict[int, dict[str, Any]]:
+    async def snapshots(url: str, agent: str, run_id: str) -> AsyncIterator[Any]:
         asked.append((url, run_id))
-        return {1: {"evidence": []}}
+        yield types.SimpleNamespace(values={"round": 1})
 
+    async def rounds(states: AsyncIterator[Any]) -> dict[int, dict[str, Any]]:
+        handed.append(states)  # the hook reads the checkpoints it is handed; it never opens the database
+        return {snap.values["round"]: {"evidence": []} async for snap in states}
+
+    monkeypatch.setattr("videoatlas.ui.history.state_history", snapshots)
     register(monkeypatch, "historian", history=rounds)
     register(monkeypatch, "forgetful")
     assert await history("sqlite:///x.db", "historian", "r1") == {1: {"evidence": []}}
-    assert asked == [("sqlite:///x.db", "r1")]
+    assert asked == [("sqlite:///x.db", "r1")] and len(handed) == 1
     assert await history("sqlite:///x.db", "forgetful", "r1") == {}
+    assert asked == [("sqlite:///x.db", "r1")]  # an agent without the hook reads nothing
 
 
 def test_progress_lines_come_from_the_agent_that_sent_the_event(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -130,3 +130,11 @@ def test_a_flag_two_agents_share_says_what_it_means_for_each(monkeypatch: pytest
     [depth] = [a for a in parser._actions if "--depth" in a.option_strings]
     assert depth.help == "How deep (default 1)"  # one meaning: said once
     assert parser.parse_args(["--anchors", "marks"]).setting__anchors == "marks"
+
+
+@pytest.mark.unit
+def test_the_reasoning_option_offers_the_stand_ins_modes() -> None:
+    from videoatlas.cli.options import REASONING_MODES
+    from videoatlas.standin.thinking import MODES
+
+    assert REASONING_MODES == MODES

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 import videoatlas
 from db_helpers import sqlite_url
@@ -43,6 +45,36 @@ def test_ask_from_python_returns_the_answer_the_evidence_and_a_stored_run(
         store.close()
     with pytest.raises(BadInputError, match="already finished"):
         videoatlas.resume(result.run_id, db=db, standin=True)
+
+
+@pytest.fixture
+def unconfigured_structlog() -> Iterator[None]:
+    """structlog as a script that imports us finds it: configured by nobody (restored afterwards)."""
+    was, saved = structlog.is_configured(), structlog.get_config()
+    structlog.reset_defaults()
+    yield
+    if was:
+        structlog.configure(**saved)
+    else:
+        structlog.reset_defaults()
+
+
+def test_ask_from_python_prints_nothing_on_stdout(
+    synth_video: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    unconfigured_structlog: None,
+) -> None:
+    # structlog's own default prints every level, debug included, to stdout: the caller's output.
+    monkeypatch.setenv("VIDEOATLAS_HOME", str(tmp_path / "home"))
+    video, truth = synth_video
+    question = truth["questions"][0]
+    capfd.readouterr()
+    result = videoatlas.ask(video, question["question"], question["choices"], standin=True, persist=False, **SMALL)
+    out, _err = capfd.readouterr()
+    assert result.answer_index is not None and result.cost.calls >= 3
+    assert out == ""
 
 
 def test_bad_input_from_python_is_refused_before_anything_runs(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.datasets.lvbench import split_options
 from videoatlas.evals.items import EvalItem, interleave, write_items
-from videoatlas.evals.runner import EvalSpec, Shard, result_key, select_items
+from videoatlas.evals.runner import EvalSpec, Shard, load_selected, result_key, select_items
 from videoatlas.runtime.context import RunConfig
 
 pytestmark = pytest.mark.unit
@@ -223,3 +225,39 @@ def test_making_the_synthetic_suite_video_is_news_not_a_warning(tmp_path: Path) 
             check=True,
         )
         assert ("making synthetic video (once)" in done.stderr) is shown, done.stderr
+
+
+@pytest.mark.e2e
+def test_a_limited_synthetic_eval_makes_only_the_videos_it_asks_about(tmp_path: Path) -> None:
+    made: list[str] = []
+
+    @contextmanager
+    def making(label: str) -> Iterator[Callable[[int, int], None]]:
+        made.append(label)
+        yield lambda done, total: None
+
+    # One question of a suite holding a 10-hour video: only the 1-minute video it is about is drawn.
+    spec = EvalSpec("synthetic", str(tmp_path), str(tmp_path / "out"), RunConfig(), limit=1, durations=[60.0, 36000.0])
+    loaded = load_selected(spec, making)
+    assert [i.video_id for i in loaded.items] == ["synth-60s-seed1"] and Path(loaded.items[0].video).is_file()
+    assert made == ["synthetic 1min chapters"]
+    assert sorted(p.name for p in tmp_path.glob("synth-*")) == ["synth-60s-seed1"]
+    made.clear()
+    assert load_selected(spec, making).items == loaded.items and made == []  # drawn once
+
+
+@pytest.mark.e2e
+def test_eval_check_makes_the_asked_durations_only_and_says_so_as_it_goes(tmp_path: Path) -> None:
+    args = ["eval", "check", "--dataset", "synthetic", "--root", str(tmp_path), "--durations", "1m"]
+    done = subprocess.run(
+        [sys.executable, "-m", "videoatlas.cli.main", *args, "--styles", "broadcast"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()  # not a terminal: plain lines, no bar
+    assert lines[0] == "synthetic 1min broadcast (made once): 0% (0/300 frames)"
+    assert "synthetic 1min broadcast (made once): 100% (300/300 frames)" in lines and "\r" not in done.stderr
+    assert "questions" in done.stdout and "ready to run" in done.stdout
+    assert sorted(p.name for p in tmp_path.glob("synth-*")) == ["synth-60s-seed1-broadcast"]

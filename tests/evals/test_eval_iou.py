@@ -132,7 +132,8 @@ _META = {"agent": "video-rlm", "prompt_set": "default"}
 
 
 def test_compare_puts_both_sides_iou_beside_accuracy(tmp_path: Path) -> None:
-    from videoatlas.evals.report import EvalData, compare, render_comparison
+    from videoatlas.evals.compare import compare, render_comparison
+    from videoatlas.evals.report import EvalData
 
     a = EvalData(tmp_path / "a", [_META], [_row("q", "TG", [[0, 10]], [[0, 10]]), _row("r", "TG", [], [[0, 10]])], 0)
     b = EvalData(

@@ -10,16 +10,9 @@ import pytest
 
 from videoatlas.cli.main import main
 from videoatlas.errors import BadInputError
-from videoatlas.evals.report import (
-    by_category,
-    compare,
-    grounding_hit,
-    load_eval,
-    paired_bootstrap,
-    plot_tokens_vs_duration,
-    report,
-    summarize,
-)
+from videoatlas.evals.compare import compare, paired_bootstrap
+from videoatlas.evals.plot import plot_tokens_vs_duration
+from videoatlas.evals.report import by_category, grounding_hit, load_eval, report, summarize
 
 pytestmark = pytest.mark.unit
 

@@ -9,11 +9,13 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
+import structlog
 from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import RecordEpisodeStatistics
 
 import videoatlas.gym as vg
 from videoatlas.environment.geometry import cell_interval
+from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
 from videoatlas.gym.env import SHARED, GridEnv
 
@@ -53,6 +55,30 @@ def test_check_env_passes_for_both_tasks(tasks: list[vg.Task]) -> None:
         env = gymnasium.make(vg.ENV_ID, tasks=tasks, task=kind)
         check_env(env.unwrapped, skip_render_check=True)
         env.close()
+
+
+def test_a_bare_make_plays_on_a_small_synthetic_video_made_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VIDEOATLAS_HOME", str(tmp_path / "home"))
+    with structlog.testing.capture_logs() as first_logs:
+        env = gymnasium.make(vg.ENV_ID)
+    obs, info = env.reset(seed=0)
+    obs, _reward, _term, _trunc, info = env.step(_masked(obs, np.random.default_rng(0)))
+    video = Path(info["video"])
+    assert video.is_relative_to(tmp_path / "home" / "gym") and probe(video).duration == pytest.approx(60.0, abs=0.5)
+    made = [e for e in first_logs if e["event"] == "gym_default_tasks_made"]
+    assert len(made) == 1 and made[0]["folder"] == str(video.parent)  # said, with where
+    env.close()
+
+    drawn = video.stat().st_mtime_ns
+    with structlog.testing.capture_logs() as second_logs:
+        again = gymnasium.make(vg.ENV_ID)
+    assert not [e for e in second_logs if e["event"] == "gym_default_tasks_made"]
+    assert video.stat().st_mtime_ns == drawn  # reused, not drawn again
+    assert len(again.unwrapped.tasks) >= 2  # type: ignore[attr-defined]
+    check_env(again.unwrapped, skip_render_check=True)
+    again.close()
 
 
 def test_episodes_reproduce_from_their_seed(tasks: list[vg.Task]) -> None:

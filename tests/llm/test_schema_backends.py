@@ -138,22 +138,38 @@ def test_every_constraint_keyword_has_an_enforcement_case() -> None:
     assert {c[0] for c in ENFORCED} == set(CONSTRAINTS)
 
 
-def _schema_arguments() -> Iterator[tuple[str, int, ast.expr, ast.FunctionDef | ast.AsyncFunctionDef | None]]:
-    """The schema argument of every ``ask(ctx, schema, ...)`` call in the agents, with its enclosing function."""
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _agent_trees() -> Iterator[tuple[str, ast.Module]]:
     root = Path(videoatlas.__file__).parent / "agents"
     for path in sorted(root.rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
+        yield str(path.relative_to(root)), ast.parse(path.read_text(), str(path))
+
+
+def _calls(name: str) -> Iterator[tuple[str, ast.Call, Function | None]]:
+    """Every call of ``name(...)`` in the agents, with its file and enclosing function."""
+    for where, tree in _agent_trees():
         functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "ask":
-                if len(node.args) < 2:
-                    continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
                 owner = next((f for f in functions if f.lineno <= node.lineno <= (f.end_lineno or 0)), None)
-                yield str(path.relative_to(root)), node.lineno, node.args[1], owner
+                yield where, node, owner
 
 
-def _builders(arg: ast.expr, owner: ast.FunctionDef | ast.AsyncFunctionDef | None) -> list[str | None]:
-    """The registered factories or models that may build ``arg`` (both sides of a conditional; one local assignment)."""
+def _schema_arguments() -> Iterator[tuple[str, int, ast.expr, Function | None]]:
+    """The schema argument of every ``ask(ctx, schema, ...)`` call in the agents, with its enclosing function."""
+    for where, node, owner in _calls("ask"):
+        if len(node.args) >= 2:
+            yield where, node.lineno, node.args[1], owner
+
+
+def _builders(arg: ast.expr, owner: Function | None) -> list[str | None]:
+    """The registered factories or models that may build ``arg``.
+
+    Both sides of a conditional; one local assignment; and a parameter of the enclosing function (a
+    helper that asks on its callers' behalf): what each call of that function in the agents passes.
+    """
     if isinstance(arg, ast.IfExp):
         return _builders(arg.body, owner) + _builders(arg.orelse, owner)
     if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name):
@@ -164,6 +180,14 @@ def _builders(arg: ast.expr, owner: ast.FunctionDef | ast.AsyncFunctionDef | Non
         for node in ast.walk(owner) if owner is not None else ():
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == arg.id for t in node.targets):
                 return _builders(node.value, None)
+        params = [a.arg for a in (*owner.args.posonlyargs, *owner.args.args)] if owner is not None else []
+        if owner is not None and arg.id in params:
+            index = params.index(arg.id)
+            found: list[str | None] = []
+            for _, call, caller in _calls(owner.name):
+                named = [k.value for k in call.keywords if k.arg == arg.id]
+                found += _builders(call.args[index] if index < len(call.args) else named[0], caller)
+            return found or [None]
     return [None]
 
 

@@ -272,6 +272,7 @@ def test_runs_trace_and_report_commands(counter_video: Path, tmp_path: Path) -> 
     env = {**os.environ, "VIDEOATLAS_DB": db, "VIDEOATLAS_HOME": str(tmp_path)}
     listed = json.loads(subprocess.run([EXE, "runs", "--json"], capture_output=True, text=True, env=env).stdout)
     assert [r["id"] for r in listed] == ["inspect-me"] and listed[0]["status"] == "finished"
+    assert listed[0]["agent"] == "video-rlm"
     tree = subprocess.run([EXE, "trace", "inspect-me"], capture_output=True, text=True, env=env)
     assert tree.returncode == 0, tree.stderr
     assert "round 1: probe" in tree.stdout and "r1w1 -> 0" in tree.stdout and "ADD_TO_SCRATCHPAD [3]" in tree.stdout

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
-from videoatlas.cli.runs_table import list_runs
+from videoatlas.cli.runs_table import list_runs, runs_lines
 from videoatlas.errors import RunOwnedError
 from videoatlas.persistence.lease import LeaseRow, LeaseTiming
 from videoatlas.persistence.store import RunRow, TraceStore
@@ -40,7 +40,7 @@ def store(db_url: str) -> Iterator[TraceStore]:
     store.close()
 
 
-def _add_run(store: TraceStore, run_id: str, status: str, minutes_ago: int) -> None:
+def _add_run(store: TraceStore, run_id: str, status: str, minutes_ago: int, agent: str = "uniform") -> None:
     when = datetime.now(UTC) - timedelta(minutes=minutes_ago)
     store.start_run(
         RunRow(
@@ -48,7 +48,7 @@ def _add_run(store: TraceStore, run_id: str, status: str, minutes_ago: int) -> N
             created_at=when,
             updated_at=when,
             status=status,
-            agent="uniform",
+            agent=agent,
             question=f"question of {run_id}",
             choices=["a", "b"],
             video_path="/videos/v.mp4",
@@ -126,3 +126,17 @@ def test_a_status_filter_is_applied_before_the_limit(
     """``runs --status stale --limit 2``: the two newest stale runs, whatever newer runs are doing."""
     newest_stale = [k for k, v in runs.items() if v == "stale"][:2]
     assert [r["id"] for r in list_runs(store, "stale", 2, timing)] == newest_stale
+
+
+def test_the_listing_names_each_runs_agent(store: TraceStore, timing: LeaseTiming) -> None:
+    tag = uuid.uuid4().hex[:6]
+    _add_run(store, f"rlm-{tag}", "finished", 1, agent="video-rlm")
+    _add_run(store, f"seek-{tag}", "finished", 0, agent="videoseek")
+    listed = [r for r in list_runs(store, None, 100, timing) if r["id"].endswith(tag)]
+    assert [(r["id"], r["agent"]) for r in listed] == [(f"seek-{tag}", "videoseek"), (f"rlm-{tag}", "video-rlm")]
+    header, *lines = runs_lines(listed)
+    assert header.split()[:4] == ["id", "status", "agent", "created"]
+    assert [line.split()[:3] for line in lines] == [
+        [f"seek-{tag}", "finished", "videoseek"],
+        [f"rlm-{tag}", "finished", "video-rlm"],
+    ]

@@ -141,11 +141,12 @@ def test_runs_lists_errors_cost_so_far_and_stale_runs_in_aligned_columns(counter
     assert failed["status"] == "failed" and "HTTP 400" in failed["error"]
     assert failed["calls"] >= 2 and failed["tokens"] > 0 and failed["cost_so_far"]
     assert stale["status"] == "stale" and "owner stopped" in stale["error"]
+    assert failed["agent"] == stale["agent"] == "video-rlm"
 
     table = _runs(env).stdout.splitlines()
     header, lines = table[0], table[1:]
     assert len(lines) == 2
-    for column in ("status", "calls", "tokens", "question -> answer", "error"):
+    for column in ("status", "agent", "calls", "tokens", "question -> answer", "error"):
         edge = header.index(column) + (len(column) if column in ("calls", "tokens") else 0)
         for line in lines:  # left-aligned columns start, right-aligned ones end, at the header's place
             if column in ("calls", "tokens"):
@@ -214,6 +215,7 @@ def test_escape_writes_control_characters_as_escapes_and_keeps_the_rest() -> Non
 def test_runs_columns_fit_the_longest_id() -> None:
     base = {
         "status": "finished",
+        "agent": "video-rlm",
         "created_at": "2026-11-23T10:00:00",
         "question": "q",
         "answer": "a",
@@ -231,7 +233,8 @@ def test_runs_columns_fit_the_longest_id() -> None:
 def test_runs_table_aligns_wide_characters_keeps_markup_literal_and_fits_a_terminal() -> None:
     from rich.cells import cell_len
 
-    base = {"status": "finished", "created_at": "2026-11-23T10:00:00", "calls": 3, "tokens": 1200, "error": None}
+    base = {"status": "finished", "agent": "uniform", "created_at": "2026-11-23T10:00:00", "calls": 3, "tokens": 1200}
+    base["error"] = None
     data = [
         {**base, "id": "a1", "question": "日本語の質問は何ですか", "answer": "答え", "error": "bad reply"},
         {**base, "id": "b2", "question": "[bold]x[/bold] :smile: what?", "answer": "yes", "error": "timeout"},

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
-from videoatlas.synth import SynthSpec
+from videoatlas.synth import SynthSpec, planned_questions
 from videoatlas.synth.chapters import plan_timeline
 from videoatlas.synth.counter import counter_frame, read_counter
 
@@ -105,6 +107,8 @@ def test_written_video_matches_its_ground_truth(synth_video: tuple[Path, dict[st
         assert frame.image is not None and not _white_card(frame.image)
     subs = load_subtitles(video.with_suffix(".srt"))
     assert len(subs) > 0 and "about" in subs.lines[0].text
+    # The questions are known before the video is drawn (the eval suite draws only what it asks about).
+    assert planned_questions(SynthSpec(duration=180, seed=3)) == truth["questions"]
 
 
 @pytest.mark.e2e
@@ -134,3 +138,16 @@ def test_a_video_drawn_by_an_older_version_is_not_reused(tmp_path: Path) -> None
     (tmp_path / "video.json").write_text(json.dumps(truth))
     (tmp_path / "video.mp4").unlink()
     assert load_current(tmp_path) is None
+
+
+@pytest.mark.e2e
+def test_a_script_that_synthesizes_a_video_gets_no_log_lines_on_stdout(tmp_path: Path) -> None:
+    code = (
+        "import sys\nfrom videoatlas.synth import SynthSpec, synthesize\n"
+        "synthesize(SynthSpec(duration=30, seed=1), sys.argv[1])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "v")], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert (tmp_path / "v" / "video.mp4").is_file()
+    assert done.stdout == ""

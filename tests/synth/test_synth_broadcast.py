@@ -16,7 +16,7 @@ from videoatlas.environment.geometry import cell_span
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.environment.video import probe
 from videoatlas.errors import BadInputError
-from videoatlas.synth import SynthSpec, load_current, synthesize
+from videoatlas.synth import SynthSpec, load_current, planned_questions, synthesize
 from videoatlas.synth import chapters as synth
 from videoatlas.synth.broadcast import BroadcastPlan, min_event_s, plan_broadcast
 from videoatlas.synth.broadcast_draw import event_sprite, frame_planes, make_texture
@@ -156,6 +156,8 @@ def test_written_video_matches_its_ground_truth(
     assert truth.keys() == chapters.keys()
     assert truth["questions"][0].keys() == chapters["questions"][0].keys()
     assert json.loads(json.dumps(truth)) == load_current(video.parent, style="broadcast")
+    # The questions are known before the video is drawn (the eval suite draws only what it asks about).
+    assert planned_questions(SynthSpec(duration=90, seed=3, fps=2, style="broadcast")) == truth["questions"]
     assert load_current(video.parent) is None  # not mistaken for a chapters-style video
     subs = load_subtitles(video.with_suffix(".srt"))
     assert len(subs) > 0 and not any("This is part" in line.text for line in subs.lines)

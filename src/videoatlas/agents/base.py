@@ -36,6 +36,7 @@ SHARED_SOURCES = (
     "videoatlas.state",
     "videoatlas.prompts",
     "videoatlas.agents.decision",
+    "videoatlas.agents.tool_loop",
     "videoatlas.environment.atlas",
     "videoatlas.environment.audio",
     "videoatlas.environment.cache",

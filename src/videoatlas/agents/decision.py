@@ -7,13 +7,13 @@ run's result (never guessed) and the result's shape are written here once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import ask, emit, failed_call_cost
+from videoatlas.runtime.calls import ask, decision_values, emit, failed_call_cost, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Cost, Evidence
 from videoatlas.state.schemas import cited_ids, decided, decision_schema
@@ -102,6 +102,46 @@ async def decide_final(
     emit("answer", answer=answer, index=index, grounded=bool(cited))
     recorded = found if found is not None else evidence
     return _result(answer, index, value.reasoning, cited, recorded, cost, call.stop, call.extra)
+
+
+async def decide_on_evidence(
+    ctx: AgentContext,
+    state: Mapping[str, Any],
+    evidence: list[Evidence],
+    *,
+    system: str,
+    images: Sequence[ImagePart],
+    values: dict[str, Any],
+    stop: str,
+    node: str = "answer",
+    template: str = "answer",
+    step: str = "final answer",
+    thinker: str | None = None,
+    extra: dict[str, Any] | None = None,
+    record_evidence: bool = True,
+) -> dict[str, Any]:
+    """The final decision over labelled evidence (``[A]``, ``[B]``...), the way most agents end.
+
+    The question and choices come from ``state``; ``values`` adds the agent's own template
+    variables. The reply may cite the evidence's labels; ``record_evidence``: the result records
+    ``evidence`` as the run's (False: the state's evidence is left as it is).
+    """
+    labels = dict(labelled(evidence))
+    choices = state["choices"]
+    call = DecisionCall(
+        node=node,
+        template=template,
+        system=system,
+        images=images,
+        values={**decision_values(state["question"], choices), **values},
+        choices=choices,
+        labels=list(labels),
+        stop=stop,
+        step=step,
+        thinker=thinker,
+        extra=extra or {},
+    )
+    return await decide_final(ctx, call, cite_labels(labels), evidence if record_evidence else None)
 
 
 def describe_event(event: dict[str, Any]) -> str | None:

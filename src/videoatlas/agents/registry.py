@@ -9,7 +9,7 @@ agents and their options stays cheap (this module imports neither pydantic nor a
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from videoatlas.errors import BadInputError
@@ -124,7 +124,7 @@ async def saved_snapshot(url: str, agent: str, run_id: str) -> StateSnapshot:
     return snapshot
 
 
-async def state_history(url: str, agent: str, run_id: str) -> AsyncIterator[StateSnapshot]:
+async def state_history(url: str, agent: str, run_id: str) -> AsyncGenerator[StateSnapshot]:
     """Every checkpointed state of run ``run_id`` in database ``url``, newest first."""
     from videoatlas.persistence.checkpoint import open_checkpointer
 

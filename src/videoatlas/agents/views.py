@@ -7,11 +7,13 @@ timeline, the decision, the evidence) where a field is None.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
     from videoatlas.agents.page import PageContext
 
 Intervals = list[tuple[float, float]]
@@ -34,9 +36,9 @@ class AgentViews:
     page_template: str | None = None
     """A Jinja template in the agent package's ``templates/`` folder that lays out its section of the run page
     (it sees the page's ``view`` and the shared macros); None: the shared page's generic blocks only."""
-    history: Callable[[str, str], Awaitable[dict[int, dict[str, Any]]]] | None = None
-    """(database URL, run id) -> what the page view needs from earlier checkpoints, by round
-    (:attr:`PageContext.history`); without it, nothing is read."""
+    history: Callable[[AsyncIterator[StateSnapshot]], Awaitable[dict[int, dict[str, Any]]]] | None = None
+    """(the run's checkpointed states, newest first) -> what the page view needs from earlier checkpoints,
+    by round (:attr:`PageContext.history`); without it, nothing is read."""
     describe_event: Callable[[dict[str, Any]], str | None] | None = None
     """A progress event the agent's nodes sent -> a line for ``ask`` (None: not its event, or not worth a line)."""
     decision_node: str | None = None

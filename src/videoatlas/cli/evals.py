@@ -30,7 +30,7 @@ from videoatlas.cli.options import (
     positive_int,
 )
 from videoatlas.cli.outputs import command_name, output_folder
-from videoatlas.cli.progress import EvalProgressBar
+from videoatlas.cli.progress import EvalProgressBar, Progress
 from videoatlas.cli.run_setup import endpoint_choice, flag, options_from
 from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.environment.timefmt import parse_time
@@ -64,6 +64,18 @@ def _add_subset_option(p: Container) -> None:
     p.add_argument("--subset", default=None, metavar="NAMES", help=_SUBSET_HELP)
 
 
+def _add_synthetic_options(p: Container) -> None:
+    """``--durations``, ``--seed``, ``--styles``: which videos of the synthetic suite (only those are made)."""
+    p.add_argument("--durations", default=None, help="synthetic only: e.g. 1m,10m,1h (default 1m,10m,1h,3h,10h)")
+    add_seed_option(p, 1, "synthetic only: video seed (default 1)")
+    p.add_argument("--styles", default=None, help="synthetic only: comma-separated, e.g. broadcast (default: all)")
+
+
+def _making(label: str) -> Progress:
+    """The progress a synthetic video is drawn under: a bar on a terminal, else a line at least every 30 s."""
+    return Progress(f"{label} (made once)")
+
+
 def _add_plot_option(p: Container, help: str) -> None:
     p.add_argument("--plot", default=None, metavar="PNG", help=help)
 
@@ -79,9 +91,7 @@ def add_eval_parser(sub: Subparsers, agent_settings: bool = True) -> None:
     add_limit_option(p, "first N questions, spread over videos")
     p.add_argument("--shard", default="0/1", metavar="i/n", help="run only shard i of n (e.g. a Slurm array task)")
     p.add_argument("--concurrency", type=positive_int, default=4, help="questions running at once (default 4)")
-    p.add_argument("--durations", default=None, help="synthetic only: e.g. 1m,10m,1h (default 1m,10m,1h,3h,10h)")
-    add_seed_option(p, 1, "synthetic only: video seed (default 1)")
-    p.add_argument("--styles", default=None, help="synthetic only: comma-separated, e.g. broadcast (default: all)")
+    _add_synthetic_options(p)
     p.add_argument("--no-subtitles", action="store_true", help="run without the benchmark's subtitles")
     _add_subset_option(p)
     add_agent_options(p, agent_settings)
@@ -92,8 +102,9 @@ def add_eval_parser(sub: Subparsers, agent_settings: bool = True) -> None:
     p.set_defaults(func=cmd_eval_run)
 
     p = evsub.add_parser("check", help="pre-flight: count questions, list missing or unreadable videos and subtitles")
-    _add_dataset_options(p, "the dataset's folder")
+    _add_dataset_options(p, "the dataset's folder (synthetic: where videos go)")
     _add_subset_option(p)
+    _add_synthetic_options(p)
     add_json_option(p)
     p.set_defaults(func=cmd_eval_check)
 
@@ -227,7 +238,7 @@ def _preflight(spec: EvalSpec) -> None:
     from videoatlas.evals.check import check_loaded, render_check
     from videoatlas.evals.runner import load_selected
 
-    rep = check_loaded(spec.dataset, spec.root, spec.subset, load_selected(spec))
+    rep = check_loaded(spec.dataset, spec.root, spec.subset, load_selected(spec, _making))
     sys.stderr.write(escape_lines(render_check(rep)))
 
 
@@ -237,7 +248,16 @@ def cmd_eval_check(args: argparse.Namespace) -> int:
     from videoatlas.evals.datasets import load_dataset, parse_subset
 
     subset = parse_subset(args.dataset, args.subset)
-    rep = check_loaded(args.dataset, args.root, subset, load_dataset(args.dataset, args.root, subset=subset))
+    loaded = load_dataset(
+        args.dataset,
+        args.root,
+        _durations(args.durations),
+        args.seed,
+        _styles(args.styles),
+        subset,
+        making=_making,
+    )
+    rep = check_loaded(args.dataset, args.root, subset, loaded)
     if args.json:
         sys.stdout.write(json.dumps(rep.as_dict(), indent=2) + "\n")
     else:
@@ -247,7 +267,8 @@ def cmd_eval_check(args: argparse.Namespace) -> int:
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
     """``videoatlas eval report DIR``: prints the report and writes report.md, report.json and a plot."""
-    from videoatlas.evals.report import load_eval, plot_tokens_vs_duration, render_markdown, report
+    from videoatlas.evals.plot import plot_tokens_vs_duration
+    from videoatlas.evals.report import load_eval, render_markdown, report
 
     data = load_eval(args.folder)
     rep = report(data)
@@ -265,7 +286,9 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
 
 def cmd_eval_compare(args: argparse.Namespace) -> int:
     """``videoatlas eval compare DIR_A DIR_B``."""
-    from videoatlas.evals.report import compare, load_eval, plot_tokens_vs_duration, render_comparison
+    from videoatlas.evals.compare import compare, render_comparison
+    from videoatlas.evals.plot import plot_tokens_vs_duration
+    from videoatlas.evals.report import load_eval
 
     if args.resamples < 100:
         raise BadInputError("--resamples must be at least 100")

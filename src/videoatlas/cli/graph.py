@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from videoatlas.cli.options import Subparsers, add_agent_option, add_output_option
+from videoatlas.cli.outputs import write_atomically
 from videoatlas.errors import BadInputError
 
 TEXT_SUFFIXES = (".mmd", ".mermaid")
@@ -39,18 +38,6 @@ def _png_unavailable() -> str | None:
     return None
 
 
-def _write(data: bytes, out: Path) -> None:
-    """Write ``out`` whole or not at all."""
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def cmd_graph(args: argparse.Namespace) -> int:
     """Print the graph as Mermaid text, or write it to ``-o`` (``.mmd``: Mermaid text, ``.png``: a picture)."""
     out = Path(args.output) if args.output else None
@@ -71,8 +58,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
         sys.stdout.write(drawable.draw_mermaid())
         return 0
     if out.suffix.lower() == ".png":
-        _write(drawable.draw_png(), out)
+        write_atomically(out, drawable.draw_png())
     else:
-        _write(drawable.draw_mermaid().encode(), out)
+        write_atomically(out, drawable.draw_mermaid().encode())
     sys.stdout.write(f"wrote {out}\n")
     return 0

@@ -318,13 +318,21 @@ def add_endpoint_options(p: argparse.ArgumentParser) -> None:
         help="pixels per image the server accepts (env VIDEOATLAS_MAX_IMAGE_PIXELS; default 12845056, "
         "Qwen2.5-VL's); K x cell-px squared must fit, checked before the run starts",
     )
-    p.add_argument(
+    add_reasoning_option(
+        p,
         "--standin-reasoning",
-        choices=["off", "field", "tags"],
-        default="off",
-        help="with --standin: the stand-in replies like a reasoning model, its reasoning in a field of the "
+        "with --standin: the stand-in replies like a reasoning model, its reasoning in a field of the "
         "reply (field) or in <think> tags before the answer (tags); default off",
     )
+
+
+REASONING_MODES = ("off", "field", "tags")
+"""How the stand-in imitates a reasoning model (``standin.thinking.MODES``, not imported here: it is heavy)."""
+
+
+def add_reasoning_option(p: Container, flag: str, help: str) -> None:
+    """The stand-in's reasoning mode (``off``, ``field``, ``tags``), on ``standin`` and on commands that start it."""
+    p.add_argument(flag, choices=REASONING_MODES, default="off", help=help)
 
 
 def add_logging_options(p: argparse.ArgumentParser, default: Any) -> None:

@@ -23,7 +23,7 @@ from videoatlas.persistence.statuses import RUN_STATUSES
 
 def add_runs_parser(sub: Subparsers) -> None:
     """``videoatlas runs [--status S]``."""
-    p = sub.add_parser("runs", help="list runs and their status")
+    p = sub.add_parser("runs", help="list runs: their status, agent, cost, question and answer")
     p.add_argument(
         "--status",
         choices=RUN_STATUSES,
@@ -55,7 +55,7 @@ def add_report_parser(sub: Subparsers) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    """``videoatlas runs``: status (``stale`` when the owner is gone), cost so far, error."""
+    """``videoatlas runs``: status (``stale`` when the owner is gone), agent, cost so far, error."""
     from videoatlas.cli.runs_table import list_runs, runs_lines
     from videoatlas.persistence.db import resolve_db_url
     from videoatlas.persistence.lease import LeaseTiming

@@ -1,4 +1,4 @@
-"""``videoatlas runs``: the runs in a database, with their owner's liveness, error and cost so far."""
+"""``videoatlas runs``: the runs in a database, with their agent, their owner's liveness, error and cost so far."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def list_runs(store: TraceStore, status: str | None, limit: int, timing: LeaseTi
             {
                 "id": r.id,
                 "status": shown,
+                "agent": r.agent,
                 "created_at": r.created_at.isoformat(),
                 "question": r.question,
                 "answer": r.answer,
@@ -59,37 +60,61 @@ def runs_lines(data: list[dict[str, Any]], width: int | None = None) -> list[str
     an ellipsis); None (a pipe, a file) lays the table out at its natural width. The error column
     is shown only when some run has an error.
     """
+    from rich.cells import cell_len
     from rich.console import Console
     from rich.table import Table
 
     show_error = any(d["error"] for d in data)
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="")
-    for name in ("id", "status", "created (UTC)"):
-        table.add_column(name, no_wrap=True)
-    for name in ("calls", "tokens"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("question -> answer", min_width=12)  # these two shrink to fit a narrow terminal
-    if show_error:
-        table.add_column("error", min_width=5)
-    for d in data:
-        answer = d["answer"] or "-"
-        row = [
-            _cell(d["id"]),
-            _cell(d["status"]),
-            _cell(d["created_at"][:19].replace("T", " ")),
-            _cell("" if d["calls"] is None else str(d["calls"])),
-            _cell("" if d["tokens"] is None else f"{d['tokens']:,}"),
-            _cell(f"{_brief(d['question'], 60)} -> {_brief(answer, 30)}"),
+    fixed = ["id", "status", "agent", "created (UTC)", "calls", "tokens"]
+    rows = [
+        [
+            escape(d["id"]),
+            escape(d["status"]),
+            escape(d["agent"]),
+            escape(d["created_at"][:19].replace("T", " ")),
+            "" if d["calls"] is None else str(d["calls"]),
+            "" if d["tokens"] is None else f"{d['tokens']:,}",
+            f"{_brief(d['question'], 60)} -> {_brief(d['answer'] or '-', 30)}",
+            *([_brief(d["error"] or "", 100)] if show_error else []),
         ]
-        if show_error:
-            row.append(_cell(_brief(d["error"] or "", 100)))
-        table.add_row(*row)
+        for d in data
+    ]
+    question_w, error_w = _shrunk(
+        [max(cell_len(cell) for cell in [name, *(row[i] for row in rows)]) for i, name in enumerate(fixed)],
+        max((cell_len(row[-1]) for row in rows), default=0) if show_error else None,
+        width,
+    )
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="")
+    for name in fixed:
+        table.add_column(name, no_wrap=True, justify="right" if name in ("calls", "tokens") else "left")
+    # These two shrink to fit a narrow terminal; their headers are cut like their cells, never wrapped.
+    table.add_column(_cell("question -> answer"), min_width=12, max_width=question_w)
+    if show_error:
+        table.add_column(_cell("error"), min_width=5, max_width=error_w)
+    for row in rows:
+        table.add_row(*(_cell(cell) for cell in row))
     console = Console(
         width=width or 100_000, color_system=None, force_terminal=False, emoji=False, markup=False, highlight=False
     )
     with console.capture() as captured:
         console.print(table, crop=False)
     return [line.rstrip() for line in captured.get().splitlines()]
+
+
+def _shrunk(fixed: list[int], error: int | None, width: int | None) -> tuple[int | None, int | None]:
+    """Widths for the question and error columns so that the table fits ``width`` (None: no limit).
+
+    The fixed columns keep their widths; the error column takes at most a third of what is left, at
+    least 5 cells, and the question the rest, at least 12 (a terminal narrower than that overflows).
+    """
+    if width is None:
+        return None, None
+    columns = len(fixed) + 1 + (error is not None)
+    left = width - sum(fixed) - 2 * (columns - 1)
+    if error is None:
+        return max(12, left), None
+    error_w = min(error, max(5, left // 3))
+    return max(12, left - error_w - 2), error_w
 
 
 def _cell(text: str) -> Any:

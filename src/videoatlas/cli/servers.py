@@ -15,6 +15,7 @@ from videoatlas.cli.options import (
     add_json_option,
     add_listen_options,
     add_model_option,
+    add_reasoning_option,
     add_seed_option,
     context_length,
     positive_int,
@@ -88,11 +89,10 @@ def add_standin_parser(sub: Subparsers) -> None:
         help="append every chat, embeddings and transcription request it receives to FILE, one JSON line each "
         "naming its route (make conformance checks them with vLLM's own code)",
     )
-    p.add_argument(
+    add_reasoning_option(
+        p,
         "--reasoning",
-        choices=["off", "field", "tags"],
-        default="off",
-        help="reply like a reasoning model: its reasoning in the reply's reasoning fields with reasoning tokens "
+        "reply like a reasoning model: its reasoning in the reply's reasoning fields with reasoning tokens "
         "counted (field: vLLM with a reasoning parser) or in <think> tags before the answer (tags: without one); "
         "a request with enable_thinking false gets no reasoning (default off)",
     )

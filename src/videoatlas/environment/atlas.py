@@ -390,17 +390,6 @@ class VideoAtlas:
         result: GridView = await self._off_loop(self.grid_over, interval, list(dead_zones), picks)
         return result
 
-    async def ainvestigate(
-        self,
-        anchor: Interval,
-        direction: Direction,
-        window_s: float | None = None,
-        dead_zones: Sequence[Interval] = (),
-    ) -> GridView:
-        """:meth:`investigate` off the event loop."""
-        result: GridView = await self._off_loop(self.investigate, anchor, direction, window_s, list(dead_zones))
-        return result
-
     async def azoom(self, t: float, tag: str | None = None, cell: int | None = None) -> RenderedImage:
         """:meth:`zoom` off the event loop."""
         result: RenderedImage = await self._off_loop(self.zoom, t, tag, cell)

@@ -25,8 +25,6 @@ class RenderCache:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self.hits = 0
-        self.misses = 0
 
     def path_for(self, key: str) -> Path:
         """Where the image for ``key`` lives."""
@@ -39,9 +37,7 @@ class RenderCache:
             data = path.read_bytes()
             meta = json.loads(path.with_suffix(".json").read_text())
         except (FileNotFoundError, json.JSONDecodeError):
-            self.misses += 1
             return None
-        self.hits += 1
         return data, meta
 
     def put(self, key: str, data: bytes, meta: dict[str, Any]) -> Path:

@@ -1,4 +1,4 @@
-"""Evaluation reports: accuracy per category, costs, grounding; paired comparisons with bootstrap CIs.
+"""Evaluation reports: accuracy per category, costs, grounding (comparisons: :mod:`.compare`; the plot: :mod:`.plot`).
 
 A question's current result is the latest row whose key matches the key its folder's ``eval*.json``
 now expects: results of an edited prompt set, other agent code or another model stay in the file but
@@ -17,8 +17,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.iou import row_iou
@@ -129,12 +127,14 @@ def grounding_hit(row: dict[str, Any], tolerance: float = GROUNDING_TOLERANCE_S)
     return any(s - tolerance <= t <= e + tolerance for t in times for s, e in ranges)
 
 
-def _mean_or_none(values: Iterable[float | None]) -> float | None:
+def mean_or_none(values: Iterable[float | None]) -> float | None:
+    """The mean of the known values (None when there is none)."""
     known = [v for v in values if v is not None]
     return statistics.fmean(known) if known else None
 
 
-def _mean(values: Iterable[float]) -> float:
+def mean_of(values: Iterable[float]) -> float:
+    """The mean (0 when there is nothing to average)."""
     data = list(values)
     return statistics.fmean(data) if data else 0.0
 
@@ -160,18 +160,18 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "parse_failure_rate": sum(bool(r["parse_failed"]) for r in answered) / len(rows) if rows else None,
         "without_evidence_rate": (sum(_without_evidence(r) for r in answered) / len(answered) if answered else None),
         "runs_with_fallbacks": sum(1 for r in answered if r.get("fallbacks")),
-        "mean_tokens": _mean(r["tokens"] for r in answered),
-        "mean_master_tokens": _mean(r["master_tokens"] for r in answered),
-        "mean_worker_tokens": _mean(r["worker_tokens"] for r in answered),
+        "mean_tokens": mean_of(r["tokens"] for r in answered),
+        "mean_master_tokens": mean_of(r["master_tokens"] for r in answered),
+        "mean_worker_tokens": mean_of(r["worker_tokens"] for r in answered),
         "cache_hit_rate": sum(r["cached_tokens"] for r in answered) / prompt if prompt else None,
-        "mean_calls": _mean(r["calls"] for r in answered),
-        "mean_frames_viewed": _mean(r.get("frames_viewed", 0) for r in answered),
-        "mean_frames_sent": _mean(r.get("frames_sent", 0) for r in answered),
-        "mean_index_frames": _mean(r.get("index_frames", 0) for r in answered),
-        "mean_index_s": _mean(r.get("index_s", 0.0) for r in answered),
-        "mean_wall_s": _mean(r["wall_s"] for r in answered),
-        "mean_rounds": _mean(r["rounds"] for r in answered),
-        "mean_evidence": _mean(r["evidence"] for r in answered),
+        "mean_calls": mean_of(r["calls"] for r in answered),
+        "mean_frames_viewed": mean_of(r.get("frames_viewed", 0) for r in answered),
+        "mean_frames_sent": mean_of(r.get("frames_sent", 0) for r in answered),
+        "mean_index_frames": mean_of(r.get("index_frames", 0) for r in answered),
+        "mean_index_s": mean_of(r.get("index_s", 0.0) for r in answered),
+        "mean_wall_s": mean_of(r["wall_s"] for r in answered),
+        "mean_rounds": mean_of(r["rounds"] for r in answered),
+        "mean_evidence": mean_of(r["evidence"] for r in answered),
         "grounding_hit_rate": sum(hits) / len(hits) if hits else None,
         "grounded_questions": len(hits),
         "mean_iou": statistics.fmean(ious) if ious else None,
@@ -204,7 +204,7 @@ def by_group(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[dict[st
 
 def _order_key(rows: list[dict[str, Any]]) -> tuple[float, str]:
     durations = [r.get("duration") or 0.0 for r in rows]
-    return (_mean(durations), str(rows[0].get("groups")))
+    return (mean_of(durations), str(rows[0].get("groups")))
 
 
 def report(data: EvalData) -> dict[str, Any]:
@@ -241,7 +241,8 @@ def _skipped(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"malformed": len(malformed), "excluded": excluded, "records": malformed}
 
 
-def _iou(value: float | None) -> str:
+def iou_text(value: float | None) -> str:
+    """An IoU as a table cell."""
     return "-" if value is None else f"{value:.2f}"
 
 
@@ -266,7 +267,7 @@ def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"{s['mean_index_frames']:,.0f} ({s['mean_index_s']:.1f} s) | "
             f"{s['mean_calls']:.1f} | {s['mean_rounds']:.1f} | "
             f"{s['mean_evidence']:.1f} | {s['mean_wall_s']:.1f} s | {_pct(s['grounding_hit_rate'])} | "
-            f"{_iou(s['mean_iou'])} |"
+            f"{iou_text(s['mean_iou'])} |"
         )
     return lines
 
@@ -323,148 +324,3 @@ def render_markdown(rep: dict[str, Any]) -> str:
     for axis, values in rep["groups"].items():
         lines += ["", *_table(axis, values)]
     return "\n".join(lines) + "\n"
-
-
-# -- comparison ----------------------------------------------------------------------------------
-
-
-def paired_bootstrap(
-    pairs: Sequence[tuple[str, float]], resamples: int = 2000, seed: int = 0, level: float = 0.95
-) -> tuple[float, float, float]:
-    """Mean difference and its confidence interval, resampling whole clusters (videos) with replacement.
-
-    ``pairs`` holds (cluster, difference) per question: questions on one video are not independent,
-    so the video is the unit that is resampled.
-    """
-    if not pairs:
-        raise BadInputError("nothing to compare: the two evals share no attempted question")
-    clusters: dict[str, list[float]] = {}
-    for cluster, diff in pairs:
-        clusters.setdefault(cluster, []).append(diff)
-    sums = np.array([sum(v) for v in clusters.values()], dtype=float)
-    counts = np.array([len(v) for v in clusters.values()], dtype=float)
-    mean = float(sums.sum() / counts.sum())
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(sums), size=(resamples, len(sums)))
-    stats = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(stats, [alpha, 1 - alpha])
-    return mean, float(low), float(high)
-
-
-MIN_QUESTIONS_FOR_CI = 10
-"""Below this many paired questions a bootstrap interval says next to nothing, and the comparison says so."""
-
-
-def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Side by side on the questions both attempted: accuracy, errors, cost, and B - A with a clustered CI.
-
-    A question whose run failed on one side is paired as a wrong answer on that side, never dropped.
-    """
-    rows_a = {r["item"]: r for r in a.rows if scored(r)}
-    rows_b = {r["item"]: r for r in b.rows if scored(r)}
-    shared = sorted(rows_a.keys() & rows_b.keys())
-    if not shared:
-        raise BadInputError(f"{a.folder} and {b.folder} share no attempted question")
-
-    def section(items: Sequence[str]) -> dict[str, Any]:
-        pairs = [(rows_a[i]["video_id"], float(is_correct(rows_b[i])) - float(is_correct(rows_a[i]))) for i in items]
-        diff, low, high = paired_bootstrap(pairs, resamples, seed)
-        return {
-            "questions": len(items),
-            "videos": len({rows_a[i]["video_id"] for i in items}),
-            "accuracy_a": _mean(float(is_correct(rows_a[i])) for i in items),
-            "accuracy_b": _mean(float(is_correct(rows_b[i])) for i in items),
-            "error_rate_a": _mean(float(failed(rows_a[i])) for i in items),
-            "error_rate_b": _mean(float(failed(rows_b[i])) for i in items),
-            "difference": diff,
-            "ci_low": low,
-            "ci_high": high,
-            "iou_a": _mean_or_none(row_iou(rows_a[i]) for i in items),
-            "iou_b": _mean_or_none(row_iou(rows_b[i]) for i in items),
-            "too_few_questions": len(items) < MIN_QUESTIONS_FOR_CI,
-            "tokens_a": _mean(rows_a[i]["tokens"] for i in items if not failed(rows_a[i])),
-            "tokens_b": _mean(rows_b[i]["tokens"] for i in items if not failed(rows_b[i])),
-        }
-
-    cats: dict[str, list[str]] = {}
-    for item in shared:
-        for cat in rows_a[item].get("categories") or ["(none)"]:
-            cats.setdefault(cat, []).append(item)
-    return {
-        "a": a.label,
-        "b": b.label,
-        "resamples": resamples,
-        "only_a": len(rows_a.keys() - rows_b.keys()),
-        "only_b": len(rows_b.keys() - rows_a.keys()),
-        "overall": section(shared),
-        "categories": {cat: section(items) for cat, items in sorted(cats.items())},
-    }
-
-
-def render_comparison(cmp: dict[str, Any]) -> str:
-    """The comparison for people."""
-    lines = [
-        f"A = {cmp['a']}",
-        f"B = {cmp['b']}",
-        f"paired on questions both attempted ({cmp['only_a']} only in A, {cmp['only_b']} only in B), "
-        "a failed run counting as wrong; "
-        f"95% CI from {cmp['resamples']} bootstrap resamples of videos",
-        "",
-        "| category | questions | videos | accuracy A | accuracy B | errors A | errors B | B - A | 95% CI | "
-        "IoU A | IoU B | tokens A | tokens B |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
-    ]
-    for name, s in [("overall", cmp["overall"]), *cmp["categories"].items()]:
-        few = " (too few)" if s["too_few_questions"] else ""
-        lines.append(
-            f"| {name} | {s['questions']} | {s['videos']} | {s['accuracy_a']:.1%} | {s['accuracy_b']:.1%} | "
-            f"{s['error_rate_a']:.1%} | {s['error_rate_b']:.1%} | "
-            f"{s['difference']:+.1%} | [{s['ci_low']:+.1%}, {s['ci_high']:+.1%}]{few} | "
-            f"{_iou(s['iou_a'])} | {_iou(s['iou_b'])} | {s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} |"
-        )
-    sections = [cmp["overall"], *cmp["categories"].values()]
-    if any(s["too_few_questions"] for s in sections):
-        lines += [
-            "",
-            f"(too few): an interval over fewer than {MIN_QUESTIONS_FOR_CI} questions means next to nothing; "
-            "run more questions before reading a difference from it",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-# -- plot ----------------------------------------------------------------------------------------
-
-
-def plot_tokens_vs_duration(evals: Sequence[EvalData], path: str | Path) -> Path:
-    """A PNG: tokens per question against video duration (log-log), one series per eval."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    for n, data in enumerate(evals):
-        rows = [r for r in data.answered if r.get("duration")]
-        if not rows:
-            continue
-        color = f"C{n}"
-        ax.scatter([r["duration"] / 60 for r in rows], [r["tokens"] for r in rows], s=12, alpha=0.35, color=color)
-        means: dict[float, list[int]] = {}
-        for r in rows:
-            means.setdefault(r["duration"], []).append(r["tokens"])
-        xs = sorted(means)
-        ax.plot([x / 60 for x in xs], [_mean(means[x]) for x in xs], marker="o", color=color, label=data.label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("video duration (minutes)")
-    ax.set_ylabel("tokens per question")
-    ax.set_title("Tokens per question vs. video duration")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    return out

@@ -33,12 +33,13 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from videoatlas import __version__, limits
+from videoatlas import limits
 from videoatlas.agents.registry import get_agent
 from videoatlas.environment.concat import media_duration
 from videoatlas.errors import BadInputError, DatabaseDownError, OutageError, VideoAtlasError
@@ -149,7 +150,7 @@ async def run_eval(
         "shard": [spec.shard.index, spec.shard.count],
         "results": results_file.name,
         "keys": keys,
-        "videoatlas": __version__,
+        "videoatlas": version("videoatlas"),
         "updated_at": datetime.now(UTC).isoformat(),
     }
     write_meta(out / f"eval{spec.shard.suffix}.json", meta)

@@ -14,6 +14,7 @@ from typing import Any
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import Loaded, load_dataset
+from videoatlas.evals.datasets.synthetic import MakingProgress
 from videoatlas.evals.items import EvalItem, interleave
 from videoatlas.runtime.context import RunConfig
 from videoatlas.synth import Style
@@ -65,18 +66,23 @@ class EvalSpec:
     """Only these published splits of the benchmark (``--subset``; names checked by ``parse_subset``)."""
 
 
-def load_selected(spec: EvalSpec) -> Loaded:
+def load_selected(spec: EvalSpec, making: MakingProgress | None = None) -> Loaded:
     """The dataset's items (its ``--subset``) spread over videos, cut to ``--limit``, then this shard's share.
 
-    The skipped records come along, to be counted in ``eval.json`` and the report.
+    The skipped records come along, to be counted in ``eval.json`` and the report. The synthetic
+    suite draws the videos of this selection only (``making``: the progress each is drawn under).
     """
-    loaded = load_dataset(spec.dataset, spec.root, spec.durations, spec.seed, spec.styles, spec.subset)
-    items = interleave(loaded.items)
-    if spec.limit is not None:
-        if spec.limit < 1:
-            raise BadInputError("--limit must be at least 1")
-        items = items[: spec.limit]
-    mine = items[spec.shard.index :: spec.shard.count]
+    if spec.limit is not None and spec.limit < 1:
+        raise BadInputError("--limit must be at least 1")
+
+    def select(items: list[EvalItem]) -> list[EvalItem]:
+        spread = interleave(items)[: spec.limit]
+        return spread[spec.shard.index :: spec.shard.count]
+
+    loaded = load_dataset(
+        spec.dataset, spec.root, spec.durations, spec.seed, spec.styles, spec.subset, select=select, making=making
+    )
+    mine = loaded.items
     if not spec.subtitles:
         mine = [replace(i, subtitles=None, subtitle_offset=0.0) for i in mine]
     return Loaded(mine, loaded.skipped)

@@ -1,7 +1,9 @@
 """VideoAtlas as a Gymnasium environment: ``gymnasium.make("videoatlas/Grid-v0", tasks=...)``.
 
-Importing this package registers the environment id. See :mod:`videoatlas.gym.env` for the state,
-observations, actions and rewards, and :mod:`videoatlas.gym.tasks` for where episodes come from.
+Importing this package registers the environment id. Without ``tasks``, the environment uses
+:func:`~videoatlas.gym.tasks.default_tasks` (a 1-minute synthetic video, made once in the data
+directory). See :mod:`videoatlas.gym.env` for the state, observations, actions and rewards, and
+:mod:`videoatlas.gym.tasks` for where episodes come from.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from gymnasium.envs.registration import register, registry
 from videoatlas.gym.actions import ActionLayout
 from videoatlas.gym.env import GridEnv, InvalidActionError
 from videoatlas.gym.rewards import GroundingReward, QAReward, iou
-from videoatlas.gym.tasks import DatasetTasks, SyntheticTasks, Task, usable
+from videoatlas.gym.tasks import DatasetTasks, SyntheticTasks, Task, default_tasks, usable
+from videoatlas.logging import library_defaults
+
+library_defaults()  # an episode's logs go to stderr, never the training script's stdout
 
 ENV_ID = "videoatlas/Grid-v0"
 
@@ -28,6 +33,7 @@ __all__ = [
     "QAReward",
     "SyntheticTasks",
     "Task",
+    "default_tasks",
     "iou",
     "usable",
 ]

@@ -47,7 +47,7 @@ from videoatlas.environment.geometry import (
 from videoatlas.errors import BadInputError
 from videoatlas.gym.actions import CELL_ACTIONS, Action, ActionLayout
 from videoatlas.gym.rewards import GroundingReward, QAReward, Reward
-from videoatlas.gym.tasks import Task
+from videoatlas.gym.tasks import Task, default_tasks
 from videoatlas.paths import render_cache_dir
 
 PAD = 256
@@ -123,7 +123,7 @@ class GridEnv(gymnasium.Env[dict[str, Any], int]):
 
     def __init__(
         self,
-        tasks: Sequence[Task],
+        tasks: Sequence[Task] | None = None,
         task: Literal["qa", "grounding"] | Reward = "qa",
         k: int = 4,
         cell_px: int = 48,
@@ -138,6 +138,8 @@ class GridEnv(gymnasium.Env[dict[str, Any], int]):
         backend: str = "pyav",
         render_mode: str | None = None,
     ) -> None:
+        if tasks is None:
+            tasks = default_tasks()
         if not tasks:
             raise BadInputError("the environment needs at least one task")
         if max_steps < 1 or max_evidence < 1 or max_choices < 2:

@@ -2,13 +2,15 @@
 
 A task source is a list of :class:`Task`; an episode draws one with the environment's seeded
 generator. Sources are built from the synthetic generators (:class:`SyntheticTasks`) or from an eval
-dataset through its adapter (:class:`DatasetTasks`). A task whose video cannot be opened is left
+dataset through its adapter (:class:`DatasetTasks`); an environment made without tasks uses
+:func:`default_tasks`, one small synthetic video in the data directory. A task whose video cannot be opened is left
 out when the source is built, with a warning naming the file and why, never found in the middle of
 a vectorised rollout.
 """
 
 from __future__ import annotations
 
+import fcntl
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ import structlog
 
 from videoatlas.environment.concat import open_source
 from videoatlas.errors import BadInputError, VideoAtlasError
+from videoatlas.paths import home_dir
 
 log = structlog.get_logger(__name__)
 
@@ -60,7 +63,10 @@ def usable(tasks: Iterable[Task]) -> list[Task]:
 
 
 class SyntheticTasks(list[Task]):
-    """The questions of one synthetic video (made once under ``root``, reused after), with their moments."""
+    """The questions of one synthetic video (made once under ``root``, reused after), with their moments.
+
+    ``folder`` is where the video is; ``made`` says whether this call drew it (False: it was there).
+    """
 
     def __init__(
         self,
@@ -83,7 +89,10 @@ class SyntheticTasks(list[Task]):
             subtitles=False,
         )
         out = Path(root) / f"synth-{int(duration)}s-seed{seed}-{style}-{size[0]}x{size[1]}"
-        truth = load_current(out, style=spec.style) or synthesize(spec, out)
+        truth = load_current(out, style=spec.style)
+        self.folder, self.made = out, truth is None
+        if truth is None:
+            truth = synthesize(spec, out)
         video = str(out / truth["video"])
         super().__init__(
             usable(
@@ -98,6 +107,34 @@ class SyntheticTasks(list[Task]):
                 for q in truth["questions"]
             )
         )
+
+
+DEFAULT_DURATION_S = 60.0
+"""The default source's video: one minute, small enough to make in seconds on first use."""
+
+
+def default_tasks() -> SyntheticTasks:
+    """The tasks of ``gymnasium.make("videoatlas/Grid-v0")`` made without any: one synthetic video's questions.
+
+    The video is drawn once into the data directory (``$VIDEOATLAS_HOME/gym``) and reused after;
+    a log line says which, and where. Environments made side by side (a vector of them in
+    subprocesses) take turns: one draws the video, the others find it drawn.
+    """
+    root = home_dir() / "gym"
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".default.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        tasks = SyntheticTasks(root, duration=DEFAULT_DURATION_S, seed=1)
+    if tasks.made:
+        log.warning(
+            "gym_default_tasks_made",
+            folder=str(tasks.folder),
+            tasks=len(tasks),
+            note="no tasks given: made a 1-minute synthetic video (once); pass tasks=... for your own",
+        )
+    else:
+        log.info("gym_default_tasks", folder=str(tasks.folder), tasks=len(tasks))
+    return tasks
 
 
 class DatasetTasks(list[Task]):

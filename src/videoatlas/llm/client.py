@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -38,7 +38,7 @@ from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.images import ImagePart, check_limits
 from videoatlas.llm.outage import EndpointWatch, watch_for
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
-from videoatlas.llm.records import CallRecord, CallTotals
+from videoatlas.llm.records import CallRecord, CallTotals, Outcome
 from videoatlas.llm.repair import repair_json
 from videoatlas.llm.schemas import response_format
 from videoatlas.llm.server_errors import describe, refused_feature, route_hint, server_message, short_error
@@ -202,22 +202,25 @@ class VLMClient:
         raise ModelReplyError(f"the model's reply to {schema.__name__} was not valid after a re-ask: {error}")
 
     def _parse(self, schema: type[T], text: str, record: CallRecord) -> tuple[T | None, str]:
-        try:
-            value = schema.model_validate_json(text)
-            record.outcome = "ok"
-            return value, ""
-        except ValidationError as exc:
-            first_error = short_error(exc)
-        repaired = repair_json(text)
-        if repaired is not None and repaired != text:
+        """The reply as ``schema``: as sent, else repaired (the outcome says which); or the last error."""
+
+        def readings() -> Iterator[tuple[str, Outcome]]:
+            yield text, "ok"
+            repaired = repair_json(text)  # only when the reply as sent did not parse
+            if repaired is not None and repaired != text:
+                yield repaired, "repaired"
+
+        error = ""
+        for reading, outcome in readings():
             try:
-                value = schema.model_validate_json(repaired)
-                record.outcome = "repaired"
-                return value, ""
+                value = schema.model_validate_json(reading)
             except ValidationError as exc:
-                first_error = short_error(exc)
-        record.parse_errors.append(first_error)
-        return None, first_error
+                error = short_error(exc)
+                continue
+            record.outcome = outcome
+            return value, ""
+        record.parse_errors.append(error)
+        return None, error
 
     async def _send(
         self,

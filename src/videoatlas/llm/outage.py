@@ -173,12 +173,3 @@ def watch_for(settings: EndpointSettings, probe: Probe | None = None) -> Endpoin
         )
     watch.patience_s = settings.patience_s
     return watch
-
-
-def current_watch(settings: EndpointSettings) -> EndpointWatch | None:
-    """The watch of ``settings.base_url`` if a call made one in this event loop (read-only: for progress)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-    return _watches.get(loop, {}).get(settings.base_url)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import re
 
-OPEN = "<think>"
 CLOSE = "</think>"
 REASONING_FIELDS = ("reasoning", "reasoning_content")
 """Message fields a server may put the reasoning in: vLLM 0.33's name first, then the older one."""

@@ -57,9 +57,6 @@ class Transcript:
     """Whether the server gave segment times (False: times are those of the windows sent)."""
 
 
-Post = Callable[[bytes], Awaitable[dict[str, Any]]]
-
-
 class Transcriber:
     """Transcribes clips of 16 kHz mono samples through one endpoint's transcription route."""
 

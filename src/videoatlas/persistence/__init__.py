@@ -1,1 +1,1 @@
-"""Where runs live: LangGraph checkpoints (resume) and the run/trace store (inspect), in one database."""
+"""Where runs live, in one database: LangGraph checkpoints (resume), the run/trace store (inspect), frame indexes."""

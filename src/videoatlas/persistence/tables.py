@@ -59,15 +59,20 @@ class RunRow(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
-class NodeEventRow(Base):
-    """One node execution (Master node or a worker's step node)."""
+class InRun:
+    """Where a traced thing happened (a node event, a model call): its run, node, worker and round."""
 
-    __tablename__ = "va_node_events"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("va_runs.id"), index=True)
     node: Mapped[str] = mapped_column(String(64))
     worker: Mapped[str | None] = mapped_column(String(32), nullable=True)
     round: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class NodeEventRow(InRun, Base):
+    """One node execution (Master node or a worker's step node)."""
+
+    __tablename__ = "va_node_events"
     phase: Mapped[str] = mapped_column(String(8))
     """start or end."""
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -77,15 +82,10 @@ class NodeEventRow(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
-class ModelCallRow(Base):
+class ModelCallRow(InRun, Base):
     """One structured model call and how it ended."""
 
     __tablename__ = "va_model_calls"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[str] = mapped_column(ForeignKey("va_runs.id"), index=True)
-    node: Mapped[str] = mapped_column(String(64))
-    worker: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    round: Mapped[int | None] = mapped_column(Integer, nullable=True)
     step: Mapped[int | None] = mapped_column(Integer, nullable=True)
     schema: Mapped[str] = mapped_column(String(64))
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -1,4 +1,4 @@
-"""The data the agent keeps: evidence, views, targets, costs, worker reports, and their reducers.
+"""The records every agent keeps: evidence, frame references, costs, repairs, dead zones, the index used; reducers.
 
 Nothing here holds pixels: an evidence item keeps a reference (video identity, time, render size)
 from which its frame is rendered again whenever it is shown.

@@ -8,14 +8,29 @@ on. Two styles draw the same four question kinds: ``chapters`` (:mod:`.chapters`
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from videoatlas.logging import library_defaults
 from videoatlas.synth import broadcast, chapters
 from videoatlas.synth.encode import Progress
 from videoatlas.synth.spec import CODECS, STYLES, Codec, Style, SynthSpec, default_fps
 
-__all__ = ["CODECS", "STYLES", "Codec", "Progress", "Style", "SynthSpec", "default_fps", "load_current", "synthesize"]
+library_defaults()  # "synthesized" and other lines go to stderr when a script calls synthesize()
+
+__all__ = [
+    "CODECS",
+    "STYLES",
+    "Codec",
+    "Progress",
+    "Style",
+    "SynthSpec",
+    "default_fps",
+    "load_current",
+    "planned_questions",
+    "synthesize",
+]
 
 
 def synthesize(
@@ -25,6 +40,15 @@ def synthesize(
     if spec.style == "broadcast":
         return broadcast.synthesize(spec, out_dir, name, progress)
     return chapters.synthesize(spec, out_dir, name, progress)
+
+
+def planned_questions(spec: SynthSpec) -> list[dict[str, Any]]:
+    """The questions :func:`synthesize` would write for ``spec``, as its ground truth lists them, without drawing.
+
+    A video's timeline and questions are planned from its spec and seed alone; only the drawing takes time.
+    """
+    timeline = broadcast.plan_broadcast(spec).timeline if spec.style == "broadcast" else chapters.plan_timeline(spec)
+    return [{**asdict(q), "answer": q.answer} for q in timeline.questions]
 
 
 def schema_version(style: Style) -> int:

@@ -17,7 +17,8 @@ from aiohttp import web
 
 from videoatlas.environment.concat import media_duration
 from videoatlas.errors import BadInputError, VideoAtlasError
-from videoatlas.evals.report import MIN_QUESTIONS_FOR_CI, EvalData
+from videoatlas.evals.compare import MIN_QUESTIONS_FOR_CI
+from videoatlas.evals.report import EvalData
 from videoatlas.inspect import load_trace
 from videoatlas.persistence import queries
 from videoatlas.persistence.store import TraceStore

@@ -12,16 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from videoatlas.evals.report import (
-    EvalData,
-    compare,
-    failed,
-    is_correct,
-    load_eval,
-    plot_tokens_vs_duration,
-    report,
-    scored,
-)
+from videoatlas.evals.compare import compare
+from videoatlas.evals.plot import plot_tokens_vs_duration
+from videoatlas.evals.report import EvalData, failed, is_correct, load_eval, report, scored
 
 
 @dataclass(frozen=True, slots=True)

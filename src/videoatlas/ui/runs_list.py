@@ -23,15 +23,10 @@ STATUSES = RUN_STATUSES
 PAGE_SIZE = 50
 
 
-@dataclass(slots=True)
-class RunFilter:
-    """What the runs page asks for: every field optional."""
+@dataclass(frozen=True, slots=True)
+class RunFilter(RunSearch):
+    """What the runs page asks for: a search of the runs (every field optional), and which page of it."""
 
-    status: str = ""
-    video: str = ""
-    agent: str = ""
-    prompt_set: str = ""
-    text: str = ""
     page: int = 1
 
     def as_query(self, **override: Any) -> dict[str, str]:
@@ -46,10 +41,6 @@ class RunFilter:
         }
         values.update(override)
         return {k: str(v) for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)}
-
-    def search(self) -> RunSearch:
-        """The filter as the store searches runs (the page aside)."""
-        return RunSearch(self.status, self.video, self.agent, self.prompt_set, self.text)
 
 
 @dataclass(slots=True)
@@ -92,7 +83,7 @@ def run_summary(shown: ShownRun, now: datetime) -> dict[str, Any]:
 
 def runs_page(engine: Engine, flt: RunFilter, page_size: int = PAGE_SIZE) -> RunsPage:
     """The runs matching ``flt``, newest first, one page of them."""
-    found = queries.runs_page(engine, flt.search(), flt.page, page_size)
+    found = queries.runs_page(engine, flt, flt.page, page_size)
     now = datetime.now(UTC)
     return RunsPage(
         rows=[run_summary(s, now) for s in found.runs],

@@ -6,13 +6,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
+from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.eea.select import memory_images
 from videoatlas.agents.eea.state import EEAState
 from videoatlas.agents.eea.views import SYSTEM, at, rounds_block
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import decision_values, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -46,26 +45,19 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
     """Judge each choice against the memory frames and answer; a failed reply is recorded, never guessed."""
     ctx = runtime.context
     evidence = memory_evidence(state, ctx)
-    labels = dict(labelled(evidence))
-    images = await memory_images(ctx, [e.time for e in evidence])
-    choices = state["choices"]
     values = {
-        **decision_values(state["question"], choices),
         "duration": format_ts(ctx.atlas.duration, 0),
         "evidence": "\n".join(f"[{evidence_label(i)}] {at(e.time)}" for i, e in enumerate(evidence)) or "(none)",
         "history": rounds_block(state.get("rounds") or [], state.get("segments") or []),
     }
-    call = DecisionCall(
-        node="answer",
-        template="answer",
+    return await decide_on_evidence(
+        ctx,
+        state,
+        evidence,
         system=SYSTEM,
-        images=images,
+        images=await memory_images(ctx, [e.time for e in evidence]),
         values=values,
-        choices=choices,
-        labels=list(labels),
         stop=state.get("stop_reason") or "the policy answered",
-        step="final answer",
         thinker="searcher",
         extra={"round": len(state.get("rounds") or [])},
     )
-    return await decide_final(ctx, call, cite_labels(labels), evidence)

@@ -6,16 +6,17 @@ zones are merged); the checkpoint taken after each round's merge says what that 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
-from videoatlas.agents.registry import state_history
-from videoatlas.agents.video_rlm.graph import AGENT_NAME
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
 
 
-async def rounds_after_merge(url: str, run_id: str) -> dict[int, dict[str, Any]]:
+async def rounds_after_merge(snapshots: AsyncIterator[StateSnapshot]) -> dict[int, dict[str, Any]]:
     """Per round: ``evidence`` (records) and ``dead_zones`` as they stood after the round's merge."""
     out: dict[int, dict[str, Any]] = {}
-    async for snap in state_history(url, AGENT_NAME, run_id):
+    async for snap in snapshots:
         values = snap.values or {}
         if "analyze_uncertainty" in (snap.next or ()) and "round" in values:
             out.setdefault(

@@ -6,13 +6,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
+from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.videoarm.control import focus_images
 from videoatlas.agents.videoarm.render import time_of
 from videoatlas.agents.videoarm.state import ArmState, Entry
 from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, evidence_block, heard_line, memory_text, ranges_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import decision_values, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -66,25 +65,19 @@ async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, A
     ctx = runtime.context
     memory = state.get("memory") or []
     evidence = memory_evidence(memory, ctx)
-    labels = dict(labelled(evidence))
-    choices = state["choices"]
     values = {
-        **decision_values(state["question"], choices),
         "duration": format_ts(ctx.atlas.duration, 0),
         "memory": memory_text(memory),
         "evidence": evidence_block(evidence),
     }
-    call = DecisionCall(
-        node="answer",
-        template="answer",
+    return await decide_on_evidence(
+        ctx,
+        state,
+        evidence,
         system=CONTROLLER_SYSTEM,
         images=await focus_images(state, ctx),
         values=values,
-        choices=choices,
-        labels=list(labels),
         stop=state.get("stop_reason") or "the controller answered",
-        step="final answer",
         thinker="controller",
         extra={"round": len(memory)},
     )
-    return await decide_final(ctx, call, cite_labels(labels), evidence)

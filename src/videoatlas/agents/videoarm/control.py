@@ -8,20 +8,20 @@ At the step limit, or out of budget, the answer is forced without asking.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets
 from videoatlas.agents.videoarm.schemas import step_schema
 from videoatlas.agents.videoarm.settings import VideoArmSettings, arm
 from videoatlas.agents.videoarm.state import ArmState
 from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, memory_text, span_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import as_image, ask, budget_exhausted, choices_block, emit, fallback
+from videoatlas.runtime.calls import as_image, budget_exhausted, choices_block, emit
 from videoatlas.runtime.context import AgentContext
 
 STEP_EVENT = "arm_step"
@@ -92,33 +92,24 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         "steps": settings.steps,
     }
     emit(STEP_EVENT, step=step)
-    images = await focus_images(state, ctx)
-    try:
-        reply, cost = await ask(
-            ctx,
-            step_schema(tools, duration),
-            "control",
-            "step",
-            images,
-            values,
-            system=CONTROLLER_SYSTEM,
-            thinker="controller",
-            meta={"round": step},
-        )
-    except ModelReplyError as exc:
-        # Without a usable step: survey the whole video first, and once something is in memory, answer.
-        rule = "answer from the memory" if memory else "scene_snapper over the whole video"
-        cost, repair = fallback(exc, "control", step, rule)
-        call: dict[str, Any] = (
-            {"tool": "answer"} if memory else {"tool": "scene_snapper", "ranges": [], "num_frames": 30}
-        )
-        reason = f"(no usable step: {rule})"
-        update: dict[str, Any] = {"cost": cost, "repairs": [repair], "reason": reason}
-    else:
-        value: Any = reply.value
-        call, reason = value.call.model_dump(), value.reason
-        update = {"cost": cost, "reason": reason}
+    # Without a usable step: survey the whole video first, and once something is in memory, answer.
+    instead = (
+        ({"tool": "answer"}, "answer from the memory")
+        if memory
+        else ({"tool": "scene_snapper", "ranges": [], "num_frames": 30}, "scene_snapper over the whole video")
+    )
+    call, reason, update = await choose_tool(
+        ctx,
+        step_schema(tools, duration),
+        await focus_images(state, ctx),
+        values,
+        node="control",
+        template="step",
+        system=CONTROLLER_SYSTEM,
+        thinker="controller",
+        turn=step,
+        said="reason",
+        instead=instead,
+    )
     emit(CALLED_EVENT, step=step, tool=call["tool"], reason=reason)
-    if call["tool"] == "answer":
-        return Command(goto="answer", update={**update, "planned": None, "stop_reason": "the controller answered"})
-    return Command(goto="act", update={**update, "planned": call})
+    return next_step(call, update, "act", "controller")

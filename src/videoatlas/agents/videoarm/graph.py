@@ -9,16 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
 
+from videoatlas.agents.tool_loop import build_tool_loop
 from videoatlas.agents.videoarm.act import act
 from videoatlas.agents.videoarm.answer import answer
 from videoatlas.agents.videoarm.control import control
 from videoatlas.agents.videoarm.state import ArmOutput, ArmState
 from videoatlas.prompts import TemplateSpec
-from videoatlas.runtime.context import AgentContext
-from videoatlas.runtime.tracing import traced
-from videoatlas.state.run import QuestionInput
 
 AGENT_NAME = "videoarm"
 TEMPLATES: TemplateSpec = {
@@ -40,12 +37,5 @@ TEMPLATES: TemplateSpec = {
 
 
 def build_graph(checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:
-    """Compile the VideoARM graph."""
-    builder = StateGraph(ArmState, input_schema=QuestionInput, output_schema=ArmOutput, context_schema=AgentContext)
-    builder.add_node("control", traced("control", control), destinations=("act", "answer"))
-    builder.add_node("act", traced("act", act))
-    builder.add_node("answer", traced("answer", answer))
-    builder.add_edge(START, "control")
-    builder.add_edge("act", "control")
-    builder.add_edge("answer", END)
-    return builder.compile(checkpointer=checkpointer)
+    """Compile the VideoARM graph (the tool loop: the controller, its tools, the answer)."""
+    return build_tool_loop(ArmState, ArmOutput, ("control", control), ("act", act), answer, checkpointer)

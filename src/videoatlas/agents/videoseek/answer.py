@@ -6,12 +6,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
+from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import decision_values, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -46,25 +45,19 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
     ctx = runtime.context
     turns = state.get("turns") or []
     evidence = flagged_evidence(turns, ctx, seek(ctx).short_px)
-    labels = dict(labelled(evidence))
-    choices = state["choices"]
     values = {
-        **decision_values(state["question"], choices),
         "duration": format_ts(ctx.atlas.duration, 0),
         "history": history(turns),
         "evidence": evidence_block(evidence),
     }
-    call = DecisionCall(
-        node="answer",
-        template="answer",
+    return await decide_on_evidence(
+        ctx,
+        state,
+        evidence,
         system=PLANNER_SYSTEM,
         images=[],
         values=values,
-        choices=choices,
-        labels=list(labels),
         stop=state.get("stop_reason") or "the planner answered",
-        step="final answer",
         thinker="planner",
         extra={"round": len(turns)},
     )
-    return await decide_final(ctx, call, cite_labels(labels), evidence)

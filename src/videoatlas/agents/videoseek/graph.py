@@ -9,16 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
 
+from videoatlas.agents.tool_loop import build_tool_loop
 from videoatlas.agents.videoseek.answer import answer
 from videoatlas.agents.videoseek.look import look
 from videoatlas.agents.videoseek.plan import plan
 from videoatlas.agents.videoseek.state import SeekOutput, SeekState
 from videoatlas.prompts import TemplateSpec
-from videoatlas.runtime.context import AgentContext
-from videoatlas.runtime.tracing import traced
-from videoatlas.state.run import QuestionInput
 
 AGENT_NAME = "videoseek"
 _TOOL_VARIABLES = frozenset({"count", "duration", "start", "end", "query", "subtitles"})
@@ -51,12 +48,5 @@ TEMPLATES: TemplateSpec = {
 
 
 def build_graph(checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:
-    """Compile the VideoSeek graph."""
-    builder = StateGraph(SeekState, input_schema=QuestionInput, output_schema=SeekOutput, context_schema=AgentContext)
-    builder.add_node("plan", traced("plan", plan), destinations=("look", "answer"))
-    builder.add_node("look", traced("look", look))
-    builder.add_node("answer", traced("answer", answer))
-    builder.add_edge(START, "plan")
-    builder.add_edge("look", "plan")
-    builder.add_edge("answer", END)
-    return builder.compile(checkpointer=checkpointer)
+    """Compile the VideoSeek graph (the tool loop: the planner, its tools, the answer)."""
+    return build_tool_loop(SeekState, SeekOutput, ("plan", plan), ("look", look), answer, checkpointer)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoseek.schemas import turn_schema
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, history, subtitles_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.errors import ModelReplyError
-from videoatlas.runtime.calls import ask, budget_exhausted, choices_block, emit, fallback
+from videoatlas.runtime.calls import budget_exhausted, choices_block, emit
 from videoatlas.runtime.context import AgentContext
 
 TOOLS = ("overview", "skim", "focus", "answer")
@@ -46,31 +46,25 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         "turns": settings.turns,
     }
     emit("plan", turn=turn_no)
-    try:
-        reply, cost = await ask(
-            ctx,
-            turn_schema(TOOLS, duration),
-            "plan",
-            "plan",
-            [],
-            values,
-            system=PLANNER_SYSTEM,
-            thinker="planner",
-            meta={"round": turn_no},
-        )
-    except ModelReplyError as exc:
-        # Without a usable plan: look at the whole video first, and once that was done, answer.
-        looked = any(t.tool == "overview" for t in turns)
-        rule = "answer from what was reported" if looked else "an overview of the whole video"
-        cost, repair = fallback(exc, "plan", turn_no, rule)
-        call: dict[str, Any] = {"tool": "answer" if looked else "overview"}
-        thought = f"(no usable plan: {rule})"
-        update: dict[str, Any] = {"cost": cost, "repairs": [repair], "thought": thought}
-    else:
-        value: Any = reply.value
-        call, thought = value.call.model_dump(), value.thought
-        update = {"cost": cost, "thought": thought}
+    # Without a usable plan: look at the whole video first, and once that was done, answer.
+    looked = any(t.tool == "overview" for t in turns)
+    instead = (
+        ({"tool": "answer"}, "answer from what was reported")
+        if looked
+        else ({"tool": "overview"}, "an overview of the whole video")
+    )
+    call, thought, update = await choose_tool(
+        ctx,
+        turn_schema(TOOLS, duration),
+        [],
+        values,
+        node="plan",
+        template="plan",
+        system=PLANNER_SYSTEM,
+        thinker="planner",
+        turn=turn_no,
+        said="thought",
+        instead=instead,
+    )
     emit("planned", turn=turn_no, tool=call["tool"], thought=thought)
-    if call["tool"] == "answer":
-        return Command(goto="answer", update={**update, "planned": None, "stop_reason": "the planner answered"})
-    return Command(goto="look", update={**update, "planned": call})
+    return next_step(call, update, "look", "planner")

@@ -1,12 +1,13 @@
-"""What every decoding backend shares: the reader interface and its work counters."""
+"""What every decoding backend shares: the reader interface, its planning step and its work counters."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from videoatlas.environment.geometry import Interval
+from videoatlas.environment.plan import FramePlan, plan_frames
 from videoatlas.environment.video import DecodedFrame, VideoInfo
 
 
@@ -36,13 +37,18 @@ def sum_stats(parts: Iterable[ReaderStats]) -> ReaderStats:
     return total
 
 
-class VideoReader(Protocol):
-    """An open video that returns one frame per window, scaled in the decoder to fit ``box``."""
+class VideoReader(ABC):
+    """An open video that returns one frame per window, scaled in the decoder to fit ``box``.
+
+    Every backend plans the same way (:func:`~videoatlas.environment.plan.plan_frames` over its
+    keyframes) and executes the plan its own way (:meth:`execute`).
+    """
 
     name: str
     info: VideoInfo
     stats: ReaderStats
 
+    @abstractmethod
     def keyframe_times(self) -> list[float] | None:
         """Sorted keyframe times in video seconds, or None when the container has no index."""
 
@@ -54,6 +60,13 @@ class VideoReader(Protocol):
         allow_keyframes: bool = True,
     ) -> list[DecodedFrame]:
         """One frame per window (in request order): a keyframe inside it or the frame at its target."""
+        plan = plan_frames(windows, targets, self.keyframe_times(), allow_keyframes)
+        return self.execute(plan, len(windows), box)
 
+    @abstractmethod
+    def execute(self, plan: FramePlan, count: int, box: int) -> list[DecodedFrame]:
+        """The frames of a plan over ``count`` windows, in window order."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release the file and decoder."""

@@ -17,17 +17,15 @@ Matroska display matrix. Pictures it leaves sideways are turned here.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
 
 import av
 import numpy as np
 import structlog
 
-from videoatlas.environment.geometry import Interval
 from videoatlas.environment.keyframes import KeyframeIndex, read_keyframe_index
 from videoatlas.environment.orientation import displayed_size, rotate_tag_degrees, upright
-from videoatlas.environment.plan import FrameTarget, plan_frames
-from videoatlas.environment.readers.base import ReaderStats
+from videoatlas.environment.plan import FramePlan, FrameTarget
+from videoatlas.environment.readers.base import ReaderStats, VideoReader
 from videoatlas.environment.video import DecodedFrame, VideoInfo, fit_within
 from videoatlas.errors import VideoError
 
@@ -37,7 +35,7 @@ _FLOAT32_STEP = 2.0**-23
 """Relative spacing of float32 values, decord's type for frame times."""
 
 
-class DecordReader:
+class DecordReader(VideoReader):
     """A decord ``VideoReader`` bound to one output size. Not thread-safe: pool readers."""
 
     name = "decord"
@@ -92,15 +90,8 @@ class DecordReader:
         # decord keeps times as float32: a frame starting at exactly t may be stored one step above.
         return max(0, bisect.bisect_right(self._starts, t + abs(t) * _FLOAT32_STEP) - 1)
 
-    def fetch(
-        self,
-        windows: Sequence[Interval],
-        box: int,
-        targets: Sequence[float] | None = None,
-        allow_keyframes: bool = True,
-    ) -> list[DecodedFrame]:
-        """Map the plan to frame indices and decode them in one ``get_batch`` call."""
-        plan = plan_frames(windows, targets, self.keyframe_times(), allow_keyframes)
+    def execute(self, plan: FramePlan, count: int, box: int) -> list[DecodedFrame]:
+        """Map the plan to frame indices and decode them in one ``get_batch`` call (at the size bound at open)."""
         chosen: dict[int, tuple[int, FrameTarget, bool]] = {}
         for item in plan.keyframe_targets:
             assert item.keyframe is not None
@@ -111,7 +102,7 @@ class DecordReader:
         pixels = self._decode(sorted({idx for idx, _, _ in chosen.values()}))
         self.stats.seeks += plan.seeks
         out: list[DecodedFrame] = []
-        for key in range(len(windows)):
+        for key in range(count):
             idx, item, snap = chosen[key]
             image = pixels.get(idx)
             if image is None:

@@ -7,7 +7,7 @@ window, an exact frame must be on screen at its target (or lie inside its window
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -15,11 +15,10 @@ from typing import Any
 import av
 import structlog
 
-from videoatlas.environment.geometry import Interval
 from videoatlas.environment.keyframes import KeyframeIndex, read_keyframe_index
 from videoatlas.environment.orientation import upright
-from videoatlas.environment.plan import FrameTarget, group_runs, plan_frames
-from videoatlas.environment.readers.base import ReaderStats
+from videoatlas.environment.plan import FramePlan, FrameTarget, group_runs
+from videoatlas.environment.readers.base import ReaderStats, VideoReader
 from videoatlas.environment.video import DecodedFrame, VideoInfo, fit_within
 from videoatlas.errors import VideoError
 
@@ -44,7 +43,7 @@ class _Timed:
     errors: int
 
 
-class PyAVReader:
+class PyAVReader(VideoReader):
     """A reader over one open container. Not thread-safe: pool readers, one per thread at a time."""
 
     name = "pyav"
@@ -175,16 +174,9 @@ class PyAVReader:
 
     # -- executing a plan ------------------------------------------------------------------------
 
-    def fetch(
-        self,
-        windows: Sequence[Interval],
-        box: int,
-        targets: Sequence[float] | None = None,
-        allow_keyframes: bool = True,
-    ) -> list[DecodedFrame]:
+    def execute(self, plan: FramePlan, count: int, box: int) -> list[DecodedFrame]:
         """Execute a frame plan: keyframe snaps first, then exact runs (demoted snaps included)."""
         keyframes = self.keyframe_times()
-        plan = plan_frames(windows, targets, keyframes, allow_keyframes)
         out: dict[int, DecodedFrame] = {}
         demoted: list[FrameTarget] = []
         for item in plan.keyframe_targets:
@@ -196,7 +188,7 @@ class PyAVReader:
         runs = plan.runs + (group_runs(demoted, keyframes) if demoted else [])
         for run in runs:
             out.update(self._run_exact(run, box))
-        return [out[i] for i in range(len(windows))]
+        return [out[i] for i in range(count)]
 
     def _snap(self, item: FrameTarget, box: int) -> DecodedFrame | None:
         """The planned keyframe if it is shown inside the window (else its neighbour towards the window).

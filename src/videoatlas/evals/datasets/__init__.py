@@ -6,8 +6,9 @@ and the rest is read; ``eval check`` lists them and the report counts them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import structlog
 
@@ -71,9 +72,13 @@ def load_dataset(
     seed: int = 1,
     styles: Sequence[Style] | None = None,
     subset: Sequence[str] | None = None,
+    select: Callable[[list[EvalItem]], list[EvalItem]] | None = None,
+    making: synthetic.MakingProgress | None = None,
 ) -> Loaded:
     """Dataset ``name`` under ``root``: its items (``subset``'s only, when given) and the skipped records.
 
+    ``select``: which of them to keep (``--limit``, a shard), applied before the synthetic suite draws
+    the videos of those it kept, and only those (``making``: the progress each is drawn under).
     ``durations``, ``seed``, ``styles``: the synthetic suite only. An error when no question is left.
     """
     path = Path(root).expanduser()
@@ -106,19 +111,25 @@ def load_dataset(
         why = f" ({len(broken)} record(s) malformed; first: {broken[0].reason})" if broken else ""
         where = f" in subset {','.join(subset)}" if subset is not None else ""
         raise BadInputError(f"{name}: no questions found{where} under {path}{why}")
+    if select is not None:
+        loaded.items = select(loaded.items)
+    if name == synthetic.NAME:
+        synthetic.make_videos(path, loaded.items, seed, making)
     return loaded
 
 
-def load_items(
-    name: str,
-    root: str | Path,
-    durations: Sequence[float] | None = None,
-    seed: int = 1,
-    styles: Sequence[Style] | None = None,
-    subset: Sequence[str] | None = None,
-) -> list[EvalItem]:
+class LoadOptions(TypedDict, total=False):
+    """:func:`load_dataset`'s options, as :func:`load_items` passes them on."""
+
+    durations: Sequence[float] | None
+    seed: int
+    styles: Sequence[Style] | None
+    subset: Sequence[str] | None
+
+
+def load_items(name: str, root: str | Path, **options: Unpack[LoadOptions]) -> list[EvalItem]:
     """The items of :func:`load_dataset`; malformed records are logged (``eval check`` lists them)."""
-    loaded = load_dataset(name, root, durations, seed, styles, subset)
+    loaded = load_dataset(name, root, **options)
     broken = [s for s in loaded.skipped if s.malformed]
     if broken:
         log.warning("malformed records skipped", dataset=name, count=len(broken), first=broken[0].reason)

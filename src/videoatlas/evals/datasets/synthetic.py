@@ -5,8 +5,10 @@ and ``broadcast`` (a different look, layout, vocabulary and wording, for the sam
 kinds), so accuracy per kind can be compared on video the system was not built for. Items are
 grouped by ``duration`` and ``style``.
 
-Videos are made under ``--root`` on first use (``synth-{seconds}s-seed{seed}/``, and
-``synth-{seconds}s-seed{seed}-broadcast/``) and reused after; the 10-hour ones take about two and
+A video's questions are planned from its spec alone (:func:`~videoatlas.synth.planned_questions`),
+so the suite's items exist before any video does; :func:`make_videos` then draws, under ``--root``
+(``synth-{seconds}s-seed{seed}/``, and ``synth-{seconds}s-seed{seed}-broadcast/``), only the
+videos the selected questions are about, once, reused after. The 10-hour ones take about two and
 about five minutes on two cores. Ground-truth evidence ranges come with every question, so
 temporal grounding is scored too.
 """
@@ -15,15 +17,26 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.evals.items import EvalItem
-from videoatlas.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
+from videoatlas.synth import (
+    STYLES,
+    Progress,
+    Style,
+    SynthSpec,
+    default_fps,
+    load_current,
+    planned_questions,
+    synthesize,
+)
+from videoatlas.synth.encode import frame_count
 
 NAME = "synthetic"
 DEFAULT_DURATIONS = (60.0, 600.0, 3600.0, 3 * 3600.0, 10 * 3600.0)
@@ -46,18 +59,48 @@ def video_folder(root: Path, duration: float, seed: int, style: Style = "chapter
     return root / f"synth-{duration:g}s-seed{seed}{suffix}"
 
 
-def ensure_video(root: Path, duration: float, seed: int, style: Style = "chapters") -> tuple[Path, dict[str, Any]]:
-    """The suite's video of this length and style, made if missing; returns its folder and ground truth."""
+def suite_spec(duration: float, seed: int, style: Style = "chapters") -> SynthSpec:
+    """The spec of the suite's video of this length and style (SynthSpec refuses bad lengths and styles)."""
+    return SynthSpec(duration=duration, seed=seed, fps=default_fps(duration), style=style)
+
+
+def ensure_video(
+    root: Path, duration: float, seed: int, style: Style = "chapters", progress: Progress | None = None
+) -> tuple[Path, dict[str, Any]]:
+    """The suite's video of this length and style, made if missing; returns its folder and ground truth.
+
+    ``progress`` hears ``(frames done, frames)`` while a video is drawn, ``(0, frames)`` first.
+    """
     folder = video_folder(root, duration, seed, style)
     truth = load_current(folder, style=style)
     if truth is None:
-        # SynthSpec refuses bad lengths and styles before anything is written.
-        spec = SynthSpec(duration=duration, seed=seed, fps=default_fps(duration), style=style)
+        spec = suite_spec(duration, seed, style)
         began = time.perf_counter()
         log.info("making synthetic video (once)", duration=format_ts(duration, 0), style=style, folder=str(folder))
-        truth = synthesize(spec, folder)
+        if progress is not None:
+            progress(0, frame_count(spec))
+        truth = synthesize(spec, folder, progress=progress)
         log.info("synthetic video made", seconds=round(time.perf_counter() - began, 1))
     return folder, truth
+
+
+MakingProgress = Callable[[str], AbstractContextManager[Progress]]
+"""A video's label (``synthetic 10min broadcast``) -> the progress it is drawn under (a bar, lines)."""
+
+
+def make_videos(root: Path, items: Sequence[EvalItem], seed: int, making: MakingProgress | None = None) -> None:
+    """Draw the suite's videos that ``items`` are about and that are not drawn yet, each under its own progress."""
+    wanted: dict[str, tuple[float, Style]] = {}
+    for item in items:  # the suite's own items: each has its video's length and style
+        wanted.setdefault(item.video_id, (float(item.duration or 0.0), cast(Style, item.groups["style"])))
+    for duration, style in wanted.values():
+        if load_current(video_folder(root, duration, seed, style), style=style) is not None:
+            continue
+        if making is None:
+            ensure_video(root, duration, seed, style)
+            continue
+        with making(f"synthetic {duration_label(duration)} {style}") as progress:
+            ensure_video(root, duration, seed, style, progress)
 
 
 def load(
@@ -66,26 +109,27 @@ def load(
     seed: int = 1,
     styles: Sequence[Style] = DEFAULT_STYLES,
 ) -> list[EvalItem]:
-    """Every question of every video of the suite (each duration in each style)."""
+    """Every question of every video of the suite (each duration in each style), planned: no video is drawn here."""
     items = []
     for duration, style in itertools.product(durations, styles):
-        folder, truth = ensure_video(root, duration, seed, style)
+        spec = suite_spec(duration, seed, style)
+        folder = video_folder(root, duration, seed, style)
         label = duration_label(duration)
         video_id = folder.name
-        for q in truth["questions"]:
+        for q in planned_questions(spec):
             items.append(
                 EvalItem(
                     dataset=NAME,
                     id=f"{video_id}/{q['id']}",
                     video_id=video_id,
-                    video=str(folder / truth["video"]),
+                    video=str(folder / "video.mp4"),
                     question=q["question"],
                     choices=list(q["choices"]),
                     answer_index=int(q["answer_index"]),
                     categories=[q["kind"]],
                     groups={"duration": label, "style": style},
-                    duration=float(truth["duration"]),
-                    subtitles=str(folder / truth["subtitles"]) if truth.get("subtitles") else None,
+                    duration=spec.duration,
+                    subtitles=str(folder / "video.srt") if spec.subtitles else None,
                     evidence=[list(map(float, r)) for r in q["evidence"]],
                 )
             )

@@ -12,13 +12,12 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import (
     SYSTEM,
     cells_block,
     coverage_text,
-    evidence_block,
     gaps_text,
-    scratchpad_images,
 )
 from videoatlas.agents.video_rlm.schemas import MAX_RANGE_S, uncertainty_schema
 from videoatlas.agents.video_rlm.settings import rlm
@@ -26,7 +25,7 @@ from videoatlas.agents.video_rlm.state.master import MasterState, RoundCheck
 from videoatlas.agents.video_rlm.state.models import Hint
 from videoatlas.environment.geometry import Cell, Interval, clip_to_video, covered_fraction
 from videoatlas.errors import BadInputError, ModelReplyError
-from videoatlas.runtime.calls import as_image, ask, budget_exhausted, choices_block, emit, fallback, labelled
+from videoatlas.runtime.calls import ask, budget_exhausted, emit, fallback, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Repair, zones_as_intervals
 from videoatlas.state.schemas import distinct
@@ -53,13 +52,9 @@ async def analyze_uncertainty(
         return Command(goto="global_probe")
     dead = zones_as_intervals(state["dead_zones"])
     root = await ctx.atlas.agrid((), dead)
-    images = [as_image(root.image, "root grid")]
-    images += await scratchpad_images(ctx, state["evidence"])
+    images, shared = await master_prefix(ctx, state, root)
     values = {
-        "question": state["question"],
-        "choices": choices_block(state["choices"]),
-        "search_task": state["search_task"],
-        "evidence": evidence_block(state["evidence"]),
+        **shared,
         "progress": f"{coverage_text(state, duration)} after round "
         f"{round_no} of {settings.rounds}; {len(state['evidence'])} evidence items; {state['cost'].calls} model calls",
         "gaps": gaps_text(state["evidence"], state["dead_zones"], duration),

@@ -6,10 +6,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from videoatlas.agents.decision import DecisionCall, cite_labels, decide_final
-from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text, evidence_block, scratchpad_images
+from videoatlas.agents.decision import decide_on_evidence
+from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
+from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.runtime.calls import as_image, decision_values, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import zones_as_intervals
 
@@ -17,29 +17,19 @@ from videoatlas.state.models import zones_as_intervals
 async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Judge each choice against the evidence and answer; a failed reply is recorded, never guessed."""
     ctx = runtime.context
-    evidence = state["evidence"]
-    # The overview first, then the evidence: the same images, in the same order, as the last
-    # uncertainty analysis, so the whole prefix is served from the server's cache.
+    # The same images, in the same order, as the last uncertainty analysis: the prefix comes from the cache.
     root = await ctx.atlas.agrid((), zones_as_intervals(state["dead_zones"]))
-    images = [as_image(root.image, "root grid")]
-    images += await scratchpad_images(ctx, evidence)
-    choices = state["choices"]
-    values = {
-        **decision_values(state["question"], choices),
-        "search_task": state["search_task"],
-        "evidence": evidence_block(evidence),
-        "coverage": coverage_text(state, ctx.atlas.duration),
-    }
-    labels = dict(labelled(evidence))
-    call = DecisionCall(
-        node="decide",
-        template="decide",
+    images, shared = await master_prefix(ctx, state, root)
+    return await decide_on_evidence(
+        ctx,
+        state,
+        state["evidence"],
         system=SYSTEM,
         images=images,
-        values=values,
-        choices=choices,
-        labels=list(labels),
+        values={**shared, "coverage": coverage_text(state, ctx.atlas.duration)},
         stop=state.get("stop_reason") or "evidence sufficient",
+        node="decide",
+        template="decide",
         step="final decision",
+        record_evidence=False,  # the scratchpad stays the state's evidence
     )
-    return await decide_final(ctx, call, cite_labels(labels))

@@ -20,12 +20,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from videoatlas.agents.video_rlm.anchors import anchors_note, build_index, grid_picks, picks_record
+from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import (
     SYSTEM,
     cells_block,
     coverage_text,
-    evidence_block,
-    scratchpad_images,
 )
 from videoatlas.agents.video_rlm.nodes.worker_observe import initial_view
 from videoatlas.agents.video_rlm.schemas import probe_schema
@@ -36,7 +35,7 @@ from videoatlas.agents.video_rlm.state.worker import WorkerInput
 from videoatlas.environment.geometry import Interval, cell_interval, covered_fraction, parse_path
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
-from videoatlas.runtime.calls import as_image, ask, budget_exhausted, choices_block, emit, fallback, subtitles_by_cell
+from videoatlas.runtime.calls import ask, budget_exhausted, emit, fallback, subtitles_by_cell
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Cost, Repair, zones_as_intervals
 
@@ -114,19 +113,15 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     ranked: list[int] = []
     if needed > 0 and open_cells:
         n = min(width, len(open_cells))
-        images = [as_image(root.image, "root grid")]
-        images += await scratchpad_images(ctx, state["evidence"])
+        images, shared = await master_prefix(ctx, state, root)
         values = {
-            "question": state["question"],
-            "choices": choices_block(state["choices"]),
-            "search_task": state["search_task"],
+            **shared,
             "n": n,
             "k": cfg.k,
             "duration": format_ts(duration, 0),
             "cells": "\n".join(
                 part for part in (anchors_note(ctx, picks), cells_block(root.grid, dead, picks)) if part
             ),
-            "evidence": evidence_block(state["evidence"]),
             "progress": f"round {round_no} of {settings.rounds}; "
             f"{coverage_text(state, duration)}; "
             f"{len(state['evidence'])} evidence items",

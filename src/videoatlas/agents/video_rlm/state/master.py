@@ -45,8 +45,25 @@ class RoundCheck(TypedDict):
     erased: list[str]
 
 
-class MasterState(MasterInput):
-    """Everything the Master keeps. Keys written by parallel workers have reducers."""
+class WorkerWrites(TypedDict):
+    """The keys parallel workers hand back to the Master: each has a reducer, so their writes merge.
+
+    The one declaration of them: the Master's state, a worker's state and a worker's output all hold these.
+    """
+
+    evidence: Annotated[list[Evidence], merge_evidence]
+    dead_zones: Annotated[list[Zone], merge_zones]
+    searched: Annotated[list[Zone], merge_zones]
+    """Intervals workers searched, with or without findings (what progress is measured by)."""
+    cost: Annotated[Cost, add_cost]
+    frontier: Annotated[list[Marked], add_marked]
+    reports: Annotated[list[WorkerReport], add_reports]
+    repairs: Annotated[list[Repair], add_repairs]
+    """Replies used only in part, and fallbacks taken when a reply could not be used at all."""
+
+
+class MasterState(MasterInput, WorkerWrites):
+    """Everything the Master keeps: its own keys, and those workers write (:class:`WorkerWrites`)."""
 
     search_task: str
     traversal: Traversal
@@ -59,15 +76,6 @@ class MasterState(MasterInput):
     """Times each target key was assigned (virtual loss)."""
     hints: list[Hint]
     """Where the last uncertainty analysis suggested looking."""
-    frontier: Annotated[list[Marked], add_marked]
-    evidence: Annotated[list[Evidence], merge_evidence]
-    dead_zones: Annotated[list[Zone], merge_zones]
-    searched: Annotated[list[Zone], merge_zones]
-    """Intervals workers searched, with or without findings (what progress is measured by)."""
-    cost: Annotated[Cost, add_cost]
-    reports: Annotated[list[WorkerReport], add_reports]
-    repairs: Annotated[list[Repair], add_repairs]
-    """Replies used only in part, and fallbacks taken when a reply could not be used at all."""
     checks: list[RoundCheck]
     stop_reason: str
     answer: str

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
-from videoatlas.agents.video_rlm.state.master import Traversal
-from videoatlas.agents.video_rlm.state.models import Marked, Step, Target, View, WorkerReport, add_marked, add_reports
-from videoatlas.state.models import Cost, Evidence, Repair, Zone, add_cost, add_repairs, merge_evidence, merge_zones
+from videoatlas.agents.video_rlm.state.master import Traversal, WorkerWrites
+from videoatlas.agents.video_rlm.state.models import Step, Target, View
+from videoatlas.state.models import Cost, Evidence, Zone
 
 
 class WorkerInput(TypedDict):
@@ -45,8 +45,8 @@ class CellNote(TypedDict):
     """Its relevance mark (``anchors`` marks or both; 0-1), when the grid carries marks."""
 
 
-class WorkerState(WorkerInput):
-    """A worker's own keys, plus the reducer keys it hands back."""
+class WorkerState(WorkerInput, WorkerWrites):
+    """A worker's own keys, plus the reducer keys it hands back (:class:`WorkerWrites`)."""
 
     view: View
     stack: list[View]
@@ -67,22 +67,7 @@ class WorkerState(WorkerInput):
     left: list[Zone]
     """Intervals of grids this worker went back from: shown blacked out in its later views."""
     found: int
-    evidence: Annotated[list[Evidence], merge_evidence]
-    dead_zones: Annotated[list[Zone], merge_zones]
-    searched: Annotated[list[Zone], merge_zones]
-    cost: Annotated[Cost, add_cost]
-    frontier: Annotated[list[Marked], add_marked]
-    reports: Annotated[list[WorkerReport], add_reports]
-    repairs: Annotated[list[Repair], add_repairs]
 
 
-class WorkerOutput(TypedDict):
-    """Only reducer keys, so parallel workers never collide on a plain key."""
-
-    evidence: Annotated[list[Evidence], merge_evidence]
-    dead_zones: Annotated[list[Zone], merge_zones]
-    searched: Annotated[list[Zone], merge_zones]
-    cost: Annotated[Cost, add_cost]
-    frontier: Annotated[list[Marked], add_marked]
-    reports: Annotated[list[WorkerReport], add_reports]
-    repairs: Annotated[list[Repair], add_repairs]
+WorkerOutput = WorkerWrites
+"""Only reducer keys, so parallel workers never collide on a plain key."""

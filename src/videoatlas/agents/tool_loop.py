@@ -1,0 +1,86 @@
+"""The loop VideoSeek and VideoARM share: a thinker picks one tool or answers; the tool runs; the thinker looks again.
+
+``START -> think -> (tool -> think)* -> answer -> END``: the thinker's node routes itself with a
+:class:`~langgraph.types.Command` (:func:`next_step`), the tool's node writes what it found and
+hands back, and the final decision ends the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
+from pydantic import BaseModel
+
+from videoatlas.errors import ModelReplyError
+from videoatlas.llm.images import ImagePart
+from videoatlas.runtime.calls import ask, fallback
+from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.tracing import traced
+from videoatlas.state.run import QuestionInput
+
+ANSWER = "answer"
+"""The final decision's node (the thinker's other way out)."""
+
+
+def build_tool_loop(
+    state: type[Any],
+    output: type[Any],
+    think: tuple[str, Callable[..., Any]],
+    tool: tuple[str, Callable[..., Any]],
+    answer: Callable[..., Any],
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+) -> Any:
+    """Compile the loop over ``state``: ``think`` and ``tool`` are (node name, node), ``answer`` the final node."""
+    (thinker, think_node), (tool_name, tool_node) = think, tool
+    builder = StateGraph(state, input_schema=QuestionInput, output_schema=output, context_schema=AgentContext)
+    builder.add_node(thinker, traced(thinker, think_node), destinations=(tool_name, ANSWER))
+    builder.add_node(tool_name, traced(tool_name, tool_node))
+    builder.add_node(ANSWER, traced(ANSWER, answer))
+    builder.add_edge(START, thinker)
+    builder.add_edge(tool_name, thinker)
+    builder.add_edge(ANSWER, END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+async def choose_tool(
+    ctx: AgentContext,
+    schema: type[BaseModel],
+    images: Sequence[ImagePart],
+    values: dict[str, Any],
+    *,
+    node: str,
+    template: str,
+    system: str,
+    thinker: str,
+    turn: int,
+    said: str,
+    instead: tuple[dict[str, Any], str],
+) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """Ask the thinker for its turn: the tool call, its words (the reply's ``said`` field), and the state update.
+
+    A reply that cannot be used even after repair and a re-ask is never guessed at: ``instead`` is
+    the (call, rule) the turn takes then; the rule stands as its words and the repair is recorded.
+    """
+    try:
+        reply, cost = await ask(
+            ctx, schema, node, template, images, values, system=system, thinker=thinker, meta={"round": turn}
+        )
+    except ModelReplyError as exc:
+        call, rule = instead
+        cost, repair = fallback(exc, node, turn, rule)
+        words = f"(no usable {template}: {rule})"
+        return call, words, {"cost": cost, "repairs": [repair], said: words}
+    value: Any = reply.value
+    words = getattr(value, said)
+    return value.call.model_dump(), words, {"cost": cost, said: words}
+
+
+def next_step(call: dict[str, Any], update: dict[str, Any], tool: str, who: str) -> Command[Any]:
+    """Where the thinker's turn goes: the answer if it chose to answer, else ``tool`` with ``call`` planned."""
+    if call["tool"] == ANSWER:
+        return Command(goto=ANSWER, update={**update, "planned": None, "stop_reason": f"the {who} answered"})
+    return Command(goto=tool, update={**update, "planned": call})
