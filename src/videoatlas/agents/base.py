@@ -103,8 +103,6 @@ class Agent:
     package: str
     settings: type[AgentSettings]
     """The agent's own settings model (what ``RunConfig.settings`` holds for it)."""
-    roles: tuple[str, ...] = ("master",)
-    """Who makes the agent's model calls (``--thinking ROLE=on|off`` names them)."""
     views: AgentViews = field(default_factory=AgentViews)
     """How the agent's runs are shown: its trace, its section of the run page, its progress lines, its extras in
     a run's result (:class:`videoatlas.agents.views.AgentViews`; an agent without them is shown generically)."""
@@ -114,6 +112,11 @@ class Agent:
     defaulted_templates: frozenset[str] = frozenset()
     """Templates a prompt directory may leave out (the default set's are used): ones added for an optional mode
     after prompt sets were written for the agent, so those sets keep loading."""
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Who makes the agent's model calls (``--thinking ROLE=on|off`` names them): its settings say."""
+        return self.settings.thinking_roles
 
     @property
     def sources(self) -> tuple[str, ...]:

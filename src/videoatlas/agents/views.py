@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -52,6 +53,15 @@ class AgentViews:
     explored: Callable[[dict[str, Any]], Intervals] | None = None
     """The agent's final state -> the stretches of video it searched and marked as done (s), for pictures that
     black them out; None: the agent keeps no such record."""
+
+    @classmethod
+    def of(cls, trace: ModuleType, **hooks: Any) -> AgentViews:
+        """The views of an agent whose trace module reads its runs back, ``hooks`` the rest.
+
+        The module's ``detail``, ``lines`` and ``page_view`` functions are the trace and page hooks; ``hooks`` give
+        the others (``describe_event``, ``decision_node``...).
+        """
+        return cls(trace_detail=trace.detail, trace_lines=trace.lines, page=trace.page_view, **hooks)
 
     def result_extras(self, state: dict[str, Any]) -> dict[str, Any]:
         """What :attr:`extras` makes of ``state`` ({} without it)."""

@@ -14,6 +14,5 @@ AGENT = Agent(
     TEMPLATES,
     "videoatlas.agents.uniform",
     Settings,
-    roles=Settings.thinking_roles,
     views=AgentViews(describe_event=decision.describe_event),
 )

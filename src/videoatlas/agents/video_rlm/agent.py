@@ -15,7 +15,6 @@ AGENT = Agent(
     TEMPLATES,
     "videoatlas.agents.video_rlm",
     Settings,
-    roles=Settings.thinking_roles,
     views=AgentViews(
         trace_detail=trace.detail,
         trace_lines=trace.lines,

@@ -14,11 +14,8 @@ AGENT = Agent(
     TEMPLATES,
     "videoatlas.agents.videoarm",
     Settings,
-    roles=Settings.thinking_roles,
-    views=AgentViews(
-        trace_detail=trace.detail,
-        trace_lines=trace.lines,
-        page=trace.page_view,
+    views=AgentViews.of(
+        trace,
         describe_event=trace.describe_event,
         decision_node="answer",
     ),

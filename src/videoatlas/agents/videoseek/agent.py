@@ -15,11 +15,8 @@ AGENT = Agent(
     TEMPLATES,
     "videoatlas.agents.videoseek",
     Settings,
-    roles=Settings.thinking_roles,
-    views=AgentViews(
-        trace_detail=trace.detail,
-        trace_lines=trace.lines,
-        page=trace.page_view,
+    views=AgentViews.of(
+        trace,
         describe_event=decision.describe_event,
         decision_node="answer",
     ),
