@@ -17,7 +17,7 @@ from videoatlas.agents.video_rlm.state.worker import CellNote, WorkerState
 from videoatlas.environment.geometry import Interval, investigate_interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
-from videoatlas.runtime.calls import emit
+from videoatlas.runtime.calls import emit, said
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef, Repair
 from videoatlas.state.schemas import distinct
@@ -169,7 +169,8 @@ def _add(
         note = cells[index]
         path = _child_path(view, index)
         zoomed = zoom_time is not None and abs(note["time"] - zoom_time) < 1e-6
-        subtitle = ctx.subtitles.text_for(Interval(note["time"], note["time"]), 200) if ctx.subtitles else ""
+        spoken = said(ctx)
+        subtitle = spoken.text_for(Interval(note["time"], note["time"]), 200) if spoken is not None else ""
         added.append(
             Evidence(
                 id=f"r{state['round']}-{state['worker']}-{found + len(added)}",
