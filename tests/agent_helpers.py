@@ -231,4 +231,6 @@ async def run_graph(
         )
     finally:
         source.close()
+        if ctx.speech is not None:
+            await ctx.speech.aclose()
     return out, chat, ctx

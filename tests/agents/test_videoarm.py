@@ -26,6 +26,7 @@ from videoatlas.agents.videoarm.graph import build_graph
 from videoatlas.agents.videoarm.schemas import ClipReport, step_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES
 from videoatlas.runtime.config import RunConfig
+from videoatlas.runtime.speech import forget as forget_speech
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth.speech import write_speech_video
@@ -97,6 +98,7 @@ async def run(
     video: Path, tmp: Path, calls: list[dict[str, Any]], server: RunningServer, **settings: Any
 ) -> tuple[dict[str, Any], Any]:
     config = RunConfig.of(agent="videoarm", **settings)
+    forget_speech()  # each run hears as a new process would (the track is not in memory yet)
     ctx, chat, source = make_context(video, tmp, controller(calls), config, speech_url=server.base_url)
     try:
         out = await build_graph().ainvoke(
@@ -104,6 +106,8 @@ async def run(
         )
     finally:
         source.close()
+        if ctx.speech is not None:
+            await ctx.speech.aclose()
     return out, chat
 
 
