@@ -13,6 +13,7 @@ from videoatlas.environment.atlas import RenderedImage
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.subtitles import Subtitles
+from videoatlas.environment.timefmt import format_ts
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.budget import estimate_tokens
@@ -177,6 +178,30 @@ def said(ctx: AgentContext) -> Subtitles | None:
     if ctx.subtitles is not None:
         return ctx.subtitles
     return ctx.speech.said() if ctx.speech is not None else None
+
+
+SPEECH_CHARS = 1500
+"""Characters of speech one prompt quotes at most (:func:`speech_lines`)."""
+
+
+def speech_lines(subtitles: Subtitles | None, spans: Sequence[Interval], max_chars: int = SPEECH_CHARS) -> str:
+    """What is said during ``spans``: one timed, quoted line per stretch of speech, in time order, within a budget.
+
+    ``(none)`` when nothing is (no subtitles, no speech track, or silence there).
+    """
+    if subtitles is None:
+        return "(none)"
+    lines = sorted({(ln.start, ln.end, ln.text) for sp in spans for ln in subtitles.overlapping(sp)})
+    out: list[str] = []
+    used = 0
+    for a, b, text in lines:
+        line = f'{format_ts(a, 1)}-{format_ts(b, 1)}: "{text}"'
+        if used + len(line) + 1 > max_chars:
+            out.append(f"(and {len(lines) - len(out)} more stretches of speech)")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out) or "(none)"
 
 
 def subtitles_by_cell(subtitles: Subtitles | None, cells: Sequence[tuple[int, Interval]], max_chars: int = 1600) -> str:

@@ -9,11 +9,11 @@ from langgraph.runtime import Runtime
 from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.eea.select import memory_images
 from videoatlas.agents.eea.state import EEAState
-from videoatlas.agents.eea.views import SYSTEM, at, rounds_block, speech_block
+from videoatlas.agents.eea.views import SYSTEM, at, rounds_block
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import hear, said, with_heard
+from videoatlas.runtime.calls import hear, said, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
@@ -55,7 +55,7 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         "duration": format_ts(ctx.atlas.duration, 0),
         "evidence": "\n".join(f"[{evidence_label(i)}] {at(e.time)}" for i, e in enumerate(evidence)) or "(none)",
         "history": rounds_block(rounds, state.get("segments") or []),
-        "speech": speech_block(heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)]),
+        "speech": speech_lines(heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)]),
     }
     decided = await decide_on_evidence(
         ctx,

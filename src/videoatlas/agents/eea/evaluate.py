@@ -22,12 +22,12 @@ from videoatlas.agents.eea.schemas import child_key, rewards_schema
 from videoatlas.agents.eea.search import children, expansion_frames, fuse, query_score
 from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import Anchor, EEAState, Remembered, Round, Segment
-from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, span, speech_block
+from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, span
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import as_image, ask, choices_block, emit, fallback, hear
+from videoatlas.runtime.calls import as_image, ask, choices_block, emit, fallback, hear, speech_lines
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Repair
@@ -97,7 +97,7 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         "frames": moments(frames),
         "children": children_block(kids),
         "history": history_block(segments),
-        "speech": speech_block(heard.subtitles, [Interval(parent.start, parent.end)]),
+        "speech": speech_lines(heard.subtitles, [Interval(parent.start, parent.end)]),
     }
     repairs: list[Repair] = [*heard.repairs]
     scores: dict[int, tuple[float, str]] = {}

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from videoatlas.agents.eea.state import Remembered, Round, Segment
-from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
-from videoatlas.environment.subtitles import Subtitles
 from videoatlas.environment.timefmt import format_ts
 
 SYSTEM = "system"
@@ -85,24 +83,3 @@ def rounds_block(rounds: Sequence[Round], segments: Sequence[Segment]) -> str:
         top = f"; best child {span(best.start, best.end)} scored {round(best.reward * 100)}" if best else ""
         lines.append(f"round {r.index}: opened {where} with frames at {moments(r.frames)}{top}")
     return "\n".join(lines)
-
-
-SPEECH_CHARS = 1500
-"""Characters of speech one prompt quotes at most."""
-
-
-def speech_block(subtitles: Subtitles | None, spans: Sequence[Interval], max_chars: int = SPEECH_CHARS) -> str:
-    """What is said during ``spans``: one timed, quoted line per stretch of speech, in time order, within a budget."""
-    if subtitles is None:
-        return "(none)"
-    lines = sorted({(ln.start, ln.end, ln.text) for sp in spans for ln in subtitles.overlapping(sp)})
-    out: list[str] = []
-    used = 0
-    for a, b, text in lines:
-        line = f'{span(a, b)}: "{text}"'
-        if used + len(line) + 1 > max_chars:
-            out.append(f"(and {len(lines) - len(out)} more stretches of speech)")
-            break
-        out.append(line)
-        used += len(line) + 1
-    return "\n".join(out) or "(none)"

@@ -16,7 +16,7 @@ from videoatlas.agents.uniform.state import UniformState
 from videoatlas.environment.atlas import GridView
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import as_image, decision_values, hear, with_heard
+from videoatlas.runtime.calls import as_image, decision_values, hear, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Evidence, FrameRef
@@ -46,7 +46,7 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
         "sheets": len(spans),
         "k": k,
         "duration": format_ts(ctx.atlas.duration, 0),
-        "subtitles": (heard.subtitles.by_cell(cells) if heard.subtitles is not None else "") or "(none)",
+        "subtitles": speech_lines(heard.subtitles, [iv for _, iv in cells]),
     }
     call = DecisionCall(
         node="answer_uniform",
