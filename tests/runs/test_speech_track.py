@@ -39,25 +39,26 @@ def _write(path: Path, seconds: float, audio: str | None) -> Path:
     with av.open(str(path), "w") as container:
         video = container.add_stream("libx264", rate=2)
         video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
-        sound = container.add_stream(audio, rate=16000, layout="mono") if audio else None
+        aac = container.add_stream("aac", rate=16000, layout="mono") if audio == "aac" else None
+        mp3 = container.add_stream("mp3", rate=16000, layout="mono") if audio == "mp3" else None
         for i in range(round(seconds * 2)):
             frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 90, np.uint8), format="rgb24")
             frame.pts, frame.time_base = i, Fraction(1, 2)
             container.mux(video.encode(frame))
         container.mux(video.encode(None))
-        if audio == "aac" and sound is not None:
+        if aac is not None:
             tone = (np.sin(np.arange(round(seconds * 16000)) * 2 * np.pi * 440 / 16000) * 8000).astype(np.int16)
             for first in range(0, len(tone), 1024):
                 piece = av.AudioFrame.from_ndarray(
                     tone[first : first + 1024].reshape(1, -1), format="s16", layout="mono"
                 )
                 piece.sample_rate, piece.pts, piece.time_base = 16000, first, Fraction(1, 16000)
-                container.mux(sound.encode(piece))
-            container.mux(sound.encode(None))
-        elif audio == "mp3" and sound is not None:  # declared, but no decoder reads these bytes
+                container.mux(aac.encode(piece))
+            container.mux(aac.encode(None))
+        elif mp3 is not None:  # declared, but no decoder reads these bytes
             for i in range(200):
                 packet = av.Packet(bytes(rng.integers(0, 256, 400, dtype=np.uint8)))
-                packet.stream, packet.pts, packet.dts = sound, i * 1152, i * 1152
+                packet.stream, packet.pts, packet.dts = mp3, i * 1152, i * 1152
                 packet.time_base = Fraction(1, 16000)
                 container.mux(packet)
     return path

@@ -34,8 +34,8 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         return Command(goto="answer", update={"stop_reason": spent})
     duration = ctx.atlas.duration
     # What the tools listened to so far (read again from the speech track's cache: nothing is transcribed twice).
-    looked = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
-    heard = await hear(ctx, looked, Where("plan", turn_no)) if looked else Heard(said(ctx))
+    spans = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
+    heard = await hear(ctx, spans, Where("plan", turn_no)) if spans else Heard(said(ctx))
     values = {
         "question": state["question"],
         "choices": choices_block(state["choices"]),
