@@ -85,3 +85,20 @@ def test_the_speech_is_transcribed_once_for_every_run_and_agent(
     first, *later = [result.cost for result, _ in runs]
     assert first.transcriptions == 1 and first.audio_s == pytest.approx(24.0, abs=0.1) and first.transcribe_s > 0
     assert all(c.transcriptions == 0 and c.audio_s == 0.0 for c in later)
+
+
+def test_trace_and_run_page_show_what_listening_cost(
+    world: tuple[Path, str, EndpointSettings, Path], answered: dict[str, list[tuple[RunResult, int]]]
+) -> None:
+    from videoatlas.inspect import load_trace, trace_lines
+    from videoatlas.ui.report import report_html
+
+    _, db, _, _ = world
+    first, _ = answered["video-rlm"][0]
+    shown = trace_lines(asyncio.run(load_trace(first.run_id, db)))
+    assert "  speech: 24.0 s of audio transcribed in 1 request(s), " in "\n".join(shown)
+    assert "s of audio transcribed in 1 request(s)" in asyncio.run(report_html(first.run_id, db))
+    later, _ = answered["uniform"][0]
+    assert not any(
+        line.strip().startswith("speech:") for line in trace_lines(asyncio.run(load_trace(later.run_id, db)))
+    )
