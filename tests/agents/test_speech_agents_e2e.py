@@ -102,3 +102,16 @@ def test_trace_and_run_page_show_what_listening_cost(
     assert not any(
         line.strip().startswith("speech:") for line in trace_lines(asyncio.run(load_trace(later.run_id, db)))
     )
+
+
+def test_eea_anchors_its_queries_on_what_is_said_beside_the_frames(
+    world: tuple[Path, str, EndpointSettings, Path], answered: dict[str, list[tuple[RunResult, int]]]
+) -> None:
+    from db_helpers import rows
+
+    _, db, _, _ = world
+    [(segments,)] = rows(db, "SELECT segments FROM va_speech_chunks")
+    middles = {round((a + b) / 2, 3) for a, b, _ in (json.loads(segments) if isinstance(segments, str) else segments)}
+    result, _ = answered["eea"][0]  # the spoken question about the night train
+    hit_times = {round(t, 3) for t, _ in result.state["hits"]}
+    assert middles & hit_times, (middles, sorted(hit_times))
