@@ -291,3 +291,29 @@ async def test_a_chunk_the_server_fails_on_is_left_unheard_and_asked_again_later
         await speech.aclose()
     finally:
         engine.dispose()
+
+
+async def test_a_manifest_is_heard_file_by_file_in_joined_time_a_file_without_sound_as_silence(
+    videos: dict[str, Path], served: tuple[Fake, str], tmp_path: Path
+) -> None:
+    from videoatlas.environment.concat import audio_pieces, open_source, write_manifest
+
+    fake, url = served
+    manifest = write_manifest(tmp_path / "joined.concat.json", [videos["mute"], videos["tone"]])  # 10 s + 75 s
+    source = open_source(manifest)
+    try:
+        pieces = audio_pieces(source)
+        assert [(p.offset, p.has_audio) for p in pieces] == [(0.0, False), (10.0, True)]
+        vlm = EndpointSettings(base_url="http://127.0.0.1:9/v1", model="chat", max_retries=0)
+        speech, why = open_speech(
+            "auto", source.info, source.identity, vlm, speech_url=url, speech_model="whisper", pieces=pieces
+        )
+        assert speech is not None, why
+        heard = await speech.hear([Interval(0.0, 1.0)], HERE)  # chunk 0: 10 s of silence, then 20 s of tone
+        assert fake.uploads == [30.0] and said(heard) == [(2.0, 6.0, "speech number 1")] and not heard.repairs
+        last = await speech.hear([Interval(80.0, 81.0)], HERE)  # chunk 2, 60-85 s: the tone's last 25 s
+        assert fake.uploads == [30.0, 25.0]
+        assert said(last)[-1] == (62.0, 66.0, "speech number 2")
+        await speech.aclose()
+    finally:
+        source.close()

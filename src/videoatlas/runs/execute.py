@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from videoatlas.agents.registry import all_agents, get_agent, settings_of
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
-from videoatlas.environment.concat import open_source
+from videoatlas.environment.concat import audio_pieces, open_source
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import Subtitles, load_subtitles
 from videoatlas.errors import DatabaseDownError, NothingToResumeError, OutageError, RunOwnedError
@@ -170,6 +170,7 @@ async def prepare(
         speech_model=config.speech_model,
         has_subtitles=subs is not None,
         engine=tracer.store.engine if tracer is not None else None,
+        pieces=audio_pieces(source),
     )
     if why and config.speech != "off":
         log.info("speech_off", reason=why)

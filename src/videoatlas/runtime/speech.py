@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 import structlog
 
-from videoatlas.environment.audio import RATE, AudioError, read_audio
+from videoatlas.environment.audio import RATE, AudioError, AudioPiece, read_pieces
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.speech import CHUNK_S, SpeechTrack, chunk_count, chunk_span, chunks_to_hear
 from videoatlas.environment.subtitles import SubtitleLine, Subtitles
@@ -100,8 +100,11 @@ class Speech:
         full: bool = False,
         named_model: bool = True,
         engine: Engine | None = None,
+        pieces: Sequence[AudioPiece] | None = None,
     ) -> None:
         self.info = info
+        self.pieces = list(pieces or [AudioPiece(info.path, 0.0, info.duration, info.start_time, info.has_audio)])
+        """Where the sound comes from: the file, or each file of a manifest at its offset."""
         self.identity = identity
         self.endpoint = endpoint
         self.full = full
@@ -190,7 +193,7 @@ class Speech:
         span = chunk_span(index, self.info.duration)
         loop = asyncio.get_running_loop()
         try:
-            samples = await loop.run_in_executor(None, read_audio, self.info.path, span, self.info.start_time)
+            samples = await loop.run_in_executor(None, read_pieces, self.pieces, span)
             if len(samples) == 0:  # past the end of the sound track: silence, known without asking
                 return await self._stored(span, stored.StoredChunk(index, (), True, 0, 0.0, 0.0)), None
             transcript = await self._client().transcribe(samples, span.start, RATE)
@@ -266,6 +269,7 @@ def open_speech(
     speech_model: str = "",
     has_subtitles: bool = False,
     engine: Engine | None = None,
+    pieces: Sequence[AudioPiece] | None = None,
 ) -> tuple[Speech | None, str]:
     """The run's ears (None when it does not listen) and why not ("" when it does)."""
     why = off_reason(mode, info.has_audio, has_subtitles)
@@ -275,7 +279,9 @@ def open_speech(
     # A server of its own serves its own model; on the VLM's server, the chat model's name.
     model = speech_model or ("" if speech_url else vlm.model)
     named = bool(speech_model) or not speech_url
-    speech = Speech(info, identity, endpoint, model, full=mode == "full", named_model=named, engine=engine)
+    speech = Speech(
+        info, identity, endpoint, model, full=mode == "full", named_model=named, engine=engine, pieces=pieces
+    )
     return speech, ""
 
 
