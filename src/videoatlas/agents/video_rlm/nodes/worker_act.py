@@ -17,8 +17,9 @@ from videoatlas.agents.video_rlm.state.worker import CellNote, WorkerState
 from videoatlas.environment.geometry import Interval, investigate_interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
-from videoatlas.runtime.calls import emit, said
+from videoatlas.runtime.calls import emit, hear, said, with_heard
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Evidence, FrameRef, Repair
 from videoatlas.state.schemas import distinct
 
@@ -225,6 +226,9 @@ async def act(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, A
     decision = state["decision"] or {}
     action = str(decision.get("action"))
     valid = True
+    # What was said in the view, as the decision heard it (read again: a resumed run's process holds nothing yet).
+    spoken = [Interval(c["start"], c["end"]) for c in state["cells"] if not c["explored"]]
+    heard = await hear(ctx, spoken, Where("worker", state["round"], state["worker"]))
     try:
         update, note, touched = apply_action(state, ctx)
     except InvalidAction as exc:
@@ -253,4 +257,4 @@ async def act(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, A
     update["steps"] = [*state["steps"], step]
     update["decision"] = None
     emit("worker_step", worker=state["worker"], step=step.index, action=action, note=note, valid=valid)
-    return update
+    return with_heard(update, heard)
