@@ -119,8 +119,8 @@ run videoarm 2 --agent videoarm
 run eea 0 --agent eea
 run rlm-anchors 1 --agent video-rlm --anchors both
 run uniform 1 --agent uniform
-# The demo video has no sound: videoarm's audio_transcriber (/v1/audio/transcriptions) is asked about the
-# spoken test video instead (24 s, espeak-ng's speech), with a question only its speech answers.
+# The demo video has no sound: every agent's speech track (/v1/audio/transcriptions) is asked about the
+# spoken test video instead (24 s, espeak-ng's speech), with questions only its speech answers.
 SPEECH=$OUT/speech/speech.mp4
 if [ -f "$SPEECH" ] || "$PY" -c 'import sys; from videoatlas.synth.speech import write_speech_video
 write_speech_video(sys.argv[1])' "$SPEECH" >>"$LOG" 2>&1; then
@@ -130,6 +130,14 @@ for q in QUESTIONS:
     if q.sense == "speech":
         print(json.dumps({"q": q.question, "c": list(q.choices)}))')
     run_on "$SPEECH" SPOKEN videoarm-speech 0 --agent videoarm
+    if has_option ask --speech; then
+        run_on "$SPEECH" SPOKEN rlm-speech 1 --agent video-rlm
+        run_on "$SPEECH" SPOKEN videoseek-speech 2 --agent videoseek
+        run_on "$SPEECH" SPOKEN eea-speech 0 --agent eea
+        run_on "$SPEECH" SPOKEN uniform-speech-full 1 --agent uniform --speech full
+    else
+        skip speech-track "this checkout has no 'ask --speech' yet"
+    fi
 else
     skip videoarm-speech "the spoken test video could not be made (espeak-ng missing?): see $LOG"
 fi

@@ -25,6 +25,7 @@ from videoatlas.environment.frames import FrameSource
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runtime.context import AgentContext, RunConfig
+from videoatlas.runtime.speech import open_speech
 
 Script = Callable[[str, str, dict[str, Any]], Any]
 """(schema name, the prompt's text, the JSON schema) -> a reply (dict, or a raw string)."""
@@ -181,7 +182,10 @@ def make_context(
     delay: Any = None,
     usage: Any = None,
     subtitles: Any = None,
+    speech_url: str | None = None,
+    engine: Any = None,
 ) -> tuple[AgentContext, ScriptedChat, FrameSource]:
+    """A context over ``video`` with a scripted chat model; with ``speech_url``, its speech track heard there."""
     source = FrameSource(video)
     cfg = config or RunConfig.of(cell_px=64)
     atlas = VideoAtlas(source, k=cfg.k, cell_px=cfg.cell_px, cache=RenderCache(tmp / "renders"))
@@ -189,9 +193,16 @@ def make_context(
     settings = EndpointSettings(model="scripted")
     prompts = get_agent(cfg.agent).load_prompts(cfg.prompts)
     vlm = VLMClient(chat, settings, reask=prompts["reask"])
+    speech = None
+    if speech_url is not None:
+        speech, _ = open_speech(
+            cfg.speech, source.info, source.identity, settings, speech_url=speech_url,
+            speech_model=cfg.speech_model or "", has_subtitles=subtitles is not None, engine=engine,
+        )  # fmt: skip
     context = AgentContext(
-        atlas=atlas, vlm=vlm, prompts=prompts, config=cfg, subtitles=subtitles, settings=settings_of(cfg)
-    )
+        atlas=atlas, vlm=vlm, prompts=prompts, config=cfg, subtitles=subtitles, speech=speech,
+        settings=settings_of(cfg),
+    )  # fmt: skip
     return context, chat, source
 
 
@@ -220,4 +231,6 @@ async def run_graph(
         )
     finally:
         source.close()
+        if ctx.speech is not None:
+            await ctx.speech.aclose()
     return out, chat, ctx

@@ -63,7 +63,8 @@ async def aask(
     or, with ``standin=True``, the OCR-based stand-in started in this process (a test backend, not a VLM), or
     ``endpoint``: settings made already (a server that holds its endpoint, such as ``videoatlas mcp``).
     ``options`` are the command line's knobs by their Python names: the shared ones (``k``, ``cell_px``,
-    ``token_budget``, ``call_budget``, ``prompts``, ``max_concurrency``, ``thinking``) and the agent's own
+    ``token_budget``, ``call_budget``, ``prompts``, ``max_concurrency``, ``thinking``, ``speech`` (``auto``,
+    ``off``, ``full``), ``speech_url``, ``speech_model``) and the agent's own
     settings (``workers=2``, ``rounds=2``, ``frames=32``...). ``db``: the database for checkpoints and traces
     (default ``VIDEOATLAS_DB`` or the data directory's SQLite file); ``persist=False`` keeps nothing.
     ``run_id``: the run's id (default: a new one; a harness that asks again under the same id can read a

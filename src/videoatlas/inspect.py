@@ -205,6 +205,14 @@ def _call_brief(call: dict[str, Any] | None) -> str:
     return f"({call['prompt_tokens']:,} tokens, {call['cached_tokens']:,} cached, {call['latency_s']:.2f} s)"
 
 
+def speech_text(cost: dict[str, Any]) -> str:
+    """What the run's listening cost: audio seconds transcribed, transcription requests and their time."""
+    return (
+        f"{float(cost.get('audio_s', 0.0)):,.1f} s of audio transcribed in {int(cost.get('transcriptions', 0))} "
+        f"request(s), {float(cost.get('transcribe_s', 0.0)):.1f} s"
+    )
+
+
 def _repair_line(repair: dict[str, Any]) -> str:
     who = f"{repair['node']}" + (f" {repair['worker']}" if repair.get("worker") else "")
     return f"{repair['kind']} ({who}): {repair['detail']}"
@@ -267,6 +275,8 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
             f"{cost['cached_tokens']:,} cached, {cost.get('frames_viewed', 0):,} distinct frames viewed "
             f"({cost.get('frames_sent', 0):,} sent){fell_back}"
         )
+        if cost.get("transcriptions") or cost.get("audio_s"):
+            lines.append(f"  speech: {speech_text(cost)}")
     repairs: dict[int, list[str]] = {}
     for repair in trace["repairs"]:
         repairs.setdefault(repair["round"], []).append(_repair_line(repair))

@@ -232,4 +232,4 @@ async def test_probe_and_workers_get_subtitles_cell_by_cell(counter_video: Path,
     probe = next(text for name, text in chat.seen if name == "GlobalProbe")
     assert "cell 2: the ferry leaves" in probe and "cell 56: last call" in probe  # root cells last 1.25 s
     worker = next(text for name, text in chat.seen if name == "WorkerStep")  # cell 0 (0-1.25 s): silent
-    assert "Subtitles, by cell:\n(none)" in worker
+    assert "What is said, by cell (subtitles or transcribed speech):\n(none)" in worker

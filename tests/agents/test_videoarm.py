@@ -12,7 +12,6 @@ import asyncio
 import io
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from videoatlas.agents.videoarm.graph import build_graph
 from videoatlas.agents.videoarm.schemas import ClipReport, step_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES
 from videoatlas.runtime.config import RunConfig
+from videoatlas.runtime.speech import forget as forget_speech
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth.speech import write_speech_video
@@ -97,14 +97,17 @@ def controller(calls: list[dict[str, Any]]) -> Any:
 async def run(
     video: Path, tmp: Path, calls: list[dict[str, Any]], server: RunningServer, **settings: Any
 ) -> tuple[dict[str, Any], Any]:
-    ctx, chat, source = make_context(video, tmp, controller(calls), RunConfig.of(agent="videoarm", **settings))
-    ctx.vlm.settings = replace(ctx.vlm.settings, base_url=server.base_url, model="")  # the stand-in's ears
+    config = RunConfig.of(agent="videoarm", **settings)
+    forget_speech()  # each run hears as a new process would (the track is not in memory yet)
+    ctx, chat, source = make_context(video, tmp, controller(calls), config, speech_url=server.base_url)
     try:
         out = await build_graph().ainvoke(
             {"question": QUESTION, "choices": CHOICES}, {"recursion_limit": 100}, context=ctx
         )
     finally:
         source.close()
+        if ctx.speech is not None:
+            await ctx.speech.aclose()
     return out, chat
 
 
@@ -271,6 +274,6 @@ async def test_unreadable_sound_or_no_route_withdraws_the_tool_and_the_run_goes_
     assert "audio_transcriber" in offered_tools(chat, steps[0][0])
     assert all("audio_transcriber" not in offered_tools(chat, i) for i, _ in steps[1:])
     [withdrawn] = [r for r in out["repairs"] if r.kind == "fallback"]
-    assert withdrawn.detail.startswith("audio_transcriber withdrawn for this run: ") and said in withdrawn.detail
+    assert withdrawn.detail.startswith("speech withdrawn for this run: ") and said in withdrawn.detail
     assert "\n" not in withdrawn.detail
     assert [e.tool for e in out["memory"]][:2] == ["audio_transcriber", "scene_snapper"] and out["answer"]

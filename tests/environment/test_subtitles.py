@@ -124,3 +124,14 @@ def test_subtitles_by_cell_share_one_budget_and_keep_first_and_last_lines() -> N
     assert subs.by_cell([("cell 0", Interval(100.0, 110.0))]) == ""
     short = Subtitles([SubtitleLine(1.0, 2.0, "hi"), SubtitleLine(3.0, 4.0, "there")])
     assert short.by_cell([("cell 5", Interval(0.0, 10.0))]) == "cell 5: hi there"
+
+
+def test_neighbouring_cells_that_hear_the_same_lines_share_one_line() -> None:
+    # A sentence longer than the cells: said once for the run of cells it spans, whole within the budget.
+    long = "Good evening. The night train tonight goes to Bristol."
+    subs = Subtitles([SubtitleLine(1.0, 7.0, long), SubtitleLine(9.0, 11.0, "Your driver today is Maria.")])
+    cells = [(f"1/{i}", Interval(i * 0.5, (i + 1) * 0.5)) for i in range(48)]
+    assert subs.by_cell(cells, max_chars=120).splitlines() == [
+        f"1/2 to 1/13: {long}",
+        "1/18 to 1/21: Your driver today is Maria.",
+    ]

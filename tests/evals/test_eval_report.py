@@ -222,3 +222,14 @@ def test_report_on_a_folder_without_an_eval(tmp_path: Path, capsys: pytest.Captu
     assert main(["eval", "report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "holds no eval" in err and "Traceback" not in err
+
+
+def test_the_report_counts_what_listening_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    heard = {"audio_s": 24.0, "transcriptions": 1, "transcribe_s": 2.5}
+    rows = [_row("q1", "v1", True, **heard), _row("q2", "v1", True), _row("q3", "v2", False)]  # q2 read the store
+    summary = summarize(rows)
+    assert summary["mean_audio_s"] == 8.0 and summary["mean_transcriptions"] == pytest.approx(1 / 3)
+    assert summary["mean_transcribe_s"] == pytest.approx(2.5 / 3)
+    assert main(["eval", "report", str(_folder(tmp_path / "ev", rows))]) == 0
+    out = capsys.readouterr().out
+    assert "audio s (requests, time)" in out and "| 8.0 (0.3, 0.8 s) |" in out

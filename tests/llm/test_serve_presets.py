@@ -24,6 +24,8 @@ MODELS: dict[str, Preset] = {
     "Qwen/Qwen3.6-27B": "qwen3.5",
     "/models/qwen3_5-9b/": "qwen3.5",
     "/scratch/qwen2_5_vl_7b": "qwen2.5-vl",
+    "openai/whisper-large-v3-turbo": "whisper",
+    "/models/whisper-small.en": "whisper",
 }
 
 
@@ -100,6 +102,17 @@ def test_bad_options_are_refused() -> None:
         ServeOptions(model="Qwen/Qwen3.5-9B", max_pixels=100)
     with pytest.raises(BadInputError, match="--preset"):
         ServeOptions(model="Qwen/Qwen3.5-9B", preset="llama")  # type: ignore[arg-type]
+
+
+@pytest.mark.unit
+def test_whisper_serves_speech_with_only_the_flags_every_server_takes() -> None:
+    cmd = vllm_command(ServeOptions(model="openai/whisper-large-v3-turbo", port=8001, gpu_memory_utilization=0.1))
+    assert cmd[:3] == ["vllm", "serve", "openai/whisper-large-v3-turbo"] and _value(cmd, "--port") == "8001"
+    assert _value(cmd, "--gpu-memory-utilization") == "0.10" and _value(cmd, "--tensor-parallel-size") == "1"
+    for absent in ("--limit-mm-per-prompt", "--enable-prefix-caching", "--tool-call-parser", "--max-model-len"):
+        assert absent not in cmd
+    named = vllm_command(ServeOptions(model="/m/w", preset="whisper", served_name="whisper", max_model_len=448))
+    assert _value(named, "--served-model-name") == "whisper" and _value(named, "--max-model-len") == "448"
 
 
 # vLLM's own parser. vLLM is a large optional install (`make conformance` puts it in .venv-vllm); it is
@@ -196,6 +209,25 @@ def test_vllms_parser_accepts_every_preset_with_our_meaning(
         assert args.tool_call_parser == "qwen3_coder"
         assert engine.reasoning_parser == "qwen3"
         assert args.structured_outputs_config.reasoning_parser == "qwen3"
+
+
+@pytest.mark.e2e
+@needs_vllm
+def test_vllms_parser_accepts_the_whisper_preset(vllm_parser: argparse.ArgumentParser) -> None:
+    cli_args = _vllm("vllm.entrypoints.common.cli_args")
+    engine_args = _vllm("vllm.engine.arg_utils")
+    opts = ServeOptions(model="openai/whisper-large-v3-turbo", port=8001, gpu_memory_utilization=0.1, served_name="w")
+    cmd = vllm_command(opts)
+    args = vllm_parser.parse_args(cmd[2:])
+    args.model = args.model_tag
+    cli_args.validate_parsed_serve_args(args)
+    engine = engine_args.AsyncEngineArgs.from_cli_args(args)
+    cli_args.validate_api_server_args(args)
+    actions = vllm_parser._option_string_actions
+    for flag in (a for a in cmd if a.startswith("--")):
+        assert not getattr(actions[flag], "deprecated", False), f"{flag} is deprecated in vLLM"
+    assert engine.model == opts.model and engine.tensor_parallel_size == 1 and args.port == 8001
+    assert engine.gpu_memory_utilization == pytest.approx(0.1) and engine.served_model_name == ["w"]
 
 
 @pytest.mark.e2e

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.e2e
 class Fake:
     """A transcription server that says how long each upload was, with or without segment times."""
 
-    def __init__(self, timed: bool, status: int = 200) -> None:
-        self.timed, self.status = timed, status
+    def __init__(self, timed: bool, status: int = 200, limit_s: float | None = None) -> None:
+        self.timed, self.status, self.limit_s = timed, status, limit_s
         self.uploads: list[tuple[int, float, dict[str, str]]] = []
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -37,6 +37,11 @@ class Fake:
             assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (RATE, 1, 2)
         fields = {k: str(v) for k, v in form.items() if k != "file"}
         self.uploads.append((len(data), seconds, fields))
+        if self.limit_s is not None and seconds > self.limit_s:  # as vLLM words it, with a 400
+            return web.json_response(
+                {"error": {"message": "Maximum file size exceeded", "type": "BadRequestError", "param": None,
+                           "code": 400}}, status=400,
+            )  # fmt: skip
         if self.status != 200:
             return web.json_response(
                 {"error": {"message": "no", "type": "x", "param": None, "code": 1}}, status=self.status
@@ -105,3 +110,19 @@ async def test_a_server_error_is_retried_then_reported_as_an_endpoint_error() ->
     with pytest.raises(EndpointError, match="after 2 tries") as caught:
         await transcribe(fake, 5.0, 0.0, max_retries=1, backoff_s=0.01)
     assert not isinstance(caught.value, TranscriptionUnavailable) and len(fake.uploads) == 2
+
+
+async def test_a_clip_refused_as_too_large_is_split_in_halves_until_the_server_takes_it() -> None:
+    fake = Fake(timed=True, limit_s=10.0)
+    got = await transcribe(fake, 30.0, 60.0)
+    # 30 s refused, its two 15 s halves refused, their four 7.5 s quarters heard, each at its own offset.
+    assert [round(s, 1) for _, s, _ in fake.uploads] == [30.0, 15.0, 7.5, 7.5, 15.0, 7.5, 7.5]
+    assert got.requests == 7 and got.splits == 3 and got.timed
+    assert [s.start for s in got.segments] == [61.0, 68.5, 76.0, 83.5]
+    assert all(s.end <= start + 7.5 for s, start in zip(got.segments, (60.0, 67.5, 75.0, 82.5), strict=True))
+
+
+async def test_a_clip_refused_even_at_one_second_is_an_endpoint_error() -> None:
+    fake = Fake(timed=True, limit_s=0.5)
+    with pytest.raises(EndpointError, match="refused even for"):
+        await transcribe(fake, 3.0, 0.0)

@@ -39,8 +39,9 @@ async def test_stdio_server_answers_reads_back_and_refuses_bad_input(
         env={**os.environ, "VIDEOATLAS_HOME": str(tmp_path / "home")},
     )
     async with Client(params, read_timeout_seconds=300) as client:
-        names = {t.name for t in (await client.list_tools()).tools}
-        assert names == {"ask", "resume", "list_runs", "trace", "evidence_frames", "probe"}
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"ask", "resume", "list_runs", "trace", "evidence_frames", "probe"}
+        assert "speech" in tools["ask"].input_schema["properties"]  # --speech auto|off|full, as on the command line
 
         probed = await client.call_tool("probe", {"path": str(video)})
         assert not probed.is_error, text_of(probed)
@@ -60,6 +61,8 @@ async def test_stdio_server_answers_reads_back_and_refuses_bad_input(
         assert bad_option.is_error and "not an option of the video-rlm agent: no_such_knob" in text_of(bad_option)
         bad_agent = await client.call_tool("ask", {"path": str(video), "question": "what?", "agent": "nobody"})
         assert bad_agent.is_error and "unknown agent 'nobody'" in text_of(bad_agent)
+        loud = await client.call_tool("ask", {"path": str(video), "question": "what?", "speech": "loud"})
+        assert loud.is_error and "speech" in text_of(loud)
         for result in (outside, missing, bad_option, bad_agent):
             assert "Traceback" not in text_of(result) and len(text_of(result).splitlines()) == 1
 

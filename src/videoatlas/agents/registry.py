@@ -87,9 +87,10 @@ def knobs(config: RunConfig) -> dict[str, Any]:
     """What can change the configured agent's answers: shared knobs and all its settings (defaults filled in).
 
     The prompt set is left out: what matters is the text of its templates, which a result key
-    carries as a hash, not where the set lives. Concurrency changes when, not what, it answers.
+    carries as a hash, not where the set lives. Concurrency changes when, not what, it answers; the
+    speech server's address changes where, not what, it hears (its model is kept).
     """
-    shared = {"agent", "k", "cell_px", "token_budget", "call_budget"}
+    shared = {"agent", "k", "cell_px", "token_budget", "call_budget", "speech", "speech_model"}
     out = {**{k: v for k, v in config.model_dump().items() if k in shared}, **settings_of(config).model_dump()}
     roles = settings_model(config.agent).thinking_roles
     thinking = {role: config.thinking_for(role) for role in roles}

@@ -225,6 +225,7 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
         "one is refused with the list), sent as enable_thinking (env VIDEOATLAS_THINKING; default: "
         "nothing sent, the server's default)",
     )
+    add_speech_options(p)
     if not with_settings:
         return
     from videoatlas.agents.registry import settings_model
@@ -261,6 +262,35 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
                     negated, dest=f"setting__{field}", action="store_const", const="false", help=f"{flag} false"
                 )
                 seen[negated] = (off, name, f"{flag} false")
+
+
+SPEECH_MODES = ("auto", "off", "full")
+"""``--speech``: the speech track's modes (``RunConfig.speech``; here so that the parser imports nothing)."""
+
+
+def add_speech_options(p: Container) -> None:
+    """``--speech``, ``--speech-url`` and ``--speech-model``: the speech track every agent can hear."""
+    p.add_argument(
+        "--speech",
+        choices=SPEECH_MODES,
+        default=None,
+        help="the video's speech track, transcribed by the endpoint's /v1/audio/transcriptions: auto (default) "
+        "transcribes the stretches the agent looks at, when the video has sound and the route answers; full "
+        "transcribes the whole track at the first look; off never listens. --subtitles, when given, is used instead",
+    )
+    p.add_argument(
+        "--speech-url",
+        default=None,
+        metavar="URL",
+        help="the server that transcribes, when the VLM's does not (vLLM serves one model per server: a Whisper "
+        "server beside the VLM's); default: the VLM's endpoint",
+    )
+    p.add_argument(
+        "--speech-model",
+        default=None,
+        metavar="M",
+        help="the model named in transcription requests (default: the speech server's first model, or the chat model)",
+    )
 
 
 def setting_metavar(annotation: Any) -> str:

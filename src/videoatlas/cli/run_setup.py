@@ -14,7 +14,10 @@ if TYPE_CHECKING:
     from videoatlas.request import EndpointChoice
     from videoatlas.runtime.config import RunConfig
 
-SHARED = ("k", "cell_px", "token_budget", "call_budget", "prompts", "max_concurrency", "thinking")
+SHARED = (
+    "k", "cell_px", "token_budget", "call_budget", "prompts", "max_concurrency", "thinking", "speech", "speech_url",
+    "speech_model",
+)  # fmt: skip
 """The flags every agent takes that are part of a run's configuration (``--k``, ``--cell-px``...)."""
 
 

@@ -101,6 +101,10 @@ def print_result(result: RunResult) -> None:
         f"{c.frames_viewed:,} distinct frames viewed ({c.frames_sent:,} sent), "
         f"{result.rounds} round(s), {result.wall_s:.1f} s"
     )
+    if c.transcriptions or c.audio_s:
+        _out(
+            f"speech: {c.audio_s:,.1f} s of audio transcribed in {c.transcriptions} request(s), {c.transcribe_s:.1f} s"
+        )
     for key, value in result.extras.items():  # what this agent reports beyond every agent's figures
         if value not in ("", None, 0, 0.0, [], {}):
             _out(f"{key.replace('_', ' ')}: {value}")

@@ -118,9 +118,10 @@ def add_serve_parser(sub: Subparsers) -> None:
     add_model_option(p, "Hugging Face id or local path, e.g. Qwen/Qwen2.5-VL-7B-Instruct", required=True)
     p.add_argument(
         "--preset",
-        choices=["qwen2.5-vl", "qwen3-vl", "qwen3.5"],
+        choices=["qwen2.5-vl", "qwen3-vl", "qwen3.5", "whisper"],
         default=None,
-        help="model family whose vLLM flags to use (qwen3.5 also covers Qwen3.6; default: told from --model)",
+        help="model family whose vLLM flags to use (qwen3.5 also covers Qwen3.6; whisper: a speech server for "
+        "--speech-url; default: told from --model)",
     )
     p.add_argument("--gpus", type=positive_int, default=1, help="tensor-parallel GPUs")
     add_listen_options(p, "0.0.0.0", "address to listen on (default 0.0.0.0)", 8000, "port to listen on (default 8000)")

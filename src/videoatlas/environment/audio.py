@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import os
 import wave
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import av
 import numpy as np
@@ -80,6 +82,40 @@ def read_audio(path: str | os.PathLike[str], span: Interval, start_time: float =
     skip = max(0, round((first - begin) * RATE))
     keep = max(0, round(span.span * RATE))
     return samples[skip : skip + keep]
+
+
+@dataclass(frozen=True, slots=True)
+class AudioPiece:
+    """One file's stretch of a video's sound: where it plays in video time, and where video time 0 is in the file."""
+
+    path: str
+    offset: float
+    duration: float
+    start_time: float = 0.0
+    has_audio: bool = True
+
+
+def read_pieces(pieces: Sequence[AudioPiece], span: Interval) -> Samples:
+    """16 kHz mono samples of ``span`` over files played back to back (a file without sound: silence).
+
+    Each piece's stretch is as long as the piece plays (cut or padded with silence), so that the
+    samples stay in video time across the joins.
+    """
+    out: list[Samples] = []
+    for piece in pieces:
+        lo, hi = max(span.start, piece.offset), min(span.end, piece.offset + piece.duration)
+        if hi <= lo:
+            continue
+        want = round((hi - lo) * RATE)
+        got = (
+            read_audio(piece.path, Interval(lo - piece.offset, hi - piece.offset), piece.start_time)
+            if piece.has_audio
+            else np.zeros(0, np.int16)
+        )
+        out.append(
+            np.concatenate([got[:want], np.zeros(max(0, want - len(got)), np.int16)]) if len(pieces) > 1 else got
+        )
+    return np.concatenate(out) if out else np.zeros(0, np.int16)
 
 
 def wav_bytes(samples: Samples) -> bytes:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from videoatlas.environment.audio import AudioPiece
 from videoatlas.environment.files import check_file
 from videoatlas.environment.frames import FrameLRU, FrameSource
 from videoatlas.environment.geometry import Interval
@@ -187,6 +188,17 @@ def media_duration(path: str | os.PathLike[str]) -> float:
     if is_manifest(path):
         return sum(probe(f).duration for f in read_manifest(path))
     return probe(path).duration
+
+
+def audio_pieces(source: FrameSource) -> list[AudioPiece]:
+    """Where a source's sound comes from: its file, or each file of a manifest at its offset."""
+    if isinstance(source, ConcatSource):
+        return [
+            AudioPiece(str(part.info.path), seg.offset, seg.duration, part.info.start_time, part.info.has_audio)
+            for seg, part in zip(source.segments, source.parts, strict=True)
+        ]
+    info = source.info
+    return [AudioPiece(str(info.path), 0.0, info.duration, info.start_time, info.has_audio)]
 
 
 def open_source(path: str | os.PathLike[str], backend: str = DEFAULT_BACKEND) -> FrameSource:

@@ -149,22 +149,30 @@ class Subtitles:
     def by_cell(self, cells: Sequence[tuple[str, Interval]], max_chars: int = 1600) -> str:
         """What is said during each cell, one line per cell labelled with its id, within ``max_chars`` in all.
 
-        The budget spans the whole view: it is shared among the cells that have subtitles, and a
-        cell whose lines do not fit shows its first and its last line (what was said as the cell
-        began and as it ended) rather than only its beginning.
+        Neighbouring cells during which the same lines are said share one line (``cell 3 to cell 9:
+        ...``): a sentence that lasts longer than a cell is said once. The budget spans the whole
+        view: it is shared among the lines, and one whose words do not fit shows its first and its
+        last cue (what was said as the stretch began and as it ended) rather than only its beginning.
         """
-        said = [(label, self.overlapping(iv)) for label, iv in cells]
-        said = [(label, lines) for label, lines in said if lines]
-        if not said:
+        runs: list[tuple[str, str, list[SubtitleLine]]] = []
+        for label, iv in cells:
+            lines = self.overlapping(iv)
+            if not lines:
+                continue
+            if runs and runs[-1][2] == lines:
+                runs[-1] = (runs[-1][0], label, lines)
+            else:
+                runs.append((label, label, lines))
+        if not runs:
             return ""
-        share = max(40, max_chars // len(said))
+        share = max(40, max_chars // len(runs))
         out = []
-        for label, lines in said:
+        for first, last, lines in runs:
             whole = " ".join(ln.text for ln in lines)
             if len(whole) > share and len(lines) > 1:
-                first, last = lines[0].text, lines[-1].text
                 half = max(10, (share - 5) // 2)
-                whole = f"{_cut(first, half)} … {_cut(last, half)}"
+                whole = f"{_cut(lines[0].text, half)} … {_cut(lines[-1].text, half)}"
+            label = first if first == last else f"{first} to {last}"
             out.append(f"{label}: {_cut(whole, share)}")
         return "\n".join(out)
 

@@ -169,6 +169,9 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_frames_sent": mean_of(r.get("frames_sent", 0) for r in answered),
         "mean_index_frames": mean_of(r.get("index_frames", 0) for r in answered),
         "mean_index_s": mean_of(r.get("index_s", 0.0) for r in answered),
+        "mean_audio_s": mean_of(r.get("audio_s", 0.0) for r in answered),
+        "mean_transcriptions": mean_of(r.get("transcriptions", 0) for r in answered),
+        "mean_transcribe_s": mean_of(r.get("transcribe_s", 0.0) for r in answered),
         "mean_wall_s": mean_of(r["wall_s"] for r in answered),
         "mean_rounds": mean_of(r["rounds"] for r in answered),
         "mean_evidence": mean_of(r["evidence"] for r in answered),
@@ -253,10 +256,10 @@ def _pct(value: float | None) -> str:
 def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
         f"| {title} | questions | accuracy | errors | parse fail | no evidence | fallbacks | "
-        "mean tokens (master / workers) | cache hit | frames viewed (sent) | index frames (build) | calls | rounds | "
-        "evidence | wall | "
+        "mean tokens (master / workers) | cache hit | frames viewed (sent) | index frames (build) | "
+        "audio s (requests, time) | calls | rounds | evidence | wall | "
         "grounding | IoU |",
-        "| --- |" + " ---: |" * 16,
+        "| --- |" + " ---: |" * 17,
     ]
     for name, s in summaries.items():
         lines.append(
@@ -265,6 +268,8 @@ def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"{s['mean_tokens']:,.0f} ({s['mean_master_tokens']:,.0f} / {s['mean_worker_tokens']:,.0f}) | "
             f"{_pct(s['cache_hit_rate'])} | {s['mean_frames_viewed']:,.0f} ({s['mean_frames_sent']:,.0f}) | "
             f"{s['mean_index_frames']:,.0f} ({s['mean_index_s']:.1f} s) | "
+            f"{s.get('mean_audio_s', 0.0):,.1f} ({s.get('mean_transcriptions', 0.0):.1f}, "
+            f"{s.get('mean_transcribe_s', 0.0):.1f} s) | "
             f"{s['mean_calls']:.1f} | {s['mean_rounds']:.1f} | "
             f"{s['mean_evidence']:.1f} | {s['mean_wall_s']:.1f} s | {_pct(s['grounding_hit_rate'])} | "
             f"{iou_text(s['mean_iou'])} |"

@@ -18,8 +18,8 @@ from typing import Final, Literal
 from videoatlas.errors import BadInputError
 from videoatlas.limits import CELL_PX_MIN, K_MIN
 
-Preset = Literal["qwen2.5-vl", "qwen3-vl", "qwen3.5"]
-PRESETS: Final[tuple[Preset, ...]] = ("qwen2.5-vl", "qwen3-vl", "qwen3.5")
+Preset = Literal["qwen2.5-vl", "qwen3-vl", "qwen3.5", "whisper"]
+PRESETS: Final[tuple[Preset, ...]] = ("qwen2.5-vl", "qwen3-vl", "qwen3.5", "whisper")
 
 AUTO_CONTEXT: Final = "auto"
 """``--max-model-len auto``: vLLM takes the model's own context length if its KV cache fits the GPU, else the
@@ -38,6 +38,7 @@ _FAMILY_PATTERNS: Final[tuple[tuple[Preset, re.Pattern[str]], ...]] = (
     ("qwen2.5-vl", re.compile(r"qwen2[._-]?5[._-]?vl")),
     ("qwen3-vl", re.compile(r"qwen3[._-]?vl")),
     ("qwen3.5", re.compile(r"qwen3[._-]?[56](?![0-9])")),
+    ("whisper", re.compile(r"whisper")),
 )
 
 
@@ -226,10 +227,43 @@ def qwen35(opts: ServeOptions) -> list[str]:
     ]
 
 
+def whisper(opts: ServeOptions) -> list[str]:
+    """Whisper (speech to text on ``/v1/audio/transcriptions``): the speech server beside the VLM's.
+
+    vLLM serves one model per server, so the speech track's transcriptions (``--speech-url``) go to a
+    server of their own. Its command holds only what every vLLM server takes, as the VLM presets pass
+    it: ``--host``, ``--port``, ``--tensor-parallel-size``, ``--gpu-memory-utilization`` (a Whisper model
+    is small: lower it to share a GPU with the VLM's server) and ``--served-model-name``. Left out on
+    purpose: the image and video limits of ``--limit-mm-per-prompt`` (Whisper takes one audio clip, its
+    own limit), ``--enable-prefix-caching`` (an encoder-decoder model whose prompt is the audio has no
+    shared prefix to reuse), the tool and reasoning parsers (no chat), and ``--max-model-len`` unless
+    given (vLLM takes the decoder's own 448 tokens: a 30 s window's text).
+    """
+    cmd = [
+        "vllm",
+        "serve",
+        opts.model,
+        "--host",
+        opts.host,
+        "--port",
+        str(opts.port),
+        "--tensor-parallel-size",
+        str(opts.gpus),
+        "--gpu-memory-utilization",
+        f"{opts.gpu_memory_utilization:.2f}",
+    ]
+    if opts.max_model_len is not None:
+        cmd += ["--max-model-len", str(opts.max_model_len)]
+    if opts.served_name:
+        cmd += ["--served-model-name", opts.served_name]
+    return cmd
+
+
 PRESET_BUILDERS: Final[dict[Preset, Callable[[ServeOptions], list[str]]]] = {
     "qwen2.5-vl": qwen25_vl,
     "qwen3-vl": qwen3_vl,
     "qwen3.5": qwen35,
+    "whisper": whisper,
 }
 
 

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import structlog
 from mcp.server.mcpserver import Context, Image, MCPServer
@@ -36,6 +36,10 @@ INSTRUCTIONS = (
 
 PATH_HELP = "absolute path of the video, under the server's roots"
 AGENT_HELP = f"the agent: one of {', '.join(agent_names())}"
+SPEECH_HELP = (
+    "the video's speech track: auto (default) transcribes what the agent looks at when the video has sound and the "
+    "endpoint transcribes, full the whole track at the first look, off never listens"
+)
 """The ``agent`` argument's description (module level: the SDK reads tool annotations from the module)."""
 
 
@@ -111,15 +115,15 @@ def build_server(service: Service) -> MCPServer:
         agent: Annotated[str, Field(description=AGENT_HELP)] = DEFAULT_AGENT,
         token_budget: Annotated[int | None, Field(description="tokens the run may spend", gt=0)] = None,
         call_budget: Annotated[int | None, Field(description="model calls the run may make", gt=0)] = None,
+        speech: Annotated[Literal["auto", "off", "full"] | None, Field(description=SPEECH_HELP)] = None,
         options: Annotated[
             dict[str, Any] | None, Field(description="more run options by name (k, cell_px, the agent's settings)")
         ] = None,
     ) -> dict[str, Any]:
+        knobs = {**(options or {}), **({"speech": speech} if speech is not None else {})}
         async with _progress(ctx) as on_event:
             return await _run_detached(
-                tools.ask(
-                    service, path, question, choices or [], agent, token_budget, call_budget, options or {}, on_event
-                )
+                tools.ask(service, path, question, choices or [], agent, token_budget, call_budget, knobs, on_event)
             )
 
     @server.tool(description="Continue an interrupted run from its last checkpoint; reports progress.")

@@ -162,3 +162,30 @@ class TextVectorRow(Base):
     model: Mapped[str] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
     vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class SpeechChunkRow(Base):
+    """What one chunk of a video's sound track said, as one speech model heard it (transcribed once, then reused).
+
+    A chunk is stored whole once its transcription is done, so a pass that stops midway keeps the
+    chunks it finished and the next run transcribes only the rest.
+    """
+
+    __tablename__ = "va_speech_chunks"
+    track_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """sha256 of (video identity, model, chunk length): see :func:`videoatlas.persistence.speech.track_key`."""
+    chunk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    """The chunk's number (0 first; see :mod:`videoatlas.environment.speech`)."""
+    video_identity: Mapped[str] = mapped_column(String(64), index=True)
+    model: Mapped[str] = mapped_column(Text)
+    start: Mapped[float] = mapped_column(Float)
+    end: Mapped[float] = mapped_column(Float)
+    segments: Mapped[list[Any]] = mapped_column(JSON)
+    """``[start, end, text]`` per stretch of speech, in video seconds."""
+    timed: Mapped[bool] = mapped_column(Boolean, default=True)
+    """Whether the server gave segment times (False: placed by the windows sent)."""
+    requests: Mapped[int] = mapped_column(Integer, default=0)
+    audio_s: Mapped[float] = mapped_column(Float, default=0.0)
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    """Seconds the transcription took."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)

@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from videoatlas.agents.registry import all_agents, get_agent, settings_of
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
-from videoatlas.environment.concat import open_source
+from videoatlas.environment.concat import audio_pieces, open_source
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import Subtitles, load_subtitles
 from videoatlas.errors import DatabaseDownError, NothingToResumeError, OutageError, RunOwnedError
@@ -40,6 +40,7 @@ from videoatlas.persistence.store import TraceStore
 from videoatlas.prompts import PromptSet
 from videoatlas.runs.result import RunResult, finished_values, result_from_state
 from videoatlas.runtime.context import AgentContext, RunConfig
+from videoatlas.runtime.speech import open_speech
 from videoatlas.runtime.stopping import stop_signal
 from videoatlas.runtime.tracing import RunTracer
 
@@ -60,8 +61,10 @@ class Prepared:
     records: list[CallRecord]
 
     async def aclose(self) -> None:
-        """Close the video source, and the chat model if this run opened it."""
+        """Close the video source, the speech client, and the chat model if this run opened it."""
         self.source.close()
+        if self.context.speech is not None:
+            await self.context.speech.aclose()
         if self.owns_model and isinstance(self.model, OpenAICompatibleChat):
             await self.model.aclose()
 
@@ -158,12 +161,26 @@ async def prepare(
     except BaseException:
         source.close()
         raise
+    speech, why = open_speech(
+        config.speech,
+        source.info,
+        source.identity,
+        vlm.settings,
+        speech_url=config.speech_url,
+        speech_model=config.speech_model,
+        has_subtitles=subs is not None,
+        engine=tracer.store.engine if tracer is not None else None,
+        pieces=audio_pieces(source),
+    )
+    if why and config.speech != "off":
+        log.info("speech_off", reason=why)
     context = AgentContext(
         atlas=atlas,
         vlm=vlm,
         prompts=prompts,
         config=config,
         subtitles=subs,
+        speech=speech,
         tracer=tracer,
         settings=settings_of(config),
     )

@@ -12,10 +12,13 @@ from pydantic import BaseModel
 from videoatlas.environment.atlas import RenderedImage
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
+from videoatlas.environment.subtitles import Subtitles
+from videoatlas.environment.timefmt import format_ts
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.budget import estimate_tokens
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Cost, Evidence, Repair
 
 T = TypeVar("T", bound=BaseModel)
@@ -148,11 +151,64 @@ def frame_ledger(images: Sequence[ImagePart]) -> dict[str, Any]:
     }
 
 
-def subtitles_by_cell(ctx: AgentContext, cells: Sequence[tuple[int, Interval]], max_chars: int = 1600) -> str:
-    """The subtitles of a grid, one line per cell labelled with its id (empty without subtitles)."""
-    if ctx.subtitles is None:
+async def hear(ctx: AgentContext, spans: Sequence[Interval], where: Where, whole: bool = False) -> Heard:
+    """What is said during ``spans``: the subtitle file's lines when one is given, else the speech track's.
+
+    The speech track is transcribed as needed (see :mod:`videoatlas.runtime.speech`): add the
+    returned cost and repairs to the node's update. ``whole``: every stretch of ``spans``, not a
+    sample of the wide ones.
+    """
+    if ctx.subtitles is not None:
+        return Heard(ctx.subtitles)
+    if ctx.speech is None:
+        return Heard(None)
+    return await ctx.speech.hear(spans, where, whole)
+
+
+def with_heard(update: dict[str, Any], heard: Heard) -> dict[str, Any]:
+    """A node's state update with what hearing cost and the lines it left added."""
+    if heard.cost == Cost() and not heard.repairs:
+        return update
+    cost = update.get("cost") or Cost()
+    return {**update, "cost": cost + heard.cost, "repairs": [*(update.get("repairs") or []), *heard.repairs]}
+
+
+def said(ctx: AgentContext) -> Subtitles | None:
+    """What is known to be said, without asking for more: the subtitle file, or the speech heard so far."""
+    if ctx.subtitles is not None:
+        return ctx.subtitles
+    return ctx.speech.said() if ctx.speech is not None else None
+
+
+SPEECH_CHARS = 1500
+"""Characters of speech one prompt quotes at most (:func:`speech_lines`)."""
+
+
+def speech_lines(subtitles: Subtitles | None, spans: Sequence[Interval], max_chars: int = SPEECH_CHARS) -> str:
+    """What is said during ``spans``: one timed, quoted line per stretch of speech, in time order, within a budget.
+
+    ``(none)`` when nothing is (no subtitles, no speech track, or silence there).
+    """
+    if subtitles is None:
+        return "(none)"
+    lines = sorted({(ln.start, ln.end, ln.text) for sp in spans for ln in subtitles.overlapping(sp)})
+    out: list[str] = []
+    used = 0
+    for a, b, text in lines:
+        line = f'{format_ts(a, 1)}-{format_ts(b, 1)}: "{text}"'
+        if used + len(line) + 1 > max_chars:
+            out.append(f"(and {len(lines) - len(out)} more stretches of speech)")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out) or "(none)"
+
+
+def subtitles_by_cell(subtitles: Subtitles | None, cells: Sequence[tuple[int, Interval]], max_chars: int = 1600) -> str:
+    """What is said during each cell of a grid, one line per cell labelled with its id (empty when nothing is)."""
+    if subtitles is None:
         return ""
-    return ctx.subtitles.by_cell([(f"cell {i}", iv) for i, iv in cells], max_chars)
+    return subtitles.by_cell([(f"cell {i}", iv) for i, iv in cells], max_chars)
 
 
 def fallback(exc: BaseException, node: str, round_no: int, rule: str) -> tuple[Cost, Repair]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -47,6 +47,14 @@ class RunConfig(BaseModel):
     """Node executions running at once (never more than the agent runs in parallel; see AgentContext.slots)."""
     settings: dict[str, Any] = Field(default_factory=dict)
     """The agent's own settings, as given (defaults are the agent's settings model's)."""
+    speech: Literal["auto", "off", "full"] = "auto"
+    """The speech track: ``auto`` transcribes the stretches the agent looks at when the video has sound and the
+    endpoint transcribes; ``full`` transcribes the whole track at the first look; ``off`` never listens. A
+    subtitle file, when given, is used instead."""
+    speech_url: str | None = None
+    """The server that transcribes (``/v1/audio/transcriptions``), when it is not the VLM's (None: the VLM's)."""
+    speech_model: str = ""
+    """The model named in transcription requests (empty: the speech server's first model, or the chat model)."""
     thinking: dict[str, bool] = Field(default_factory=dict)
     """A reasoning model's thinking per role (``master``, ``worker``, ``planner``...; ``all`` for every role not
     named), sent as ``enable_thinking``. A role in none of these is sent nothing: the server's default."""

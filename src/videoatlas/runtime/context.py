@@ -16,6 +16,7 @@ from videoatlas.llm.client import VLMClient
 from videoatlas.prompts import PromptSet
 from videoatlas.runtime.budget import BudgetLedger
 from videoatlas.runtime.config import AgentSettings, RunConfig
+from videoatlas.runtime.speech import Speech
 
 __all__ = ["AgentContext", "AgentSettings", "RunConfig"]
 
@@ -29,6 +30,8 @@ class AgentContext:
     prompts: PromptSet
     config: RunConfig
     subtitles: Subtitles | None = None
+    speech: Speech | None = None
+    """The video's speech track, heard on demand (None: the run does not listen; see :mod:`.speech`)."""
     tracer: Any = None
     """A :class:`~videoatlas.runtime.tracing.RunTracer` when the run is traced, else None."""
     settings: Any = None

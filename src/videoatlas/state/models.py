@@ -80,6 +80,12 @@ class Cost(Frozen):
     """Frames shown to the model, summed over calls (a frame shown twice counts twice)."""
     frames_seen: tuple[int, ...] = ()
     """The distinct moments (ms) of every frame shown: the frame ledger behind :attr:`frames_viewed`."""
+    audio_s: float = 0.0
+    """Seconds of the sound track sent to the transcription route (what the cache already held is not counted)."""
+    transcriptions: int = 0
+    """Requests to the transcription route."""
+    transcribe_s: float = 0.0
+    """Seconds spent waiting for transcriptions (decoding the audio included)."""
 
     @property
     def tokens(self) -> int:

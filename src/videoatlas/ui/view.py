@@ -94,6 +94,9 @@ def header(trace: dict[str, Any], duration: float | None, status: str | None = N
         "frames_viewed": cost.get("frames_viewed"),
         "index_frames": cost.get("index_frames"),
         "index_s": cost.get("index_s"),
+        "audio_s": cost.get("audio_s"),
+        "transcriptions": cost.get("transcriptions"),
+        "transcribe_s": cost.get("transcribe_s"),
         "fallbacks": cost.get("fallbacks"),
         "wall_s": wall,
     }

@@ -10,9 +10,12 @@ from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.eea.select import memory_images
 from videoatlas.agents.eea.state import EEAState
 from videoatlas.agents.eea.views import SYSTEM, at, rounds_block
+from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.runtime.calls import hear, said, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
 
 
@@ -45,12 +48,16 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
     """Judge each choice against the memory frames and answer; a failed reply is recorded, never guessed."""
     ctx = runtime.context
     evidence = memory_evidence(state, ctx)
+    rounds = state.get("rounds") or []
+    opened = [Interval(s.start, s.end) for s in state.get("segments") or [] if s.expanded]
+    heard = await hear(ctx, opened, Where("answer", len(rounds))) if opened else Heard(said(ctx))
     values = {
         "duration": format_ts(ctx.atlas.duration, 0),
         "evidence": "\n".join(f"[{evidence_label(i)}] {at(e.time)}" for i, e in enumerate(evidence)) or "(none)",
-        "history": rounds_block(state.get("rounds") or [], state.get("segments") or []),
+        "history": rounds_block(rounds, state.get("segments") or []),
+        "speech": speech_lines(heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)]),
     }
-    return await decide_on_evidence(
+    decided = await decide_on_evidence(
         ctx,
         state,
         evidence,
@@ -59,5 +66,6 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         values=values,
         stop=state.get("stop_reason") or "the policy answered",
         thinker="searcher",
-        extra={"round": len(state.get("rounds") or [])},
+        extra={"round": len(rounds)},
     )
+    return with_heard(decided, heard)

@@ -1,7 +1,8 @@
 """The start: the question turned into search queries, the frame index built or reused, the first anchors.
 
-One text call asks for 1-5 queries; each is matched against the index; the hits, clustered in
-time, give the anchors. The first segment to expand is the whole video.
+One text call asks for 1-5 queries; each is matched against the index and against the speech
+heard at a first look over the whole video; the hits, clustered in time, give the anchors. The
+first segment to expand is the whole video.
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, search_hits
+from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, search_hits, speech_hits
 from videoatlas.agents.eea.schemas import queries_schema
 from videoatlas.agents.eea.settings import eea
 from videoatlas.agents.eea.state import EEAState, Segment
 from videoatlas.agents.eea.views import SYSTEM
+from videoatlas.environment.geometry import Interval
 from videoatlas.errors import ModelReplyError
-from videoatlas.runtime.calls import ask, choices_block, emit, fallback
+from videoatlas.runtime.calls import ask, choices_block, emit, fallback, hear
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.frame_index import frame_index, query_vectors
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Repair
 
 ROOT = 1
@@ -49,7 +52,11 @@ async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         repairs.append(Repair(node="discover", round=0, kind="fallback", detail="no query left: the question used"))
     index, info = await frame_index(ctx, settings)
     vectors, embedded = await query_vectors(ctx, settings, queries)
-    hits = merge_hits([], search_hits(index, vectors, settings.top_k))
+    # What is said anchors the search too: the speech heard at a first look over the whole video.
+    heard = await hear(ctx, [Interval(0.0, ctx.atlas.duration)], Where("discover", 0))
+    repairs.extend(heard.repairs)
+    spoken, texts = await speech_hits(ctx, settings, vectors, heard.subtitles)
+    hits = merge_hits([], [*search_hits(index, vectors, settings.top_k), *spoken])
     anchors = anchors_of(hits, settings.cluster_gap_s)
     emit("anchors", queries=len(queries), anchors=len(anchors), index_frames=info.frames, reused=info.reused)
     root = Segment(id=ROOT, start=0.0, end=ctx.atlas.duration)
@@ -63,8 +70,8 @@ async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         "index": info,
         "index_frames": info.frames,
         "index_s": round(info.build_s, 3),
-        "embedded": info.embedded + embedded,
-        "cost": cost,
+        "embedded": info.embedded + embedded + texts,
+        "cost": cost + heard.cost,
         "repairs": repairs,
         "round": 0,
     }

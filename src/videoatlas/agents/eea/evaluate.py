@@ -23,11 +23,13 @@ from videoatlas.agents.eea.search import children, expansion_frames, fuse, query
 from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import Anchor, EEAState, Remembered, Round, Segment
 from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, span
+from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import as_image, ask, choices_block, emit, fallback
+from videoatlas.runtime.calls import as_image, ask, choices_block, emit, fallback, hear, speech_lines
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Repair
 
 COLUMNS = 3
@@ -84,6 +86,7 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     ]
     emit("expand", round=round_no, segment=parent.id, start=parent.start, end=parent.end, anchors=len(fixed))
     images = await round_images(ctx, settings, frames)
+    heard = await hear(ctx, [Interval(k.start, k.end) for k in kids], Where("evaluate", round_no))
     values = {
         "question": state["question"],
         "choices": choices_block(state["choices"]),
@@ -94,8 +97,9 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         "frames": moments(frames),
         "children": children_block(kids),
         "history": history_block(segments),
+        "speech": speech_lines(heard.subtitles, [Interval(parent.start, parent.end)]),
     }
-    repairs: list[Repair] = []
+    repairs: list[Repair] = [*heard.repairs]
     scores: dict[int, tuple[float, str]] = {}
     try:
         reply, cost = await ask(
@@ -136,7 +140,7 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         "segments": [parent.model_copy(update={"expanded": True}), *kids, *pool],
         "memory": remember(state.get("memory") or [], seen, settings.memory_frames),
         "rounds": [record],
-        "cost": cost,
+        "cost": cost + heard.cost,
         "repairs": repairs,
         "round": round_no,
     }

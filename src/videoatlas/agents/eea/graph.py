@@ -30,14 +30,14 @@ TEMPLATES: TemplateSpec = {
     "discover.user": (frozenset({"question"}), frozenset({"choices"})),
     "evaluate.user": (
         frozenset({"question", "children"}),
-        _ASKED | {"duration", "round", "segment", "count", "frames", "history"},
+        _ASKED | {"duration", "round", "segment", "count", "frames", "history", "speech"},
     ),
     "update.user": (frozenset({"question"}), _ASKED | {"queries", "frames"}),
     "select.user": (
         frozenset({"question", "candidates"}),
         _ASKED | {"duration", "round", "rounds", "memory", "scoring", "opened"},
     ),
-    "answer.user": (frozenset({"question"}), _ASKED | {"duration", "evidence", "history", "format"}),
+    "answer.user": (frozenset({"question"}), _ASKED | {"duration", "evidence", "history", "format", "speech"}),
 }
 """The prompt templates this agent uses (``agents/eea/prompts/default/``), with their variables."""
 

@@ -1,4 +1,8 @@
-"""Queries to anchors: each query embedded, matched against the frame index, hits merged and clustered in time.
+"""Queries to anchors: each query embedded, matched against the frame index and what is said, hits merged in time.
+
+Beside the frames, the stretches of speech heard so far (the speech track, or a subtitle file) are
+embedded as text and matched against the same query vectors: a stretch that says what a query asks
+for anchors the search at its middle, as a frame that shows it does.
 
 Query vectors come from :func:`videoatlas.runtime.frame_index.query_vectors` (kept like the index, so
 asking the same queries again makes no embedding call). Queries are cleaned first: an empty one, or
@@ -14,8 +18,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from videoatlas.agents.eea.search import cluster_anchors
+from videoatlas.agents.eea.settings import EEASettings
 from videoatlas.agents.eea.state import Anchor
-from videoatlas.runtime.frame_index import FrameIndex
+from videoatlas.environment.subtitles import Subtitles
+from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.frame_index import FrameIndex, query_vectors
 
 
 def _norm(query: str) -> str:
@@ -40,6 +47,21 @@ def clean_queries(proposed: Sequence[str], held: Sequence[str]) -> tuple[list[st
 def search_hits(index: FrameIndex, vectors: np.ndarray, top_k: int) -> list[tuple[float, float]]:
     """Every query's ``top_k`` frames, as (time, similarity)."""
     return [hit for vector in vectors for hit in index.search(vector, top_k)]
+
+
+async def speech_hits(
+    ctx: AgentContext, settings: EEASettings, vectors: np.ndarray, said: Subtitles | None
+) -> tuple[list[tuple[float, float]], int]:
+    """Every query's ``top_k`` stretches of speech, as (middle time, similarity), and the texts embedded now."""
+    lines = list(said.lines) if said is not None else []
+    if not lines or len(vectors) == 0:
+        return [], 0
+    spoken, embedded = await query_vectors(ctx, settings, [ln.text for ln in lines])
+    out: list[tuple[float, float]] = []
+    for row in vectors @ spoken.T:
+        for i in np.argsort(-row, kind="stable")[: settings.top_k]:
+            out.append(((lines[i].start + lines[i].end) / 2, float(row[i])))
+    return out, embedded
 
 
 def merge_hits(old: Sequence[tuple[float, float]], new: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

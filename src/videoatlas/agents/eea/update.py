@@ -12,16 +12,19 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.eea.discover import ROOT
 from videoatlas.agents.eea.evaluate import round_images
-from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, search_hits
+from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, search_hits, speech_hits
 from videoatlas.agents.eea.schemas import queries_schema
 from videoatlas.agents.eea.settings import eea
 from videoatlas.agents.eea.state import EEAState
 from videoatlas.agents.eea.views import SYSTEM, moments, queries_block
+from videoatlas.environment.geometry import Interval
 from videoatlas.errors import ModelReplyError
-from videoatlas.runtime.calls import ask, choices_block, emit, fallback
+from videoatlas.runtime.calls import ask, choices_block, emit, fallback, hear, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.frame_index import frame_index, query_vectors
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Repair
 
 
@@ -58,12 +61,17 @@ async def update(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
     if new:
         index, _ = await frame_index(ctx, settings)
         vectors, embedded = await query_vectors(ctx, settings, new)
-        hits = merge_hits(state.get("hits") or [], search_hits(index, vectors, settings.top_k))
+        # The speech heard where the search looked: the first look over the whole video and each stretch opened.
+        looked = [Interval(s.start, s.end) for s in state.get("segments") or [] if s.expanded or s.id == ROOT]
+        heard = await hear(ctx, looked, Where("update", this_round.index))
+        out = with_heard(out, heard)
+        spoken, texts = await speech_hits(ctx, settings, vectors, heard.subtitles)
+        hits = merge_hits(state.get("hits") or [], [*search_hits(index, vectors, settings.top_k), *spoken])
         out |= {
             "queries": [*held, *new],
             "hits": hits,
             "anchors": anchors_of(hits, settings.cluster_gap_s),
-            "embedded": embedded,
+            "embedded": embedded + texts,
         }
     emit("queries", round=this_round.index, new=len(new), dropped=len(dropped))
     out["rounds"] = [this_round.model_copy(update={"new_queries": new})]

@@ -16,8 +16,9 @@ from videoatlas.agents.uniform.state import UniformState
 from videoatlas.environment.atlas import GridView
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import as_image, decision_values
+from videoatlas.runtime.calls import as_image, decision_values, hear, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Evidence, FrameRef
 
 _CITATION = re.compile(r"^\s*\[?\s*(\d+)\s*/\s*(\d+)\s*\]?\s*$")
@@ -36,6 +37,8 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
     spans = sheet_intervals(ctx.atlas.duration, uniform(ctx).frames, k)
     views = [await ctx.atlas.agrid(())] if len(spans) == 1 else [await ctx.atlas.agrid_over(s) for s in spans]
     images = [as_image(view.image, f"uniform sheet {n + 1}") for n, view in enumerate(views)]
+    cells = [(f"{n + 1}/{cell.index}", cell.interval) for n, view in enumerate(views) for cell in view.grid.cells]
+    heard = await hear(ctx, [iv for _, iv in cells], Where("answer_uniform"))
     choices = state["choices"]
     values = {
         **decision_values(state["question"], choices),
@@ -43,6 +46,7 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
         "sheets": len(spans),
         "k": k,
         "duration": format_ts(ctx.atlas.duration, 0),
+        "subtitles": speech_lines(heard.subtitles, [iv for _, iv in cells]),
     }
     call = DecisionCall(
         node="answer_uniform",
@@ -57,7 +61,8 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
         thinker="answerer",
         extra={"round": 0},
     )
-    return await decide_final(ctx, call, functools.partial(_cited_frames, ctx, views), [])
+    decided = await decide_final(ctx, call, functools.partial(_cited_frames, ctx, views), [])
+    return with_heard(decided, heard)
 
 
 def _cited_frames(

@@ -23,7 +23,7 @@ TEMPLATES: TemplateSpec = {
     "system": (frozenset(), frozenset({"k"})),
     "answer.user": (
         frozenset({"question"}),
-        frozenset({"choices", "format", "frames", "sheets", "k", "duration"}),
+        frozenset({"choices", "format", "frames", "sheets", "k", "duration", "subtitles"}),
     ),
 }
 """The prompt templates this agent uses (``agents/uniform/prompts/default/``), with their variables."""

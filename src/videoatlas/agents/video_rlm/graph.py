@@ -62,7 +62,7 @@ TEMPLATES: TemplateSpec = {
     ),
     "decide.user": (
         frozenset({"question", "evidence"}),
-        frozenset({"choices", "format", "search_task", "coverage"}),
+        frozenset({"choices", "format", "search_task", "coverage", "speech"}),
     ),
     # Semantic anchors (``anchors``): what a picked frame and a relevance mark mean, put before a grid's cells.
     "anchor_frames.note": (frozenset(), frozenset()),

@@ -4,17 +4,17 @@
   short side 256 px, as 3 x 2 mosaics; a one-sentence caption; its frames become the long-term pool;
 * clip_analyzer: up to 50 frames of one stretch, short side 512 px, on 4 x 3 contact sheets; an
   answer to a sub-question with a confidence in [0, 1];
-* audio_transcriber: the ranges' sound at 16 kHz mono, sent to the endpoint's transcription route,
-  the speech it hears placed in video time.
+* audio_transcriber: the whole of the ranges from the run's speech track (transcribed by the
+  endpoint's transcription route when not yet heard, read from the cache otherwise; see
+  :mod:`videoatlas.runtime.speech`), in video time.
 
-The short-term pool (a tool's frames and audio) lives only in this call. A sound track that cannot
-be read, or an endpoint with no transcription route, withdraws audio_transcriber for the rest of
-the run with one line in the trace; the run goes on with the other tools.
+The short-term pool (a tool's frames) lives only in this call. A sound track that cannot be read,
+or an endpoint with no transcription route, withdraws audio_transcriber for the rest of the run
+with one line in the trace; the run goes on with the other tools.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -27,12 +27,11 @@ from videoatlas.agents.videoarm.schemas import ClipReport, SnapReport
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES, arm
 from videoatlas.agents.videoarm.state import ArmState, Entry, Heard
 from videoatlas.agents.videoarm.views import TOOL_SYSTEM, ranges_text, span_text
-from videoatlas.environment.audio import RATE, AudioError, read_audio
 from videoatlas.environment.geometry import Interval
-from videoatlas.errors import EndpointError, ModelReplyError
-from videoatlas.llm.transcribe import Transcriber, TranscriptionUnavailable
-from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger
+from videoatlas.errors import ModelReplyError
+from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger, hear
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Cost, Repair
 
 log = structlog.get_logger(__name__)
@@ -143,29 +142,29 @@ async def _clip(ctx: AgentContext, planned: dict[str, Any], entry: Entry) -> dic
 
 
 async def _listen(ctx: AgentContext, planned: dict[str, Any], entry: Entry) -> dict[str, Any]:
-    settings = arm(ctx)
-    info = ctx.atlas.source.info
     ranges, notes = clamp_ranges(planned.get("ranges") or [], ctx.atlas.duration)
     entry = entry.model_copy(update={"ranges": ranges})
-    model = settings.audio_model or ctx.vlm.settings.model
-    transcriber = Transcriber(ctx.vlm.settings, model)
-    heard: list[Heard] = []
-    loop = asyncio.get_running_loop()
-    try:
-        for a, b in ranges:
-            samples = await loop.run_in_executor(None, read_audio, info.path, Interval(a, b), info.start_time)
-            transcript = await transcriber.transcribe(samples, a, RATE)
-            heard += [Heard(start=s.start, end=s.end, text=s.text) for s in transcript.segments]
-            if not transcript.timed:
-                notes.append(f"no segment times for {span_text(a, b)}: placed by 30 s windows")
-    except (AudioError, TranscriptionUnavailable, EndpointError) as exc:
-        why = f"audio_transcriber withdrawn for this run: {exc}"
-        log.warning("audio_withdrawn", step=entry.step, reason=str(exc))
+    spans = [Interval(a, b) for a, b in ranges]
+    heard = await hear(ctx, spans, Where("act", entry.step), whole=True)
+    repairs = [*_dropped(entry.step, notes), *heard.repairs]
+    if heard.subtitles is None:
+        why = f"audio_transcriber withdrawn for this run: {deafness_of(ctx)}"
         entry = entry.model_copy(update={"output": f"(nothing heard: {why})"})
-        repair = Repair(node="act", round=entry.step, kind="fallback", detail=why)
-        return {"memory": [entry], "deaf": str(exc), "repairs": [*_dropped(entry.step, notes), repair]}
-    finally:
-        await transcriber.close()
-    said = "(no speech heard in these stretches)" if not heard else f"{len(heard)} stretch(es) of speech"
-    entry = entry.model_copy(update={"heard": heard, "output": said})
-    return {"memory": [entry], "repairs": _dropped(entry.step, notes)}
+        return {"memory": [entry], "deaf": deafness_of(ctx), "repairs": repairs, "cost": heard.cost}
+    # Each stretch of speech as much of it as lies in the ranges listened to.
+    lines = {
+        (max(ln.start, span.start), min(ln.end, span.end), ln.text)
+        for span in spans
+        for ln in heard.subtitles.overlapping(span)
+    }
+    said = [Heard(start=a, end=b, text=text) for a, b, text in sorted(lines)]
+    summary = "(no speech heard in these stretches)" if not said else f"{len(said)} stretch(es) of speech"
+    entry = entry.model_copy(update={"heard": said, "output": summary})
+    return {"memory": [entry], "repairs": repairs, "cost": heard.cost}
+
+
+def deafness_of(ctx: AgentContext) -> str:
+    """Why the run hears nothing (the speech track withdrawn, or never opened)."""
+    if ctx.speech is not None:
+        return ctx.speech.withdrawn or "nothing could be heard"
+    return "the run has no speech track"

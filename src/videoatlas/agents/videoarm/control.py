@@ -41,6 +41,8 @@ def deafness(state: ArmState, ctx: AgentContext, settings: VideoArmSettings) -> 
         return "listening is turned off for this run (no_audio)"
     if not ctx.atlas.source.info.has_audio:
         return "the video has no sound track"
+    if ctx.subtitles is None and ctx.speech is None:
+        return "speech is off for this run (--speech off)"
     return state.get("deaf") or ""
 
 

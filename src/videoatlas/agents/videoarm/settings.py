@@ -1,4 +1,8 @@
-"""VideoARM's own settings: the step budget, the tools' frame sizes and counts, and whether it may listen."""
+"""VideoARM's own settings: the step budget, the tools' frame sizes and counts, and whether it may listen.
+
+What it hears, and through which server and model, is the run's speech track (``--speech``,
+``--speech-url``, ``--speech-model``: :mod:`videoatlas.runtime.speech`), shared with every agent.
+"""
 
 from __future__ import annotations
 
@@ -32,8 +36,6 @@ class VideoArmSettings(AgentSettings):
     """Frames per second clip_analyzer samples its stretch at (up to clip_frames)."""
     no_audio: bool = False
     """Never offer audio_transcriber (the ablation without listening)."""
-    audio_model: str = ""
-    """Model named in transcription requests (empty: the endpoint's chat model, as on one server serving both)."""
 
 
 def arm(ctx: AgentContext) -> VideoArmSettings:

@@ -7,11 +7,14 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
+from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn
-from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history
+from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history, subtitles_text
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.runtime.calls import hear, with_heard
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
 
 
@@ -44,13 +47,18 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
     """Judge each choice against what was reported and answer; a failed reply is recorded, never guessed."""
     ctx = runtime.context
     turns = state.get("turns") or []
-    evidence = flagged_evidence(turns, ctx, seek(ctx).short_px)
+    settings = seek(ctx)
+    evidence = flagged_evidence(turns, ctx, settings.short_px)
+    duration = ctx.atlas.duration
+    looked = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
+    heard = await hear(ctx, looked, Where("answer", len(turns))) if looked else Heard(None)
     values = {
-        "duration": format_ts(ctx.atlas.duration, 0),
+        "duration": format_ts(duration, 0),
         "history": history(turns),
         "evidence": evidence_block(evidence),
+        "subtitles": subtitles_text(heard.subtitles, settings.subtitle_chars),
     }
-    return await decide_on_evidence(
+    decided = await decide_on_evidence(
         ctx,
         state,
         evidence,
@@ -61,3 +69,4 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         thinker="planner",
         extra={"round": len(turns)},
     )
+    return with_heard(decided, heard)

@@ -42,7 +42,10 @@ TEMPLATES: TemplateSpec = {
     "overview.user": (frozenset(), _TOOL_VARIABLES),
     "skim.user": (frozenset({"query"}), _TOOL_VARIABLES),
     "focus.user": (frozenset({"query"}), _TOOL_VARIABLES),
-    "answer.user": (frozenset({"question", "history"}), frozenset({"choices", "duration", "evidence", "format"})),
+    "answer.user": (
+        frozenset({"question", "history"}),
+        frozenset({"choices", "duration", "evidence", "format", "subtitles"}),
+    ),
 }
 """The prompt templates this agent uses (``agents/videoseek/prompts/default/``), with their variables."""
 

@@ -6,8 +6,9 @@
 * focus: a span of at most 4 alpha s at one frame per second, each frame at full resolution (capped
   like ZOOM), answering the query or saying nothing there does.
 
-A span outside those limits is brought within them (and the change recorded); the subtitles of the
-span go with the frames. Every frame shown is counted by the run's frame ledger.
+A span outside those limits is brought within them (and the change recorded); what is said in the
+span (the subtitle file's lines, or the speech track heard around each frame shown) goes with the
+frames. Every frame shown is counted by the run's frame ledger.
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.videoseek.schemas import describe_schema, focus_schema
-from videoatlas.agents.videoseek.settings import seek
+from videoatlas.agents.videoseek.settings import VideoSeekSettings, seek
 from videoatlas.agents.videoseek.state import SeekState, Turn
 from videoatlas.agents.videoseek.views import TOOL_SYSTEM, at, subtitles_text
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger
+from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger, hear
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Cost, Repair
 from videoatlas.state.schemas import distinct
 
@@ -68,6 +70,25 @@ def within_limits(tool: str, start: float, end: float, duration: float, bound: f
     return span, note
 
 
+def listened(tool: str, span: Interval, settings: VideoSeekSettings) -> list[Interval]:
+    """The stretches a tool hears: one per frame it shows (overview, skim), or the whole span (focus).
+
+    A wide stretch is heard as a sample, chunk by chunk (see :mod:`videoatlas.environment.speech`).
+    """
+    if tool == "focus":
+        return [span]
+    count = settings.overview_frames if tool == "overview" else settings.skim_frames
+    step = span.span / max(1, count)
+    return [Interval(span.start + i * step, span.start + (i + 1) * step) for i in range(max(1, count))]
+
+
+def turn_span(turn: Turn, duration: float) -> Interval:
+    """The stretch a turn's tool looked at (an overview: the whole video)."""
+    if turn.tool == "overview" or turn.start is None or turn.end is None:
+        return Interval(0.0, duration)
+    return Interval(turn.start, turn.end)
+
+
 async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Run the planned tool call and add the turn to the trajectory."""
     ctx = runtime.context
@@ -93,6 +114,8 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
         times = spread(span, count)
         rendered = await ctx.atlas.amosaic(times, COLUMNS, max(1, settings.per_image // COLUMNS), settings.short_px)
     images = [as_image(r, f"{tool} {n + 1}") for n, r in enumerate(rendered)]
+    heard = await hear(ctx, listened(tool, span, settings), Where("look", turn_no))
+    repairs.extend(heard.repairs)
     # Each id's frame as shown: the exact frame on screen at its time (None where it could not be decoded).
     actual = [None if f.get("method") == "unavailable" else float(f["time"]) for r in rendered for f in r.frames]
     shown = [t for t in actual if t is not None]
@@ -102,7 +125,7 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
         "start": format_ts(span.start, 1),
         "end": format_ts(span.end, 1),
         "query": query or "(none given)",
-        "subtitles": subtitles_text(ctx.subtitles, SUBTITLE_CHARS, None if tool == "overview" else span),
+        "subtitles": subtitles_text(heard.subtitles, SUBTITLE_CHARS, None if tool == "overview" else span),
     }
     ids = list(range(len(times)))
     schema = focus_schema(ids) if tool == "focus" else describe_schema(ids, flag=tool == "skim")
@@ -133,7 +156,7 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
         if repeated:
             note = "repeated relevant frames left out: " + ", ".join(str(i) for i in repeated)
             repairs.append(Repair(node="look", round=turn_no, kind="dropped", detail=note))
-    return {"turns": [turn], "planned": None, "cost": cost, "repairs": repairs, "round": turn_no}
+    return {"turns": [turn], "planned": None, "cost": cost + heard.cost, "repairs": repairs, "round": turn_no}
 
 
 def _reported(turn: Turn, value: Any, actual: Sequence[float | None]) -> Turn:

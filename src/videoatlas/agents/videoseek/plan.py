@@ -8,13 +8,15 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from videoatlas.agents.tool_loop import choose_tool, next_step
+from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.schemas import turn_schema
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, history, subtitles_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import budget_exhausted, choices_block, emit
+from videoatlas.runtime.calls import budget_exhausted, choices_block, emit, hear, said
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Heard, Where
 
 TOOLS = ("overview", "skim", "focus", "answer")
 
@@ -31,12 +33,15 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
     if spent:
         return Command(goto="answer", update={"stop_reason": spent})
     duration = ctx.atlas.duration
+    # What the tools listened to so far (read again from the speech track's cache: nothing is transcribed twice).
+    spans = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
+    heard = await hear(ctx, spans, Where("plan", turn_no)) if spans else Heard(said(ctx))
     values = {
         "question": state["question"],
         "choices": choices_block(state["choices"]),
         "duration": format_ts(duration, 0),
         "seconds": f"{duration:.1f}",
-        "subtitles": subtitles_text(ctx.subtitles, settings.subtitle_chars),
+        "subtitles": subtitles_text(heard.subtitles, settings.subtitle_chars),
         "overview_frames": settings.overview_frames,
         "skim_frames": settings.skim_frames,
         "skim_min": f"{settings.span_s:g}",
@@ -67,4 +72,5 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         instead=instead,
     )
     emit("planned", turn=turn_no, tool=call["tool"], thought=thought)
+    update = {**update, "cost": update["cost"] + heard.cost, "repairs": [*update.get("repairs", []), *heard.repairs]}
     return next_step(call, update, "look", "planner")

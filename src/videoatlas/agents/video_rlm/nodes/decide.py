@@ -10,7 +10,9 @@ from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text
 from videoatlas.agents.video_rlm.state.master import MasterState
+from videoatlas.runtime.calls import hear, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import zones_as_intervals
 
 
@@ -20,16 +22,21 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     # The same images, in the same order, as the last uncertainty analysis: the prefix comes from the cache.
     root = await ctx.atlas.agrid((), zones_as_intervals(state["dead_zones"]))
     images, shared = await master_prefix(ctx, state, root)
-    return await decide_on_evidence(
+    # What was said where the search looked: the root grid's cells (as the probe heard them) and each stretch searched.
+    probed = [*(c.interval for c in root.grid.cells), *zones_as_intervals(state["searched"])]
+    heard = await hear(ctx, probed, Where("decide", state.get("round", 0)))
+    speech = speech_lines(heard.subtitles, probed)
+    decided = await decide_on_evidence(
         ctx,
         state,
         state["evidence"],
         system=SYSTEM,
         images=images,
-        values={**shared, "coverage": coverage_text(state, ctx.atlas.duration)},
+        values={**shared, "coverage": coverage_text(state, ctx.atlas.duration), "speech": speech},
         stop=state.get("stop_reason") or "evidence sufficient",
         node="decide",
         template="decide",
         step="final decision",
         record_evidence=False,  # the scratchpad stays the state's evidence
     )
+    return with_heard(decided, heard)

@@ -35,8 +35,9 @@ from videoatlas.agents.video_rlm.state.worker import WorkerInput
 from videoatlas.environment.geometry import Interval, cell_interval, covered_fraction, parse_path
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
-from videoatlas.runtime.calls import ask, budget_exhausted, emit, fallback, subtitles_by_cell
+from videoatlas.runtime.calls import ask, budget_exhausted, emit, fallback, hear, subtitles_by_cell
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Cost, Repair, zones_as_intervals
 
 
@@ -113,6 +114,8 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     ranked: list[int] = []
     if needed > 0 and open_cells:
         n = min(width, len(open_cells))
+        heard = await hear(ctx, [c.interval for c in open_cells], Where("global_probe", round_no))
+        repairs.extend(heard.repairs)
         images, shared = await master_prefix(ctx, state, root)
         values = {
             **shared,
@@ -126,7 +129,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             f"{coverage_text(state, duration)}; "
             f"{len(state['evidence'])} evidence items",
             "hints": ", ".join(t.key for t in targets) or "(none)",
-            "subtitles": subtitles_by_cell(ctx, [(c.index, c.interval) for c in open_cells]) or "(none)",
+            "subtitles": subtitles_by_cell(heard.subtitles, [(c.index, c.interval) for c in open_cells]) or "(none)",
         }
         emit("probe", round=round_no)
         try:
@@ -147,6 +150,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             ranked, dropped = usable_ids(reply.value.cells, open_ids)  # type: ignore[attr-defined]
             if dropped:
                 repairs.append(Repair(node="global_probe", round=round_no, kind="dropped", detail=dropped))
+        cost_update = cost_update + heard.cost
         # Priority queue: the model's rank, pushed back by virtual loss for earlier assignments.
         queue: list[tuple[float, int, int]] = []
         for rank, cell_id in enumerate(ranked):

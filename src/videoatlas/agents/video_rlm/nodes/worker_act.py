@@ -17,8 +17,9 @@ from videoatlas.agents.video_rlm.state.worker import CellNote, WorkerState
 from videoatlas.environment.geometry import Interval, investigate_interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
-from videoatlas.runtime.calls import emit
+from videoatlas.runtime.calls import emit, hear, said, with_heard
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Evidence, FrameRef, Repair
 from videoatlas.state.schemas import distinct
 
@@ -169,7 +170,8 @@ def _add(
         note = cells[index]
         path = _child_path(view, index)
         zoomed = zoom_time is not None and abs(note["time"] - zoom_time) < 1e-6
-        subtitle = ctx.subtitles.text_for(Interval(note["time"], note["time"]), 200) if ctx.subtitles else ""
+        spoken = said(ctx)
+        subtitle = spoken.text_for(Interval(note["time"], note["time"]), 200) if spoken is not None else ""
         added.append(
             Evidence(
                 id=f"r{state['round']}-{state['worker']}-{found + len(added)}",
@@ -224,6 +226,9 @@ async def act(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, A
     decision = state["decision"] or {}
     action = str(decision.get("action"))
     valid = True
+    # What was said in the view, as the decision heard it (read again: a resumed run's process holds nothing yet).
+    spoken = [Interval(c["start"], c["end"]) for c in state["cells"] if not c["explored"]]
+    heard = await hear(ctx, spoken, Where("worker", state["round"], state["worker"]))
     try:
         update, note, touched = apply_action(state, ctx)
     except InvalidAction as exc:
@@ -252,4 +257,4 @@ async def act(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, A
     update["steps"] = [*state["steps"], step]
     update["decision"] = None
     emit("worker_step", worker=state["worker"], step=step.index, action=action, note=note, valid=valid)
-    return update
+    return with_heard(update, heard)

@@ -14,8 +14,9 @@ from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.runtime.budget import BudgetSpent
-from videoatlas.runtime.calls import as_image, ask, choices_block, emit, failed_call_cost, subtitles_by_cell
+from videoatlas.runtime.calls import as_image, ask, choices_block, emit, failed_call_cost, hear, subtitles_by_cell
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Where
 
 ACTION_HELP = {
     "EXPAND": "EXPAND: open one cell as a finer grid of its own interval (give its id).",
@@ -69,6 +70,9 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         zoom_line = f"The second image is a close-up of the frame at {format_ts(zoom_time, 2)}."
     duration = ctx.atlas.duration
     cells = state["cells"]
+    spoken = [(c["index"], Interval(c["start"], c["end"])) for c in cells if not c["explored"]]
+    where = Where("worker", state["round"], state["worker"])
+    heard = await hear(ctx, [iv for _, iv in spoken], where)
     values = {
         "search_task": state["search_task"],
         "question": state["question"],
@@ -83,10 +87,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         "previous": state["summary"],
         "collected": _collected_lines(state),
         "actions": "\n".join(ACTION_HELP[a] for a in state["allowed"]),
-        "subtitles": subtitles_by_cell(
-            ctx, [(c["index"], Interval(c["start"], c["end"])) for c in cells if not c["explored"]]
-        )
-        or "(none)",
+        "subtitles": subtitles_by_cell(heard.subtitles, spoken) or "(none)",
         "zoom": zoom_line,
     }
     open_ids = open_cells(cells)
@@ -101,12 +102,13 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         )
     except BudgetSpent as exc:
         emit("worker_budget", worker=state["worker"], reason=str(exc))
-        return {"decision": None, "stop": "global-budget"}
+        return {"decision": None, "stop": "global-budget", "cost": heard.cost, "repairs": list(heard.repairs)}
     except (ModelReplyError, EndpointError) as exc:
         emit("worker_error", worker=state["worker"], error=str(exc))
-        return {"decision": None, "stop": "model-error", "cost": failed_call_cost(exc, "worker")}
+        failed = failed_call_cost(exc, "worker") + heard.cost
+        return {"decision": None, "stop": "model-error", "cost": failed, "repairs": list(heard.repairs)}
     decision = flatten_step(reply.value)
     decision["_prompt_tokens"] = reply.record.prompt_tokens
     decision["_latency_s"] = reply.record.latency_s
     decision["_image_sha"] = shown.image.sha256
-    return {"decision": decision, "cost": cost}
+    return {"decision": decision, "cost": cost + heard.cost, "repairs": list(heard.repairs)}

@@ -1,0 +1,117 @@
+"""Every agent hears the video: with no subtitle file, spoken-only questions answered from the speech track.
+
+The stand-in's ears are a real speech model (Whisper tiny.en) on a track espeak-ng spoke
+(:mod:`videoatlas.synth.speech`): three facts are only said, one only shown. Each agent answers all
+four through ``run_question`` on one run store, the stand-in recording every request it gets. The
+video's one chunk of speech is transcribed once, by the first run: every later run, whatever its
+agent, reads it from the store and sends no audio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from db_helpers import sqlite_url
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.runs import RunResult, run_question
+from videoatlas.runtime.config import RunConfig
+from videoatlas.standin import record
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas.synth.speech import QUESTIONS, write_speech_video
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+AGENTS = {
+    "video-rlm": {},
+    "videoseek": {},
+    "videoarm": {"snap_px": 160},
+    "eea": {},
+    "uniform": {},
+}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, EndpointSettings, Path]]:
+    root = tmp_path_factory.mktemp("speech_agents")
+    video = write_speech_video(root / "speech.mp4")
+    log = root / "requests.jsonl"
+    with RunningServer(StandinServer(StandinConfig(record=log), reader=Reader())) as server:
+        yield video, sqlite_url(root / "runs.db"), EndpointSettings(base_url=server.base_url, model=""), log
+
+
+def audio_requests(log: Path) -> int:
+    """Transcription requests that carried audio, as the stand-in recorded them."""
+    if not log.is_file():
+        return 0
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    return sum(1 for r in lines if r["endpoint"] == record.TRANSCRIPTIONS and r.get("files"))
+
+
+@pytest.fixture(scope="module")
+def answered(world: tuple[Path, str, EndpointSettings, Path]) -> dict[str, list[tuple[RunResult, int]]]:
+    """Each agent's result on each question, with the audio requests the stand-in had got after it."""
+    video, db, endpoint, log = world
+
+    async def every() -> dict[str, list[tuple[RunResult, int]]]:
+        out: dict[str, list[tuple[RunResult, int]]] = {}
+        for agent, settings in AGENTS.items():
+            for q in QUESTIONS:
+                config = RunConfig.of(agent=agent, **settings)
+                result = await run_question(video, q.question, list(q.choices), config, endpoint, db_url=db)
+                out.setdefault(agent, []).append((result, audio_requests(log)))
+        return out
+
+    return asyncio.run(every())
+
+
+@pytest.mark.parametrize("agent", list(AGENTS))
+def test_every_agent_answers_what_is_only_said_and_what_is_only_shown(
+    answered: dict[str, list[tuple[RunResult, int]]], agent: str
+) -> None:
+    for q, (result, _) in zip(QUESTIONS, answered[agent], strict=True):
+        assert result.answer == q.answer, (agent, q.sense, q.question, result.reasoning)
+
+
+def test_the_speech_is_transcribed_once_for_every_run_and_agent(
+    answered: dict[str, list[tuple[RunResult, int]]],
+) -> None:
+    runs = [pair for agent in AGENTS for pair in answered[agent]]
+    assert [sent for _, sent in runs] == [1] * len(runs)  # the first run's one request, and none after it
+    first, *later = [result.cost for result, _ in runs]
+    assert first.transcriptions == 1 and first.audio_s == pytest.approx(24.0, abs=0.1) and first.transcribe_s > 0
+    assert all(c.transcriptions == 0 and c.audio_s == 0.0 for c in later)
+
+
+def test_trace_and_run_page_show_what_listening_cost(
+    world: tuple[Path, str, EndpointSettings, Path], answered: dict[str, list[tuple[RunResult, int]]]
+) -> None:
+    from videoatlas.inspect import load_trace, trace_lines
+    from videoatlas.ui.report import report_html
+
+    _, db, _, _ = world
+    first, _ = answered["video-rlm"][0]
+    shown = trace_lines(asyncio.run(load_trace(first.run_id, db)))
+    assert "  speech: 24.0 s of audio transcribed in 1 request(s), " in "\n".join(shown)
+    assert "s of audio transcribed in 1 request(s)" in asyncio.run(report_html(first.run_id, db))
+    later, _ = answered["uniform"][0]
+    assert not any(
+        line.strip().startswith("speech:") for line in trace_lines(asyncio.run(load_trace(later.run_id, db)))
+    )
+
+
+def test_eea_anchors_its_queries_on_what_is_said_beside_the_frames(
+    world: tuple[Path, str, EndpointSettings, Path], answered: dict[str, list[tuple[RunResult, int]]]
+) -> None:
+    from db_helpers import rows
+
+    _, db, _, _ = world
+    [(segments,)] = rows(db, "SELECT segments FROM va_speech_chunks")
+    middles = {round((a + b) / 2, 3) for a, b, _ in (json.loads(segments) if isinstance(segments, str) else segments)}
+    result, _ = answered["eea"][0]  # the spoken question about the night train
+    hit_times = {round(t, 3) for t, _ in result.state["hits"]}
+    assert middles & hit_times, (middles, sorted(hit_times))
