@@ -70,7 +70,15 @@ def test_normalise_and_as_number() -> None:
 
 
 def _open(**kw: object) -> EvalItem:
-    base = dict(dataset="d", id="q", video_id="v", video="v.mp4", question="How many?", choices=[], answer_index=None)
+    base: dict[str, object] = {
+        "dataset": "d",
+        "id": "q",
+        "video_id": "v",
+        "video": "v.mp4",
+        "question": "How many?",
+        "choices": [],
+        "answer_index": None,
+    }
     return EvalItem(**{**base, **kw})  # type: ignore[arg-type]
 
 

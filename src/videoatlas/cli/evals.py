@@ -120,7 +120,7 @@ def add_eval_parser(sub: Subparsers, agent_settings: bool = True) -> None:
     )
     _add_plot_option(p, "tokens-vs-duration plot (default DIR/tokens.png; several DIRs: one plot of all, if given)")
     p.add_argument(
-        "--by", metavar="AXIS", help="with several DIRs, also split each kind by this item group (e.g. duration)"
+        "--by", metavar="AXIS", help="print the kind x agent table, each kind split by this item group (e.g. duration)"
     )
     add_json_option(p)
     p.set_defaults(func=cmd_eval_report)
@@ -279,15 +279,14 @@ def cmd_eval_check(args: argparse.Namespace) -> int:
 def cmd_eval_report(args: argparse.Namespace) -> int:
     """``videoatlas eval report DIR [DIR ...]``: each report printed and written (report.md, report.json, a plot).
 
-    With several folders (one per agent), the kind x agent table follows, split by ``--by`` when given.
+    With several folders (one per agent), or with ``--by``, the kind x agent table follows (split by
+    ``--by`` when given) in place of the single report's text.
     """
     from videoatlas.evals.kinds import kinds_by_agent, render_kinds
     from videoatlas.evals.plot import plot_tokens_vs_duration
     from videoatlas.evals.report import load_eval, render_markdown, report
 
     folders: list[str] = args.folder
-    if args.by and len(folders) < 2:
-        raise BadInputError("--by splits the kind x agent table: give two or more eval folders")
     evals = [load_eval(f) for f in folders]
     reports, texts = [], []
     for data in evals:
@@ -299,14 +298,16 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
             rep["plot"] = str(plot_tokens_vs_duration([data], args.plot or data.folder / "tokens.png"))
         reports.append(rep)
         texts.append(text)
-    if len(evals) == 1:
+    if len(evals) == 1 and not args.by:
         if args.json:
             sys.stdout.write(json.dumps(reports[0], indent=2) + "\n")
         else:
             sys.stdout.write(escape_lines(texts[0]) + f"\nplot: {reports[0]['plot']}\n")
         return 0
     entries = kinds_by_agent(evals, args.by)
-    plot = str(plot_tokens_vs_duration(evals, args.plot)) if args.plot else None
+    plot = reports[0].get("plot") if len(evals) == 1 else None
+    if plot is None and args.plot:
+        plot = str(plot_tokens_vs_duration(evals, args.plot))
     if args.json:
         sys.stdout.write(json.dumps({"reports": reports, "kinds": entries, "plot": plot}, indent=2) + "\n")
     else:
