@@ -81,7 +81,7 @@ TEMPLATES: TemplateSpec = {
     "anchor_frames.note": (frozenset(), frozenset()),
     "anchor_marks.note": (frozenset(), frozenset()),
     # A relation's anchor (right after, just before, ...): asked for in the uncertainty analysis until found.
-    "anchor_request.note": (frozenset(), frozenset()),
+    "relation_anchor.note": (frozenset(), frozenset()),
 }
 """The prompt templates this agent uses (``agents/video_rlm/prompts/default/``), with their variables."""
 

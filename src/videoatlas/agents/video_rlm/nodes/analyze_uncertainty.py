@@ -72,7 +72,7 @@ async def analyze_uncertainty(
         "gaps": gaps_text(state["evidence"], state["dead_zones"], duration),
         "occurrences": occurrences_block(state["evidence"]),
         # Asked only while the anchor is missing (the schema then has "anchor").
-        "anchor_request": ctx.prompts.render("anchor_request.note").rstrip("\n") if seeking_anchor else "",
+        "anchor_request": ctx.prompts.render("relation_anchor.note").rstrip("\n") if seeking_anchor else "",
         "cells": cells_block(root.grid, dead),
         "n": settings.workers,
         "max_range": f"{MAX_RANGE_S:.0f}",
