@@ -274,7 +274,9 @@ async def test_bfs_marks_feed_the_next_round(counter_video: Path, tmp_path: Path
             return {**default_reply(name, text, schema), "sufficient": "[B]" in text}
         return default_reply(name, text, schema)
 
-    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=1, rounds=3, max_depth=2, min_expand_span_s=0.001)
+    cfg = RunConfig.of(
+        cell_px=64, workers=2, bfs_cells=1, rounds=3, max_depth=2, min_expand_span_s=0.001, bfs_resolution_s=0
+    )
     out, _, _ = await run_graph(counter_video, tmp_path, script, cfg)
     r2 = [r.target for r in out["reports"] if r.round == 2]
     assert [t.path for t in r2] == ["0/6", "1/6"] and all(t.source == "frontier" for t in r2)
@@ -297,7 +299,9 @@ async def test_a_bfs_round_gives_each_worker_slot_several_one_step_cells(counter
             calls["ended"] += 1
         return default_reply(name, text, schema)
 
-    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=3, rounds=1, traversal="bfs", max_concurrency=8)
+    cfg = RunConfig.of(
+        cell_px=64, workers=2, bfs_cells=3, rounds=1, traversal="bfs", max_concurrency=8, bfs_resolution_s=0
+    )
     out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg, delay=delay)
     probe = next(text for name, text in chat.seen if name == "GlobalProbe")
     assert "Choose exactly 6 different cells" in probe
@@ -326,8 +330,8 @@ async def test_the_frame_ledger_counts_frames_sent_and_distinct_moments(counter_
 
 
 async def test_paced_bfs_searches_every_root_cell_by_the_last_round(counter_video: Path, tmp_path: Path) -> None:
-    """``bfs_cells="auto"``: the root cells not yet searched are spread over the rounds left."""
-    cfg = RunConfig.of(cell_px=64, workers=2, rounds=3, traversal="bfs")
+    """``bfs_cells="auto"``: the root cells not yet searched are spread over the rounds left (coverage-first off)."""
+    cfg = RunConfig.of(cell_px=64, workers=2, rounds=3, traversal="bfs", bfs_resolution_s=0)
     assert "bfs_cells" not in cfg.settings  # the default
     out, chat, _ = await run_graph(counter_video, tmp_path, default_reply, cfg)
     per_round = [sorted(int(r.target.path) for r in out["reports"] if r.round == n) for n in (1, 2, 3)]
@@ -407,7 +411,7 @@ async def test_bfs_is_analysed_every_round_as_coverage_grows(counter_video: Path
             return {**default_reply(name, text, schema), "sufficient": False}
         return default_reply(name, text, schema)
 
-    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=1, rounds=3)
+    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=1, rounds=3, bfs_resolution_s=0)  # root-cell pacing
     out, chat, _ = await run_graph(counter_video, tmp_path, script, cfg)
     assert [n for n, _ in chat.seen].count("UncertaintyAnalysis") == 3
     covered = [int(p.split("%", 1)[0]) for p in progress]
@@ -456,7 +460,7 @@ async def test_a_run_stopped_with_worker_tasks_queued_leaves_no_coroutine_never_
             started.set()
         return 60.0
 
-    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=3, rounds=1, traversal="bfs")  # 6 workers, 2 slots
+    cfg = RunConfig.of(cell_px=64, workers=2, bfs_cells=3, rounds=1, traversal="bfs", bfs_resolution_s=0)  # 6 workers
     chat = ScriptedChat(script=default_reply, delay=delay)
     run = asyncio.ensure_future(
         run_question(

@@ -38,10 +38,10 @@ def standin() -> Iterator[RunningServer]:
 
 
 async def _run(
-    video: Path, server: RunningServer, key: str, db: str, traversal: str = "dfs"
+    video: Path, server: RunningServer, key: str, db: str, traversal: str = "dfs", **settings: Any
 ) -> tuple[RunResult, dict[str, Any]]:
     question, choices, answer = QUESTIONS[key]
-    config = RunConfig.of(k=4, workers=8, traversal=traversal, rounds=3)
+    config = RunConfig.of(k=4, workers=8, traversal=traversal, rounds=3, **settings)
     endpoint = EndpointSettings(base_url=server.base_url, model="")
     result = await run_question(video, question, choices, config, endpoint, db_url=db, run_id=f"act-{key}-{traversal}")
     assert result.answer == choices[answer], (key, result.reasoning)
@@ -125,7 +125,9 @@ async def test_investigate_after_an_anchor_at_the_edge_of_the_view(
 async def test_bfs_marks_promising_cells_for_the_next_round(
     action_video: Path, standin: RunningServer, tmp_path: Path
 ) -> None:
-    _, trace = await _run(action_video, standin, "expand", sqlite_url(tmp_path / "runs.db"), traversal="bfs")
+    # Root cells paced by the probe (coverage-first off): the mode in which BFS workers mark cells of root cells.
+    db = sqlite_url(tmp_path / "runs.db")
+    _, trace = await _run(action_video, standin, "expand", db, traversal="bfs", bfs_resolution_s=0)
     marker = _with(trace, "MARK_PROMISING")
     step = marker["steps"][_step(marker, "MARK_PROMISING")]
     marked = {f"{marker['target']}/{c}" for c in step["cells"]}

@@ -233,3 +233,77 @@ def test_the_report_counts_what_listening_cost(tmp_path: Path, capsys: pytest.Ca
     assert main(["eval", "report", str(_folder(tmp_path / "ev", rows))]) == 0
     out = capsys.readouterr().out
     assert "audio s (requests, time)" in out and "| 8.0 (0.3, 0.8 s) |" in out
+
+
+def test_compare_shows_grounding_and_wall_time_per_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hit = {"truth_ranges": [[10.0, 20.0]], "cited_times": [15.0]}
+    miss = {"truth_ranges": [[10.0, 20.0]], "cited_times": [400.0]}
+    a = _folder(
+        tmp_path / "a",
+        [_row("q1", "v1", True, categories=["count"], wall_s=4.0, **hit), _row("q2", "v2", True, **miss)],
+    )
+    b = _folder(
+        tmp_path / "b",
+        [_row("q1", "v1", True, categories=["count"], wall_s=8.0, **miss), _row("q2", "v2", True, **hit)],
+        agent="uniform",
+    )
+    cmp = compare(load_eval(a), load_eval(b), resamples=200)
+    count = cmp["categories"]["count"]
+    assert count["grounding_a"] == 1.0 and count["grounding_b"] == 0.0
+    assert count["wall_a"] == 4.0 and count["wall_b"] == 8.0
+    assert cmp["overall"]["grounding_a"] == 0.5 and cmp["overall"]["wall_a"] == 3.0
+    assert main(["eval", "compare", str(a), str(b), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "| grounding A | grounding B |" in out and "| 100.0% | 0.0% | 1,000 | 1,000 | 4.0 s | 8.0 s |" in out
+
+
+def test_report_of_several_evals_gives_accuracy_and_costs_per_kind_and_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One folder per agent: each kind's accuracy, tokens, wall time and grounding, per agent (and per duration)."""
+    rlm = _folder(
+        tmp_path / "rlm",
+        [
+            _row("c1", "v1", True, categories=["count"], tokens=5000, truth_ranges=[[1.0, 2.0]], cited_times=[1.5]),
+            _row("c2", "v2", False, categories=["count"], tokens=7000, duration=600.0, groups={"duration": "10min"}),
+            _row("n1", "v1", True, categories=["needle"], tokens=1000),
+        ],
+    )
+    seek = _folder(
+        tmp_path / "seek",
+        [
+            _row("c1", "v1", False, categories=["count"], tokens=2000),
+            _error("c2", "v2", categories=["count"], duration=600.0, groups={"duration": "10min"}),
+            _row("n1", "v1", True, categories=["needle"], tokens=900, wall_s=5.0),
+        ],
+        agent="videoseek",
+    )
+    from videoatlas.evals.kinds import kinds_by_agent
+
+    entries = kinds_by_agent([load_eval(rlm), load_eval(seek)])
+    table = {(e["kind"], e["agent"]): e for e in entries}
+    assert [(e["kind"], e["agent"]) for e in entries] == [
+        ("count", "video-rlm"),
+        ("count", "videoseek"),
+        ("needle", "video-rlm"),
+        ("needle", "videoseek"),
+    ]
+    assert table["count", "video-rlm"]["accuracy"] == 0.5 and table["count", "video-rlm"]["mean_tokens"] == 6000
+    assert table["count", "video-rlm"]["grounding_hit_rate"] == 1.0
+    assert table["count", "videoseek"]["accuracy"] == 0.0 and table["count", "videoseek"]["error_rate"] == 0.5
+    assert table["needle", "videoseek"]["mean_wall_s"] == 5.0
+    split = kinds_by_agent([load_eval(rlm), load_eval(seek)], by="duration")
+    assert [(e["kind"], e["group"], e["agent"], e["questions"]) for e in split if e["kind"] == "count"] == [
+        ("count", "10min", "video-rlm", 1),
+        ("count", "10min", "videoseek", 1),
+        ("count", "1h", "video-rlm", 1),
+        ("count", "1h", "videoseek", 1),
+    ]
+    assert main(["eval", "report", str(rlm), str(seek), "--by", "duration"]) == 0
+    out = capsys.readouterr().out
+    assert "| kind | duration | agent | eval |" in out
+    assert f"| count | 1h | video-rlm | {rlm} | 1 | 100.0% | 0.0% | 5,000 | 3.0 | 2.0 s | 100.0% |" in out
+    assert (rlm / "report.md").is_file() and (seek / "report.md").is_file()
+    assert main(["eval", "report", str(rlm), "--by", "duration"]) == 0  # one agent's kinds by duration
+    out = capsys.readouterr().out
+    assert f"| count | 10min | video-rlm | {rlm} | 1 | 0.0% |" in out and "videoseek" not in out

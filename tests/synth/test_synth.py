@@ -48,6 +48,7 @@ def test_timeline_structure(duration: float) -> None:
     needles = [e for e in tl.events if e.kind == "needle"]
     assert len(needles) == len(tl.chapters)  # one per chapter: the others are its distractors
     for q in tl.questions:
+        assert q.answer_index is not None  # this style asks only multiple-choice questions
         assert len(set(q.choices)) == len(q.choices) and 0 <= q.answer_index < len(q.choices)
         assert q.evidence and all(s < e for s, e in q.evidence)
     count_q = next(q for q in tl.questions if q.kind == "counting")

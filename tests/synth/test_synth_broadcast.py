@@ -67,7 +67,7 @@ def test_plan_structure(duration: float) -> None:
     intervals = {(e.start, e.end): e for e in tl.events}
     for q in tl.questions:
         assert 2 <= len(q.choices) <= 5 and len(set(q.choices)) == len(q.choices)
-        assert 0 <= q.answer_index < len(q.choices)
+        assert q.answer_index is not None and 0 <= q.answer_index < len(q.choices)
         assert q.evidence and all((s, e) in intervals for s, e in q.evidence), "evidence is where events are"
 
     for q in (q for q in tl.questions if q.kind == "needle_in_chapter"):

@@ -108,9 +108,20 @@ def add_eval_parser(sub: Subparsers, agent_settings: bool = True) -> None:
     add_json_option(p)
     p.set_defaults(func=cmd_eval_check)
 
-    p = evsub.add_parser("report", help="accuracy per category, costs, grounding; writes report.md and a plot")
-    p.add_argument("folder", metavar="DIR", help="an eval's results folder (eval run --out)")
-    _add_plot_option(p, "tokens-vs-duration plot (default DIR/tokens.png)")
+    p = evsub.add_parser(
+        "report",
+        help="accuracy per question kind, costs, grounding; writes report.md and a plot; several DIRs: per agent",
+    )
+    p.add_argument(
+        "folder",
+        metavar="DIR",
+        nargs="+",
+        help="an eval's results folder (eval run --out); several: kind x agent table",
+    )
+    _add_plot_option(p, "tokens-vs-duration plot (default DIR/tokens.png; several DIRs: one plot of all, if given)")
+    p.add_argument(
+        "--by", metavar="AXIS", help="print the kind x agent table, each kind split by this item group (e.g. duration)"
+    )
     add_json_option(p)
     p.set_defaults(func=cmd_eval_report)
 
@@ -266,21 +277,43 @@ def cmd_eval_check(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
-    """``videoatlas eval report DIR``: prints the report and writes report.md, report.json and a plot."""
+    """``videoatlas eval report DIR [DIR ...]``: each report printed and written (report.md, report.json, a plot).
+
+    With several folders (one per agent), or with ``--by``, the kind x agent table follows (split by
+    ``--by`` when given) in place of the single report's text.
+    """
+    from videoatlas.evals.kinds import kinds_by_agent, render_kinds
     from videoatlas.evals.plot import plot_tokens_vs_duration
     from videoatlas.evals.report import load_eval, render_markdown, report
 
-    data = load_eval(args.folder)
-    rep = report(data)
-    text = render_markdown(rep)
-    (data.folder / "report.md").write_text(text, encoding="utf-8")
-    (data.folder / "report.json").write_text(json.dumps(rep, indent=1) + "\n", encoding="utf-8")
-    plot = plot_tokens_vs_duration([data], args.plot or data.folder / "tokens.png")
-    rep["plot"] = str(plot)
+    folders: list[str] = args.folder
+    evals = [load_eval(f) for f in folders]
+    reports, texts = [], []
+    for data in evals:
+        rep = report(data)
+        text = render_markdown(rep)
+        (data.folder / "report.md").write_text(text, encoding="utf-8")
+        (data.folder / "report.json").write_text(json.dumps(rep, indent=1) + "\n", encoding="utf-8")
+        if len(evals) == 1:
+            rep["plot"] = str(plot_tokens_vs_duration([data], args.plot or data.folder / "tokens.png"))
+        reports.append(rep)
+        texts.append(text)
+    if len(evals) == 1 and not args.by:
+        if args.json:
+            sys.stdout.write(json.dumps(reports[0], indent=2) + "\n")
+        else:
+            sys.stdout.write(escape_lines(texts[0]) + f"\nplot: {reports[0]['plot']}\n")
+        return 0
+    entries = kinds_by_agent(evals, args.by)
+    plot = reports[0].get("plot") if len(evals) == 1 else None
+    if plot is None and args.plot:
+        plot = str(plot_tokens_vs_duration(evals, args.plot))
     if args.json:
-        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"reports": reports, "kinds": entries, "plot": plot}, indent=2) + "\n")
     else:
-        sys.stdout.write(escape_lines(text) + f"\nplot: {plot}\n")
+        written = "".join(f"report: {d.folder / 'report.md'}\n" for d in evals)
+        tail = f"plot: {plot}\n" if plot else ""
+        sys.stdout.write(escape_lines(render_kinds(entries, args.by)) + "\n" + written + tail)
     return 0
 
 

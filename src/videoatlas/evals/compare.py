@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.iou import row_iou
-from videoatlas.evals.report import EvalData, failed, iou_text, is_correct, mean_of, mean_or_none, scored
+from videoatlas.evals.report import (
+    EvalData,
+    failed,
+    grounding_hit,
+    iou_text,
+    is_correct,
+    mean_of,
+    mean_or_none,
+    scored,
+)
 
 
 def paired_bootstrap(
@@ -34,6 +43,11 @@ def paired_bootstrap(
     alpha = (1 - level) / 2
     low, high = np.quantile(stats, [alpha, 1 - alpha])
     return mean, float(low), float(high)
+
+
+def _hit_rate(rows: Iterable[dict[str, Any]]) -> float | None:
+    """The grounding hit rate over the rows whose questions mark ranges (None when none does)."""
+    return mean_or_none(None if (h := grounding_hit(r)) is None else float(h) for r in rows)
 
 
 MIN_QUESTIONS_FOR_CI = 10
@@ -69,6 +83,10 @@ def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> d
             "too_few_questions": len(items) < MIN_QUESTIONS_FOR_CI,
             "tokens_a": mean_of(rows_a[i]["tokens"] for i in items if not failed(rows_a[i])),
             "tokens_b": mean_of(rows_b[i]["tokens"] for i in items if not failed(rows_b[i])),
+            "wall_a": mean_of(rows_a[i]["wall_s"] for i in items if not failed(rows_a[i])),
+            "wall_b": mean_of(rows_b[i]["wall_s"] for i in items if not failed(rows_b[i])),
+            "grounding_a": _hit_rate(rows_a[i] for i in items),
+            "grounding_b": _hit_rate(rows_b[i] for i in items),
         }
 
     cats: dict[str, list[str]] = {}
@@ -86,6 +104,10 @@ def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> d
     }
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
 def render_comparison(cmp: dict[str, Any]) -> str:
     """The comparison for people."""
     lines = [
@@ -95,9 +117,9 @@ def render_comparison(cmp: dict[str, Any]) -> str:
         "a failed run counting as wrong; "
         f"95% CI from {cmp['resamples']} bootstrap resamples of videos",
         "",
-        "| category | questions | videos | accuracy A | accuracy B | errors A | errors B | B - A | 95% CI | "
-        "IoU A | IoU B | tokens A | tokens B |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        "| kind | questions | videos | accuracy A | accuracy B | errors A | errors B | B - A | 95% CI | "
+        "IoU A | IoU B | grounding A | grounding B | tokens A | tokens B | wall A | wall B |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |" + " ---: |" * 8,
     ]
     for name, s in [("overall", cmp["overall"]), *cmp["categories"].items()]:
         few = " (too few)" if s["too_few_questions"] else ""
@@ -105,7 +127,8 @@ def render_comparison(cmp: dict[str, Any]) -> str:
             f"| {name} | {s['questions']} | {s['videos']} | {s['accuracy_a']:.1%} | {s['accuracy_b']:.1%} | "
             f"{s['error_rate_a']:.1%} | {s['error_rate_b']:.1%} | "
             f"{s['difference']:+.1%} | [{s['ci_low']:+.1%}, {s['ci_high']:+.1%}]{few} | "
-            f"{iou_text(s['iou_a'])} | {iou_text(s['iou_b'])} | {s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} |"
+            f"{iou_text(s['iou_a'])} | {iou_text(s['iou_b'])} | {_pct(s['grounding_a'])} | {_pct(s['grounding_b'])} | "
+            f"{s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} | {s['wall_a']:.1f} s | {s['wall_b']:.1f} s |"
         )
     sections = [cmp["overall"], *cmp["categories"].values()]
     if any(s["too_few_questions"] for s in sections):

@@ -40,10 +40,36 @@ class EvalItem:
     """Seconds added to every subtitle time to put it on the video's clock."""
     evidence: list[list[float]] = field(default_factory=list)
     """Ground-truth time ranges ``[start, end]`` (seconds) where the benchmark gives them."""
+    answer_text: str | None = None
+    """The value an open question (no choices) asks for, scored by :mod:`videoatlas.evals.open_answers`;
+    several accepted forms are separated by ``|``. None for a multiple-choice question."""
+    answer_tolerance: float = 0.0
+    """How far a numeric open answer (a count, a time in seconds) may lie from ``answer_text``."""
+
+    @property
+    def is_open(self) -> bool:
+        """A question without choices: the reply is the value asked for."""
+        return not self.choices
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the question has a known answer to score against."""
+        return self.answer_text is not None if self.is_open else self.answer_index is not None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (one line of an items JSONL file)."""
         return asdict(self)
+
+    def key_material(self) -> dict[str, Any]:
+        """What a result key hashes of the question: the fields that change the run, not how it is reported.
+
+        The open-answer fields are left out while they hold their defaults, so the keys of
+        multiple-choice questions stay what they were before open answers existed.
+        """
+        data = {k: v for k, v in self.as_dict().items() if k not in ("categories", "groups")}
+        if data["answer_text"] is None and not data["answer_tolerance"]:
+            del data["answer_text"], data["answer_tolerance"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalItem:

@@ -50,7 +50,7 @@ class EvalProgress:
     def add(self, row: dict[str, Any]) -> None:
         """Count one result row (read back from the results file, or just written)."""
         self.done += 1
-        if row.get("truth_index") is not None:
+        if row.get("truth_index") is not None or row.get("truth_text") is not None:
             self.scored += 1
         if row.get("status") != "ok":
             self.errors += 1  # scored above and never correct: a failed run is a wrong answer

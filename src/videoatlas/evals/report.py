@@ -101,6 +101,8 @@ def failed(row: dict[str, Any]) -> bool:
 
 def scored(row: dict[str, Any]) -> bool:
     """Whether the question counts in accuracy: it has a known answer, whether its run finished or not."""
+    if row.get("truth_text") is not None:
+        return True  # an open question with a known value
     if "truth_index" in row:
         return row["truth_index"] is not None
     # Failed rows written before result schema 2 did not record the truth; an eval only runs
@@ -110,7 +112,11 @@ def scored(row: dict[str, Any]) -> bool:
 
 
 def is_correct(row: dict[str, Any]) -> bool:
-    """The one answering rule for every agent: the run finished and its answer index is the truth."""
+    """The one answering rule for every agent: the run finished and its answer is the truth.
+
+    A multiple-choice answer is right when its index is the truth's; an open one when the reply is
+    the value by :mod:`videoatlas.evals.open_answers` (decided when the row was written).
+    """
     return not failed(row) and bool(row.get("correct"))
 
 

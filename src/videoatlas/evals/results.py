@@ -19,13 +19,15 @@ import structlog
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.items import EvalItem
+from videoatlas.evals.open_answers import open_match
 from videoatlas.evals.spec import EvalSpec
 from videoatlas.runs import RunResult
 
 log = structlog.get_logger(__name__)
 
-RESULT_SCHEMA = 2
-"""2: rows carry ``agent_code``, and a failed run's row carries the item's truth and categories."""
+RESULT_SCHEMA = 3
+"""2: rows carry ``agent_code``, and a failed run's row carries the item's truth and categories;
+3: an open question's row carries ``truth_text`` (and ``truth_tolerance``), scored by its own rule."""
 
 
 def result_key(
@@ -37,7 +39,7 @@ def result_key(
     endpoint reports, so changed agent code or a changed model (a new stand-in version) re-runs.
     """
     material = {
-        "item": {k: v for k, v in item.as_dict().items() if k not in ("categories", "groups")},
+        "item": item.key_material(),
         "agent": agent,
         "agent_code": agent_code,
         "prompt_sha": prompt_sha,
@@ -79,6 +81,8 @@ def _item_fields(item: EvalItem, key: str, stamp: dict[str, str], status: str) -
         "categories": item.categories,
         "groups": item.groups,
         "truth_index": item.answer_index,
+        "truth_text": item.answer_text if item.is_open else None,
+        "truth_tolerance": item.answer_tolerance,
         "truth_ranges": item.evidence,
     }
 
@@ -89,14 +93,13 @@ def result_row(
     """The row of a question whose run finished (``source``: ``run``, ``resumed`` or ``db-cache``)."""
     cited = [e for e in result.evidence if e.id in result.cited]
     cost = result.cost
-    scored = bool(item.choices) and item.answer_index is not None
     return {
         **_item_fields(item, key, stamp, "ok"),
         "duration": duration,
         "answer": result.answer,
         "answer_index": result.answer_index,
-        "correct": scored and result.answer_index == item.answer_index,
-        "parse_failed": bool(item.choices) and result.answer_index is None,
+        "correct": answered_right(item, result.answer, result.answer_index),
+        "parse_failed": result.answer_index is None if item.choices else not result.answer.strip(),
         "grounded": result.grounded,
         "fallbacks": cost.fallbacks,
         "frames_sent": cost.frames_sent,
@@ -124,6 +127,15 @@ def result_row(
         "source": source,
         "finished_at": datetime.now(UTC).isoformat(),
     }
+
+
+def answered_right(item: EvalItem, answer: str, answer_index: int | None) -> bool:
+    """The one scoring rule: the chosen index is the truth, or an open reply is the value (:func:`open_match`)."""
+    if not item.answerable:
+        return False
+    if item.is_open:
+        return open_match(answer, str(item.answer_text), item.answer_tolerance)
+    return answer_index == item.answer_index
 
 
 def error_row(item: EvalItem, key: str, stamp: dict[str, str], run_id: str, exc: Exception) -> dict[str, Any]:

@@ -101,7 +101,7 @@ class SyntheticTasks(list[Task]):
                     video=video,
                     question=str(q["question"]),
                     choices=tuple(q["choices"]),
-                    answer_index=int(q["answer_index"]),
+                    answer_index=None if q["answer_index"] is None else int(q["answer_index"]),  # open: None
                     target=_first_range(q.get("evidence") or []),
                 )
                 for q in truth["questions"]

@@ -34,8 +34,10 @@ FORMAT_CHOICES = (
     '"answer" (the index of the chosen choice, 0 for A), "reasoning", and "evidence" (the labels it rests on).'
 )
 FORMAT_OPEN = (
-    'Reply in JSON: "answer" (a short answer in your own words that cites evidence labels and times), '
-    '"reasoning", and "evidence" (the labels it rests on).'
+    'Reply in JSON: "answer" (only the value the question asks for: a number in digits, a name or code exactly '
+    "as shown, a time as H:MM:SS, or a short phrase; a description only when the question asks for one; "
+    "no labels, times or lists of what was seen unless they are the value asked for), "
+    '"reasoning" (how the evidence gives that value, citing labels and times), and "evidence" (the labels it rests on).'
 )
 
 
@@ -51,7 +53,7 @@ def emit(event: str, **data: Any) -> None:
 def choices_block(choices: Sequence[str]) -> str:
     """``A. first`` lines, or a note that the question is open-ended."""
     if not choices:
-        return "(none: answer in your own words)"
+        return "(none: an open question; the answer is the value it asks for)"
     return "\n".join(f"{LETTERS[i] if i < len(LETTERS) else i}. {c}" for i, c in enumerate(choices))
 
 

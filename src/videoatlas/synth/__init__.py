@@ -2,7 +2,9 @@
 
 Not part of the environment an agent moves through: these generators make the videos it is tested
 on. Two styles draw the same four question kinds: ``chapters`` (:mod:`.chapters`) and ``broadcast``
-(:mod:`.broadcast`); :mod:`.counter` makes the video whose frames show their own number.
+(:mod:`.broadcast`); a third, ``signage`` (:mod:`.signage`), draws a suite of question kinds (counts
+with decoys, order, right after, first or last, open values, a needle as control); :mod:`.counter`
+makes the video whose frames show their own number.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from videoatlas.logging import library_defaults
-from videoatlas.synth import broadcast, chapters
+from videoatlas.synth import broadcast, chapters, signage
 from videoatlas.synth.encode import Progress
 from videoatlas.synth.spec import CODECS, STYLES, Codec, Style, SynthSpec, default_fps
 
@@ -39,6 +41,8 @@ def synthesize(
     """Write ``name.mp4``, ``name.json`` (ground truth) and maybe ``name.srt`` into ``out_dir``, in ``spec.style``."""
     if spec.style == "broadcast":
         return broadcast.synthesize(spec, out_dir, name, progress)
+    if spec.style == "signage":
+        return signage.synthesize(spec, out_dir, name, progress)
     return chapters.synthesize(spec, out_dir, name, progress)
 
 
@@ -47,13 +51,20 @@ def planned_questions(spec: SynthSpec) -> list[dict[str, Any]]:
 
     A video's timeline and questions are planned from its spec and seed alone; only the drawing takes time.
     """
-    timeline = broadcast.plan_broadcast(spec).timeline if spec.style == "broadcast" else chapters.plan_timeline(spec)
+    if spec.style == "broadcast":
+        timeline = broadcast.plan_broadcast(spec).timeline
+    elif spec.style == "signage":
+        timeline = signage.plan_signage(spec).timeline
+    else:
+        timeline = chapters.plan_timeline(spec)
     return [{**asdict(q), "answer": q.answer} for q in timeline.questions]
 
 
 def schema_version(style: Style) -> int:
     """The current drawing version of ``style`` (a video of an older one is made again)."""
-    return broadcast.SCHEMA_VERSION if style == "broadcast" else chapters.SCHEMA_VERSION
+    return {"broadcast": broadcast.SCHEMA_VERSION, "signage": signage.SCHEMA_VERSION}.get(
+        style, chapters.SCHEMA_VERSION
+    )
 
 
 def load_current(out_dir: str | Path, name: str = "video", style: Style = "chapters") -> dict[str, Any] | None:

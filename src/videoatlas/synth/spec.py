@@ -15,8 +15,8 @@ from videoatlas import limits
 from videoatlas.environment.geometry import cell_span
 from videoatlas.errors import BadInputError
 
-Style = Literal["chapters", "broadcast"]
-"""Which generator draws the video: ``chapters`` (this module) or ``broadcast``."""
+Style = Literal["chapters", "broadcast", "signage"]
+"""Which generator draws the video: ``chapters`` (this module), ``broadcast`` or ``signage``."""
 STYLES: tuple[Style, ...] = get_args(Style)
 
 Codec = Literal["h264", "hevc", "vp9"]
@@ -105,18 +105,23 @@ class Scene:
 
 @dataclass(slots=True)
 class Question:
-    """A multiple-choice question with its answer and the intervals that prove it."""
+    """A question with its answer and the intervals that prove it: multiple choice, or open (no choices)."""
 
     id: str
     kind: str
     question: str
     choices: list[str]
-    answer_index: int
+    answer_index: int | None
+    """The correct choice; None for an open question."""
     evidence: list[list[float]]
+    answer_text: str | None = None
+    """An open question's value (accepted forms separated by ``|``); None for a multiple-choice one."""
 
     @property
     def answer(self) -> str:
-        """The correct choice's text."""
+        """The correct choice's text, or an open question's value."""
+        if self.answer_index is None:
+            return self.answer_text or ""
         return self.choices[self.answer_index]
 
 

@@ -88,7 +88,7 @@ def question_rows(data: EvalData, runs: Mapping[str, dict[str, Any]]) -> list[di
                 "categories": row.get("categories") or [],
                 "correct": is_correct(row),
                 "result": result_text(row),
-                "truth": _choice(run, row.get("truth_index")),
+                "truth": _choice(run, row.get("truth_index")) or (row.get("truth_text") or ""),
                 "answer": _choice(run, row.get("answer_index")) or (row.get("answer") or ""),
                 "tokens": row.get("tokens"),
                 "wall_s": row.get("wall_s"),
@@ -117,7 +117,7 @@ def flipped(a: EvalData, b: EvalData, runs: Mapping[str, dict[str, Any]]) -> lis
                 "correct_b": is_correct(rb),
                 "result_a": result_text(ra),
                 "result_b": result_text(rb),
-                "truth": _choice(run, ra.get("truth_index")),
+                "truth": _choice(run, ra.get("truth_index")) or (ra.get("truth_text") or ""),
                 "run_a": ra.get("run_id") if ra.get("run_id") in runs else None,
                 "run_b": rb.get("run_id") if rb.get("run_id") in runs else None,
             }

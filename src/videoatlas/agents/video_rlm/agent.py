@@ -28,5 +28,5 @@ AGENT = Agent(
         explored=trace.explored,
     ),
     extra_sources=("videoatlas.llm.embeddings", "videoatlas.runtime.frame_index"),
-    defaulted_templates=frozenset({"anchor_frames.note", "anchor_marks.note"}),
+    defaulted_templates=frozenset({"anchor_frames.note", "anchor_marks.note", "relation_anchor.note"}),
 )

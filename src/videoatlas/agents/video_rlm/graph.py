@@ -58,15 +58,30 @@ TEMPLATES: TemplateSpec = {
     ),
     "uncertainty.user": (
         frozenset({"question"}),
-        frozenset({"choices", "search_task", "evidence", "progress", "cells", "gaps", "n", "max_range"}),
+        frozenset(
+            {
+                "choices",
+                "search_task",
+                "evidence",
+                "occurrences",
+                "progress",
+                "cells",
+                "gaps",
+                "n",
+                "max_range",
+                "anchor_request",
+            }
+        ),
     ),
     "decide.user": (
         frozenset({"question", "evidence"}),
-        frozenset({"choices", "format", "search_task", "coverage", "speech"}),
+        frozenset({"choices", "format", "search_task", "coverage", "occurrences", "relation", "speech"}),
     ),
     # Semantic anchors (``anchors``): what a picked frame and a relevance mark mean, put before a grid's cells.
     "anchor_frames.note": (frozenset(), frozenset()),
     "anchor_marks.note": (frozenset(), frozenset()),
+    # A relation's anchor (right after, just before, ...): asked for in the uncertainty analysis until found.
+    "relation_anchor.note": (frozenset(), frozenset()),
 }
 """The prompt templates this agent uses (``agents/video_rlm/prompts/default/``), with their variables."""
 

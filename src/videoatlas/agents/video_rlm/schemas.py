@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, JsonValue, create_model
 
+from videoatlas.agents.video_rlm.state.models import RelationKind
 from videoatlas.state.schemas import labels_of, one_of, reply_model, reply_schema, some_of, text
 
 ACTIONS = ("EXPAND", "BACKTRACK", "ZOOM", "INVESTIGATE", "ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED")
@@ -29,9 +30,12 @@ def _open_cells(k: int) -> Iterator[list[int]]:
 
 @reply_model
 class SearchTask(BaseModel):
-    """What to look for, written from the question before any frame is seen."""
+    """What to look for, written from the question before any frame is seen, and the time relation it asks about."""
 
     search_task: text(800)  # type: ignore[valid-type]
+    relation: RelationKind = "none"
+    anchor: text(200) = ""  # type: ignore[valid-type]
+    other_anchor: text(200) = ""  # type: ignore[valid-type]
 
 
 @reply_model
@@ -166,15 +170,18 @@ class TimeRange(BaseModel):
 def _uncertainty_examples() -> Iterator[dict[str, Any]]:
     for n_choices in (0, 2, 5, 26):
         for k in GRID_SIZES:
-            for cells in _open_cells(k):
+            for n_cells, cells in enumerate(_open_cells(k)):
                 for labels in ([], ["A", "B", "C"], [f"{chr(65 + i // 26)}{chr(65 + i % 26)}" for i in range(40)]):
-                    yield {
-                        "n_choices": n_choices,
-                        "open_cells": cells,
-                        "max_suggestions": 4,
-                        "duration": 36_000.0,
-                        "labels": labels,
-                    }
+                    # The anchor field's shape depends only on the labels: one cell set per grid covers it.
+                    for anchored in (False, True) if n_cells == 0 else (False,):
+                        yield {
+                            "n_choices": n_choices,
+                            "open_cells": cells,
+                            "max_suggestions": 4,
+                            "duration": 36_000.0,
+                            "labels": labels,
+                            "anchored": anchored,
+                        }
 
 
 @reply_schema(_uncertainty_examples)
@@ -184,8 +191,13 @@ def uncertainty_schema(
     max_suggestions: int,
     duration: float,
     labels: Sequence[str] = (),
+    anchored: bool = False,
 ) -> type[BaseModel]:
-    """Sufficiency per choice, where to look next (open cells or short ranges), what to erase."""
+    """Sufficiency per choice, where to look next (open cells or short ranges), what to erase.
+
+    ``anchored``: the question places its answer against an anchor event (right after, just before,
+    between, how long after); the reply also names the evidence label showing that anchor, if any.
+    """
     status = create_model(
         "ChoiceStatus",
         __base__=ChoiceStatus,
@@ -206,5 +218,7 @@ def uncertainty_schema(
         "erase": (labels_of(labels, len(labels)), ...),
         "reasoning": (text(600), ...),
     }
+    if anchored:
+        fields["anchor"] = (labels_of(labels, 1), ...)
     model: type[BaseModel] = create_model("UncertaintyAnalysis", **fields)
     return model

@@ -39,6 +39,11 @@ class VideoRLMSettings(AgentSettings):
     (4 workers, 4 rounds, an 8x8 grid: 4 cells per worker a round), and a round that settles it still
     ends the search early. A number fixes the width: 1 is the paper's setting, under which a count at
     the default budget sees a quarter of the video."""
+    bfs_resolution_s: float = Field(default=16.0, ge=0)
+    """A BFS question (a count, an order, a first or last) first covers the whole timeline with frames at most
+    this many seconds apart: each round sends workers to ranges not yet seen that finely, each range as long as
+    one grid shows at this step, before any other target. Something on screen for at least this long cannot
+    fall between two frames; shorter things may. 0: off (BFS rounds take root cells by the probe's ranking)."""
     min_expand_span_s: float = Field(default=1.0, gt=0)
     """EXPAND is not offered on cells shorter than this (seconds)."""
     virtual_loss: float = Field(default=64.0, ge=0)

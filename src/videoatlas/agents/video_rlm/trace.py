@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from videoatlas.agents.video_rlm.occurrences import occurrences
+from videoatlas.environment.timefmt import format_ts
+
 
 def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The run's rounds as plain data, from its checkpointed state and its model calls."""
@@ -41,11 +44,17 @@ def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str,
     for shown in values.get("anchor_log", []):
         entry = rounds.setdefault(shown.round, {"round": shown.round, "workers": []})
         entry["anchors"] = [{"cell": c, "time": t, "score": s} for c, t, s in shown.cells]
+    evidence = values.get("evidence", [])
     return {
         "search_task": values.get("search_task"),
         "traversal": values.get("traversal"),
         "rounds": [rounds[k] for k in sorted(rounds)],
         "checks": values.get("checks", []),
+        "coverage": [[round(a, 3), round(b, 3), round(step, 3)] for a, b, step in values.get("coverage", [])],
+        "occurrences": [
+            {"start": round(o.start, 3), "end": round(o.end, 3), "evidence": o.ids, "reading": o.reading}
+            for o in occurrences(evidence)
+        ],
     }
 
 
@@ -79,6 +88,19 @@ def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
             verdict = "sufficient" if check["sufficient"] else "not sufficient"
             out.append(
                 f"    uncertainty: {verdict} {_brief(rnd.get('analyze_uncertainty'))}: {check['reasoning'][:160]}"
+            )
+    coverage = found.get("coverage") or []
+    if coverage:
+        pieces = ", ".join(f"{format_ts(a)}-{format_ts(b)} every {step:.3g} s" for a, b, step in coverage[:8])
+        more = f" and {len(coverage) - 8} more" if len(coverage) > 8 else ""
+        out.append(f"  coverage (stretch, seconds between frames seen): {pieces}{more}")
+    found_occ = found.get("occurrences") or []
+    if found_occ:
+        out.append(f"  occurrences: {len(found_occ)} distinct")
+        for occ in found_occ:
+            out.append(
+                f"    {format_ts(occ['start'], 1)}-{format_ts(occ['end'], 1)} "
+                f"({len(occ['evidence'])} record(s)): {occ['reading'][:120]}"
             )
     return out
 

@@ -45,7 +45,7 @@ def load(root: Path) -> Loaded:
                     question=str(field(rec, "question", where)),
                     choices=options,
                     answer_index=answer,
-                    categories=["all"],
+                    categories=[],  # EgoSchema has no question kinds
                     duration=180.0,
                 )
             )

@@ -27,7 +27,6 @@ import structlog
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.evals.items import EvalItem
 from videoatlas.synth import (
-    STYLES,
     Progress,
     Style,
     SynthSpec,
@@ -40,7 +39,8 @@ from videoatlas.synth.encode import frame_count
 
 NAME = "synthetic"
 DEFAULT_DURATIONS = (60.0, 600.0, 3600.0, 3 * 3600.0, 10 * 3600.0)
-DEFAULT_STYLES: tuple[Style, ...] = STYLES
+DEFAULT_STYLES: tuple[Style, ...] = ("chapters", "broadcast")
+"""The styles a suite has unless ``--styles`` says otherwise (``signage``, the suite of kinds, is asked for by name)."""
 log = structlog.get_logger(__name__)
 
 
@@ -125,7 +125,8 @@ def load(
                     video=str(folder / "video.mp4"),
                     question=q["question"],
                     choices=list(q["choices"]),
-                    answer_index=int(q["answer_index"]),
+                    answer_index=None if q["answer_index"] is None else int(q["answer_index"]),
+                    answer_text=q.get("answer_text"),
                     categories=[q["kind"]],
                     groups={"duration": label, "style": style},
                     duration=spec.duration,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from videoatlas.agents.video_rlm.coverage import Seen, covered_at
 from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import (
     SYSTEM,
@@ -19,15 +20,24 @@ from videoatlas.agents.video_rlm.nodes.views import (
     coverage_text,
     gaps_text,
 )
+from videoatlas.agents.video_rlm.occurrences import occurrences_block
+from videoatlas.agents.video_rlm.relation import window_hints
 from videoatlas.agents.video_rlm.schemas import MAX_RANGE_S, uncertainty_schema
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState, RoundCheck
-from videoatlas.agents.video_rlm.state.models import Hint
-from videoatlas.environment.geometry import Cell, Interval, clip_to_video, covered_fraction
+from videoatlas.agents.video_rlm.state.models import Anchor, Hint, Relation
+from videoatlas.environment.geometry import (
+    Cell,
+    Interval,
+    cell_interval,
+    clip_to_video,
+    covered_fraction,
+    parse_path,
+)
 from videoatlas.errors import BadInputError, ModelReplyError
 from videoatlas.runtime.calls import ask, budget_exhausted, emit, fallback, labelled
 from videoatlas.runtime.context import AgentContext
-from videoatlas.state.models import Repair, zones_as_intervals
+from videoatlas.state.models import Evidence, Repair, zones_as_intervals
 from videoatlas.state.schemas import distinct
 
 
@@ -50,21 +60,28 @@ async def analyze_uncertainty(
         if last_round:
             return Command(goto="decide", update={"stop_reason": f"{settings.rounds} rounds done"})
         return Command(goto="global_probe")
+    relation: Relation = state.get("relation") or Relation()
+    seeking_anchor = relation.anchored and state.get("anchor") is None
     dead = zones_as_intervals(state["dead_zones"])
     root = await ctx.atlas.agrid((), dead)
     images, shared = await master_prefix(ctx, state, root)
     values = {
         **shared,
-        "progress": f"{coverage_text(state, duration)} after round "
+        "progress": f"{coverage_text(state, duration, settings.bfs_resolution_s)} after round "
         f"{round_no} of {settings.rounds}; {len(state['evidence'])} evidence items; {state['cost'].calls} model calls",
         "gaps": gaps_text(state["evidence"], state["dead_zones"], duration),
+        "occurrences": occurrences_block(state["evidence"]),
+        # Asked only while the anchor is missing (the schema then has "anchor").
+        "anchor_request": ctx.prompts.render("relation_anchor.note").rstrip("\n") if seeking_anchor else "",
         "cells": cells_block(root.grid, dead),
         "n": settings.workers,
         "max_range": f"{MAX_RANGE_S:.0f}",
     }
     open_ids = [c.index for c in root.grid.cells if covered_fraction(c.interval, dead) < 0.999]
     labels = dict(labelled(state["evidence"]))
-    schema = uncertainty_schema(len(state["choices"]), open_ids, settings.workers, duration, list(labels))
+    schema = uncertainty_schema(
+        len(state["choices"]), open_ids, settings.workers, duration, list(labels), anchored=seeking_anchor
+    )
     emit("uncertainty", round=round_no)
     repairs: list[Repair] = []
     try:
@@ -76,6 +93,16 @@ async def analyze_uncertainty(
         reply, repairs = None, [repair]
     value: Any = reply.value if reply is not None else None
     hints, dropped = _hints(value, root.grid.cells, open_ids, duration)
+    anchor = _anchor(value, labels) if seeking_anchor else None
+    if anchor is not None:
+        # The anchor found once bounds the search: its window is searched next, before anything else.
+        hints = [*window_hints(relation, anchor, duration, cfg.k), *hints]
+    if state["traversal"] == "bfs" and settings.bfs_resolution_s > 0:
+        hints, reread = _uncovered_hints(hints, state.get("coverage", []), settings.bfs_resolution_s, cfg.k, duration)
+        if reread:
+            dropped.append(
+                f"places already seen at {settings.bfs_resolution_s:g} s or finer (not read again): {reread}"
+            )
     to_erase, repeated = distinct(lbl.strip("[] ") for lbl in (value.erase if value else []))
     erased = [labels[lbl] for lbl in to_erase if lbl in labels]
     unknown = [lbl for lbl in to_erase if lbl not in labels]
@@ -94,6 +121,7 @@ async def analyze_uncertainty(
         erased=[e.id for e in erased],
     )
     update: dict[str, Any] = {
+        **({"anchor": anchor} if anchor is not None else {}),
         "hints": hints,
         "checks": [*state["checks"], check],
         "cost": cost,
@@ -150,3 +178,37 @@ def _hints(value: Any, cells: Sequence[Cell], open_ids: Sequence[int], duration:
         too_long = f"longer than {MAX_RANGE_S:.0f} s"
         dropped.append(f"ranges outside the video, backwards or {too_long}: " + ", ".join(bad_ranges))
     return hints, dropped
+
+
+def _uncovered_hints(
+    hints: Sequence[Hint], coverage: Sequence[Seen], resolution: float, k: int, duration: float
+) -> tuple[list[Hint], str]:
+    """The hints that reach a stretch not yet seen at ``resolution``, and the others named ("" if none).
+
+    A BFS question needs the whole timeline seen finely once; reading a covered stretch again adds
+    nothing to a count, so those hints go, and the uncovered stretches are sent next (global probe).
+    """
+    covered = [Interval(a, b) for a, b in covered_at(coverage, resolution)]
+    kept: list[Hint] = []
+    gone: list[str] = []
+    for hint in hints:
+        if hint.path is not None:
+            iv = cell_interval(duration, parse_path(hint.path, k), k)
+            name = f"cell {hint.path}"
+        else:
+            iv = Interval(hint.start or 0.0, hint.end or 0.0)
+            name = f"{iv.start:g}-{iv.end:g} s"
+        if covered and covered_fraction(iv, covered) >= 0.999:
+            gone.append(name)
+        else:
+            kept.append(hint)
+    return kept, ", ".join(gone)
+
+
+def _anchor(value: Any, labels: dict[str, Evidence]) -> Anchor | None:
+    """The anchor the reply names (the first known label), as an :class:`Anchor`; None when it names none."""
+    for label in getattr(value, "anchor", None) or []:
+        item = labels.get(label.strip("[] "))
+        if item is not None:
+            return Anchor(evidence=item.id, time=item.time, start=item.start, end=item.end)
+    return None

@@ -9,34 +9,57 @@ from langgraph.runtime import Runtime
 from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text
+from videoatlas.agents.video_rlm.occurrences import occurrences_block
+from videoatlas.agents.video_rlm.relation import relation_text, time_check
+from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.runtime.calls import hear, speech_lines, with_heard
+from videoatlas.agents.video_rlm.state.models import Relation
+from videoatlas.runtime.calls import hear, labelled, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
 from videoatlas.state.models import zones_as_intervals
 
 
 async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Judge each choice against the evidence and answer; a failed reply is recorded, never guessed."""
+    """Judge each choice against the evidence and answer; a failed reply is recorded, never guessed.
+
+    Beside the evidence, the call shows its distinct occurrences (records of one appearance merged
+    across zoom levels, workers and rounds): a count counts those, not records. A question with a
+    time relation is told its anchor's time, and the answer's cited times are checked against it in
+    the reasoning (:func:`~..relation.time_check`).
+    """
     ctx = runtime.context
     # The same images, in the same order, as the last uncertainty analysis: the prefix comes from the cache.
     root = await ctx.atlas.agrid((), zones_as_intervals(state["dead_zones"]))
     images, shared = await master_prefix(ctx, state, root)
+    relation: Relation = state.get("relation") or Relation()
+    anchor = state.get("anchor")
+    label_of = {e.id: label for label, e in labelled(state["evidence"])}
     # What was said where the search looked: the root grid's cells (as the probe heard them) and each stretch searched.
     probed = [*(c.interval for c in root.grid.cells), *zones_as_intervals(state["searched"])]
     heard = await hear(ctx, probed, Where("decide", state.get("round", 0)))
     speech = speech_lines(heard.subtitles, probed)
-    decided = await decide_on_evidence(
+    result = await decide_on_evidence(
         ctx,
         state,
         state["evidence"],
         system=SYSTEM,
         images=images,
-        values={**shared, "coverage": coverage_text(state, ctx.atlas.duration), "speech": speech},
+        values={
+            **shared,
+            "coverage": coverage_text(state, ctx.atlas.duration, rlm(ctx).bfs_resolution_s),
+            "occurrences": occurrences_block(state["evidence"]),
+            "relation": relation_text(relation, anchor, label_of),
+            "speech": speech,
+        },
         stop=state.get("stop_reason") or "evidence sufficient",
         node="decide",
         template="decide",
         step="final decision",
         record_evidence=False,  # the scratchpad stays the state's evidence
     )
-    return with_heard(decided, heard)
+    cited = [e for e in state["evidence"] if e.id in set(result.get("cited") or [])]
+    check = time_check(relation, anchor, cited)
+    if check and result.get("answer"):
+        result["reasoning"] = f"{result['reasoning']}\n{check}".strip()
+    return with_heard(result, heard)

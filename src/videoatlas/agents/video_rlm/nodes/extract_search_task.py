@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from videoatlas.agents.video_rlm.nodes.views import SYSTEM
 from videoatlas.agents.video_rlm.schemas import SearchTask
 from videoatlas.agents.video_rlm.state.master import MasterState
+from videoatlas.agents.video_rlm.state.models import Relation
 from videoatlas.errors import ModelReplyError
 from videoatlas.runtime.calls import ask, choices_block, emit, fallback
 from videoatlas.runtime.context import AgentContext
@@ -16,20 +17,31 @@ from videoatlas.state.models import Repair
 
 
 async def extract_search_task(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Ask for the search task and initialise the Master's bookkeeping."""
+    """Ask for the search task and the time relation it asks about, and initialise the Master's bookkeeping.
+
+    The relation (right after, just before, between, first, last, how long after, with its anchor) is
+    kept in the state and said in the search task every later prompt shows.
+    """
     ctx = runtime.context
     emit("search_task")
     values = {"question": state["question"], "choices": choices_block(state["choices"])}
     repairs: list[Repair] = []
+    relation = Relation()
     try:
         reply, cost = await ask(ctx, SearchTask, "extract_search_task", "search_task", [], values, system=SYSTEM)
         task = reply.value.search_task
+        relation = Relation(kind=reply.value.relation, anchor=reply.value.anchor, other=reply.value.other_anchor)
     except ModelReplyError as exc:
-        cost, repair = fallback(exc, "extract_search_task", 0, "the question itself is the search task")
+        cost, repair = fallback(exc, "extract_search_task", 0, "the question itself is the search task, no relation")
         task, repairs = state["question"], [repair]
+    # Every later prompt shows the search task: the relation travels with it, so workers look for the anchor first.
+    said = relation.sentence()
+    task = f"{task}\n{said}" if said else task
     emit("search_task_done", search_task=task)
     return {
         "search_task": task,
+        "relation": relation,
+        "anchor": None,
         "repairs": repairs,
         "round": 0,
         "assignments": [],

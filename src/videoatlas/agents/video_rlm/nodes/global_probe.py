@@ -1,6 +1,9 @@
 """Global probing: look at the root grid (explored regions masked) and assign the next cells to workers.
 
-Targets come, in order, from the last uncertainty analysis's suggestions, then the BFS frontier
+A BFS question first covers the timeline at the resolution it needs (``bfs_resolution_s``): while any
+stretch is not yet seen that finely, a round sends workers only to those stretches, as ranges one
+grid each (:mod:`..coverage`). Otherwise targets come, in order, from the last uncertainty analysis's
+suggestions, then the BFS frontier
 (cells workers marked promising, first in first out), then the model's ranking of root cells.
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
 another worker this round) from being picked again while fresher cells are available.
@@ -20,6 +23,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from videoatlas.agents.video_rlm.anchors import anchors_note, build_index, grid_picks, picks_record
+from videoatlas.agents.video_rlm.coverage import coverage_targets
 from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import (
     SYSTEM,
@@ -62,6 +66,9 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
         1 for i in range(cfg.k * cfg.k) if covered_fraction(cell_interval(duration, (i,), cfg.k), searched) < 0.999
     )
     width = settings.round_width(state["traversal"], unsearched, settings.rounds - round_no + 1)
+    uncovered = bfs_coverage_targets(state, duration, settings.bfs_resolution_s, cfg.k * cfg.k)
+    if uncovered:
+        width = min(width, len(uncovered))  # a BFS round that covers the timeline does only that
     targets: list[Target] = []
     taken: set[str] = set()
     views: set[View] = set()
@@ -79,6 +86,8 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
         taken.add(target.key)
         views.add(view)
 
+    for start, end in uncovered:
+        take(Target(path=None, start=start, end=end, source="coverage"))
     for hint in state["hints"]:
         if hint.path is not None:
             iv = cell_interval(duration, parse_path(hint.path, cfg.k), cfg.k)
@@ -126,7 +135,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
                 part for part in (anchors_note(ctx, picks), cells_block(root.grid, dead, picks)) if part
             ),
             "progress": f"round {round_no} of {settings.rounds}; "
-            f"{coverage_text(state, duration)}; "
+            f"{coverage_text(state, duration, settings.bfs_resolution_s)}; "
             f"{len(state['evidence'])} evidence items",
             "hints": ", ".join(t.key for t in targets) or "(none)",
             "subtitles": subtitles_by_cell(heard.subtitles, [(c.index, c.interval) for c in open_cells]) or "(none)",
@@ -201,6 +210,19 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     emit("assign", round=round_no, targets=[t.key for t in targets])
     update = {**base, "round": round_no, "assignments": targets, "visits": visits, "hints": [], "frontier": taken_marks}
     return Command(goto=sends, update=update)
+
+
+def bfs_coverage_targets(
+    state: MasterState, duration: float, resolution: float, cells: int
+) -> list[tuple[float, float]]:
+    """For a BFS question, the ranges not yet seen at ``resolution`` (none for DFS, or with coverage off)."""
+    if state["traversal"] != "bfs" or resolution <= 0:
+        return []
+    return coverage_targets(state.get("coverage", []), duration, resolution, cells, min_span=MIN_TARGET_S)
+
+
+MIN_TARGET_S = 0.5
+"""An uncovered stretch shorter than this is a rounding sliver between covered ones, not sent to a worker."""
 
 
 def usable_ids(ids: Sequence[int], allowed: Sequence[int]) -> tuple[list[int], str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
+from videoatlas.agents.video_rlm.coverage import coverage_line
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState
 from videoatlas.environment.atlas import CellPick
@@ -58,11 +59,17 @@ def explored_share(zones: Sequence[Zone], duration: float) -> float:
     return covered_fraction(Interval(0.0, duration), zones_as_intervals(zones))
 
 
-def coverage_text(state: MasterState, duration: float) -> str:
-    """How much of the video workers have searched, and how much of it held nothing."""
+def coverage_text(state: MasterState, duration: float, resolution: float = 0.0) -> str:
+    """How much of the video workers have searched, how much of it held nothing, and (BFS) how finely it was seen.
+
+    ``resolution``: the step a BFS question needs (``bfs_resolution_s``; 0: not said).
+    """
     covered = explored_share(state.get("searched", []), duration)
     empty = explored_share(state["dead_zones"], duration)
-    return f"{covered:.0%} of the video covered by workers ({empty:.0%} explored without findings)"
+    text = f"{covered:.0%} of the video covered by workers ({empty:.0%} explored without findings)"
+    if resolution > 0 and state.get("traversal") == "bfs":
+        text += "; " + coverage_line(state.get("coverage", []), duration, resolution)
+    return text
 
 
 def gaps_text(evidence: Sequence[Evidence], zones: Sequence[Zone], duration: float, limit: int = 6) -> str:

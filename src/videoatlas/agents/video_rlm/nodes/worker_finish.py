@@ -7,6 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.video_rlm.coverage import view_step
 from videoatlas.agents.video_rlm.nodes.worker_observe import collected_times
 from videoatlas.agents.video_rlm.state.models import Marked, WorkerReport
 from videoatlas.agents.video_rlm.state.worker import WorkerState
@@ -37,6 +38,9 @@ def empty_views(viewed: list[Zone], evidence_times: list[float], keep: Sequence[
 
 async def finish(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Dead zones and coverage from what was searched through; an unfinished view back on the frontier.
+
+    Coverage records each examined view with its step (seconds between its grid's frames): a cell
+    flagged promising was still seen at that step, so it counts as covered there, though not searched.
 
     Only views the worker examined count (left by FINISHED or BACKTRACK, or seen whole: a leaf, a BFS
     scan). A worker stopped by a budget or a failed call hands the view it was still exploring back to
@@ -83,7 +87,15 @@ async def finish(state: WorkerState, runtime: Runtime[AgentContext]) -> dict[str
         evidence=len(evidence),
         steps=len(report.steps),
     )
-    return {"dead_zones": dead, "searched": searched, "reports": [report], "frontier": frontier}
+    cells = ctx.config.k * ctx.config.k
+    coverage = [(start, end, view_step(start, end, cells)) for start, end in examined]
+    return {
+        "dead_zones": dead,
+        "searched": searched,
+        "coverage": coverage,
+        "reports": [report],
+        "frontier": frontier,
+    }
 
 
 def _span(ctx: AgentContext, path: str) -> Zone:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
+from videoatlas.agents.video_rlm.coverage import Seen, merge_coverage
 from videoatlas.agents.video_rlm.state.models import (
+    Anchor,
     Hint,
     Marked,
     ProbeAnchors,
+    Relation,
     Target,
     WorkerReport,
     add_anchor_log,
@@ -55,6 +58,8 @@ class WorkerWrites(TypedDict):
     dead_zones: Annotated[list[Zone], merge_zones]
     searched: Annotated[list[Zone], merge_zones]
     """Intervals workers searched, with or without findings (what progress is measured by)."""
+    coverage: Annotated[list[Seen], merge_coverage]
+    """Stretches workers looked through, each at the finest step (seconds between frames) it was seen at."""
     cost: Annotated[Cost, add_cost]
     frontier: Annotated[list[Marked], add_marked]
     reports: Annotated[list[WorkerReport], add_reports]
@@ -66,6 +71,10 @@ class MasterState(MasterInput, WorkerWrites):
     """Everything the Master keeps: its own keys, and those workers write (:class:`WorkerWrites`)."""
 
     search_task: str
+    relation: Relation
+    """The time relation the question asks about (kind ``none`` when it asks none)."""
+    anchor: Anchor | None
+    """Where the relation's anchor was seen, once the uncertainty analysis named its evidence."""
     traversal: Traversal
     traversal_reason: str
     round: int
@@ -97,11 +106,14 @@ class MasterOutput(AnswerOutput):
     """What a run returns: the shared answer keys, and the search's own."""
 
     search_task: str
+    relation: Relation
+    anchor: Anchor | None
     traversal: Traversal
     checks: list[RoundCheck]
     reports: list[WorkerReport]
     dead_zones: list[Zone]
     searched: list[Zone]
+    coverage: list[Seen]
     frontier: list[Marked]
     index: IndexInfo | None
     index_frames: int

@@ -34,7 +34,7 @@ class Target(Frozen):
     path: str | None
     start: float
     end: float
-    source: Literal["probe", "frontier", "hint-cell", "hint-range"]
+    source: Literal["probe", "frontier", "hint-cell", "hint-range", "coverage"]
 
     @property
     def key(self) -> str:
@@ -128,3 +128,51 @@ def add_marked(current: Sequence[Marked] | None, update: Sequence[Marked] | None
         else:
             by_key.setdefault(m.key, m)
     return sorted(by_key.values(), key=lambda m: (m.round, m.worker, m.order))
+
+
+RelationKind = Literal["none", "right after", "just before", "between", "first", "last", "how long after"]
+"""How the answer stands in time to something else the question names (its anchor)."""
+ANCHORED: tuple[RelationKind, ...] = ("right after", "just before", "between", "how long after")
+"""Relations whose answer lies in a window the anchor bounds: the anchor is found first."""
+
+
+class Relation(Frozen):
+    """The time relation a question asks about, read from it before any frame is seen."""
+
+    kind: RelationKind = "none"
+    anchor: str = ""
+    """The event the answer is placed against ("the banner"); for ``between``, the earlier one."""
+    other: str = ""
+    """For ``between``, the later anchor; otherwise empty."""
+
+    @property
+    def anchored(self) -> bool:
+        """Whether the answer lies in a window an anchor bounds (the anchor is searched for first)."""
+        return self.kind in ANCHORED and bool(self.anchor.strip())
+
+    def sentence(self) -> str:
+        """The relation as one sentence for prompts ("" when the question asks none)."""
+        if self.kind == "none" or (self.kind in ANCHORED and not self.anchored):
+            return ""  # an anchored relation without its anchor says nothing to search by
+        if self.kind in ("first", "last"):
+            return f"Relation: the answer is the {self.kind} one in the whole video; compare every candidate's time."
+        if self.kind == "between":
+            return (
+                f"Relation: the answer lies between {self.anchor} and {self.other or 'the second anchor'}: "
+                "find both anchors first, then search between them."
+            )
+        side = "after" if "after" in self.kind else "before"
+        return (
+            f"Relation: the answer lies {self.kind} {self.anchor}: find that anchor first, then "
+            f"search the window {side} it (INVESTIGATE {side}); a candidate on the other side of it is wrong."
+        )
+
+
+class Anchor(Frozen):
+    """Where the relation's anchor was seen: the evidence that shows it, and its interval."""
+
+    evidence: str
+    """The id of the evidence item showing the anchor."""
+    time: float
+    start: float
+    end: float
