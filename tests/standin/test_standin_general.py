@@ -171,6 +171,11 @@ SOURCES_BY_VERSION = {
     # 12: readings kept on disk by the decoded pixels' hash (ocr_cache.py) and one reader per process shared by
     # its servers. What it answers did not change: a reading from the cache equals a fresh one (test_ocr_cache.py).
     12: "3f2bb242646ca5e39429a85eab35361f1941b7d02c0679dda1b15e5ab80d5431",
+    # 13: decides like a model (issue 41): label and value pairs read in pictures (labels.py) fill fields and tool
+    # arguments matched by multilingual-e5-small (meaning.py), typed by the schema, empty when nothing labels them;
+    # tools ranked by what they can fill and by e5 fit; another sense (listening) before ending without evidence;
+    # pictures by position, words as arrays of objects, choices replied by number.
+    13: "6de39d3351a9d7969d2e29484906fa1f21451972128f5dc919569c2dac94f61a",
 }
 
 

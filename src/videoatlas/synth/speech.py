@@ -130,11 +130,16 @@ def card_picture(card: Card) -> np.ndarray:
     return np.asarray(image)
 
 
-def write_speech_video(path: str | Path, with_audio: bool = True) -> Path:
-    """Write the video (H.264 pictures, AAC speech) to ``path`` (an .mp4); ``with_audio=False``: pictures only."""
+def write_speech_video(
+    path: str | Path, with_audio: bool = True, cards: tuple[Card, ...] = CARDS, lines: tuple[Line, ...] = LINES
+) -> Path:
+    """Write the video (H.264 pictures, AAC speech) to ``path`` (an .mp4); ``with_audio=False``: pictures only.
+
+    ``cards`` and ``lines`` (covering :data:`DURATION_S`) make another video of the same kind.
+    """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    sound = track() if with_audio else None
+    sound = track(lines) if with_audio else None
     with av.open(str(out), "w") as container:
         video = container.add_stream("libx264", rate=FPS)
         video.width, video.height, video.pix_fmt = SIZE[0], SIZE[1], "yuv420p"
@@ -142,7 +147,7 @@ def write_speech_video(path: str | Path, with_audio: bool = True) -> Path:
         audio = container.add_stream("aac", rate=RATE, layout="mono") if sound is not None else None
         for i in range(round(DURATION_S * FPS)):
             t = i / FPS
-            card = next(c for c in CARDS if c.start <= t < c.end)
+            card = next(c for c in cards if c.start <= t < c.end)
             frame = av.VideoFrame.from_ndarray(card_picture(card), format="rgb24")
             frame.pts = i
             frame.time_base = Fraction(1, FPS)
