@@ -85,6 +85,7 @@ def calls_of(reply: ChatCompletion, tools: list[dict[str, Any]]) -> list[tuple[s
     schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
     out = []
     for call in reply.choices[0].message.tool_calls or []:
+        assert call.type == "function" and call.id.startswith("chatcmpl-tool-")
         args = json.loads(call.function.arguments)
         jsonschema.validate(args, schemas[call.function.name])
         out.append((call.function.name, args))

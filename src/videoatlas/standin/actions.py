@@ -202,8 +202,11 @@ class Actions(Answers):
             return None
         if any(self.req.relevance(t) >= 4 for t in self.req.tiles):
             return None  # a cue in view: the usual next step is to look closer there
-        means = [(v, intent_of(v, self._described(v))) for v in allowed]
-        means = [(v, i) for v, i in means if i is not None and i not in _BOOKKEEPING]
+        means: list[tuple[str, str]] = []
+        for value in allowed:
+            intent = intent_of(value, self._described(value))
+            if intent is not None and intent not in _BOOKKEEPING:
+                means.append((value, intent))
         tried = {_sense(i) for v, i in means if self.tried(v)}
         if not tried:
             return None  # nothing tried yet: the usual first step

@@ -160,8 +160,8 @@ class Filler(Actions):
         generic: list[str] = []
         for key, sub in props.items():
             node = self.resolve(sub)
-            if not _scalar(node):
-                continue
+            if not _scalar(node) or "const" in node or self._is_action(node, key):
+                continue  # a fixed value, or a step to take: not something printed
             if _specific(key):
                 specific.append((key, node))
             elif set(words_of(key)) <= _GENERIC:

@@ -93,14 +93,3 @@ def labelled(tile: Tile) -> list[Labelled]:
             if split_pair(lower.text) is None:
                 out.append(Labelled(upper.text.strip().rstrip(":"), lower.text.strip(), tile.image))
     return out
-
-
-def keyed_lines(text: str) -> list[tuple[str, str]]:
-    """``key: value`` lines of a text (a tool's result, say), as (key, value)."""
-    out = []
-    for line in text.splitlines():
-        for segment in _SEPARATOR.split(line):
-            keyed = _KEYED.match(segment)
-            if keyed and not _has_digit(keyed.group(1)):
-                out.append((keyed.group(1).strip(), keyed.group(2).strip()))
-    return out

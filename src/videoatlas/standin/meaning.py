@@ -84,4 +84,5 @@ def similarity(queries: list[str], passages: list[str]) -> np.ndarray:
     asked, given = _vectors(queries, True), _vectors(passages, False)
     usual_query = (asked @ _vectors(_BACKGROUND, False).T).mean(axis=1)
     usual_passage = (_vectors(_BACKGROUND, True) @ given.T).mean(axis=0)
-    return asked @ given.T - (usual_query[:, None] + usual_passage[None, :]) / 2
+    fit: np.ndarray = asked @ given.T - (usual_query[:, None] + usual_passage[None, :]) / 2
+    return fit
