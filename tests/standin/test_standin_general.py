@@ -175,7 +175,7 @@ SOURCES_BY_VERSION = {
     # arguments matched by multilingual-e5-small (meaning.py), typed by the schema, empty when nothing labels them;
     # tools ranked by what they can fill and by e5 fit; another sense (listening) before ending without evidence;
     # pictures by position, words as arrays of objects, choices replied by number.
-    13: "8dd0b640f4ea061b26116f857c434d4a2c18c360a8363d30114ff7c262c6bf68",
+    13: "ffc18271f71be729a31eb2bd55743e4fa1a1231e3dd5f8e1b55f336c41e54f1c",
 }
 
 

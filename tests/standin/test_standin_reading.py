@@ -246,3 +246,32 @@ def test_a_choice_asked_for_by_its_number_is_replied_with_that_number(
     text = f"Which room is this sign for?\nOptions:\n{options}\n{asking}"
     reply = ask(client, messages=[user(text, SIGN)])
     assert reply.choices[0].message.content == said
+
+
+def test_a_function_of_another_sense_is_called_before_answering_when_looking_found_nothing(
+    client: openai.OpenAI,
+) -> None:
+    """Nothing relevant was seen, calls remain and a way to listen is untried: it listens, then answers."""
+    span = {"start": {"type": "number"}, "end": {"type": "number"}}
+    tools = [
+        function("survey_frames", "Survey frames of the video between two times.", span),
+        function("transcribe_audio", "Transcribe what is said in the audio between two times.", span),
+        function("submit_answer", "Submit the final answer.", {"answer": {"enum": ["Leeds", "York"]}}),
+    ]
+    messages: list[Any] = [
+        {"role": "system", "content": "You have 5 calls left."},
+        {"role": "user", "content": "Question: Which city does the night train go to?\nA. Leeds\nB. York"},
+    ]
+    looked = ask(client, messages=messages, tools=tools, tool_choice="required")
+    assert [name for name, _ in calls_of(looked, tools)] == ["survey_frames"]
+    [call] = looked.choices[0].message.tool_calls or []
+    messages.append(looked.choices[0].message.model_dump(exclude_none=True))
+    messages.append({"role": "tool", "tool_call_id": call.id, "content": "Cards reading WELCOME and THANK YOU."})
+    listened = ask(client, messages=messages, tools=tools, tool_choice="required")
+    assert [name for name, _ in calls_of(listened, tools)] == ["transcribe_audio"]
+    [call] = listened.choices[0].message.tool_calls or []
+    messages.append(listened.choices[0].message.model_dump(exclude_none=True))
+    said = '[00:01.0-00:04.0] "The night train tonight goes to York."'
+    messages.append({"role": "tool", "tool_call_id": call.id, "content": said})
+    answered = ask(client, messages=messages, tools=tools, tool_choice="required")
+    assert calls_of(answered, tools) == [("submit_answer", {"answer": "York"})]

@@ -136,6 +136,8 @@ class Actions(Answers):
         """
         if self.sufficient() and (stop := pick("stop")):
             return str(stop)
+        if other := self.other_means(allowed):
+            return other  # what was tried found nothing: another sense before another look
         noted = sorted({t for line in self.req.written_lines() for t in clock_times(line)})
         if len(noted) < 3 and (broad := pick("look")):  # next to nothing reported yet
             return str(broad)
@@ -177,7 +179,7 @@ class Actions(Answers):
                 if b - a > COVERED_S and wider:
                     self.span = (a, min(b, a + 2 * close))
                     return str(wider)
-        return str(self.other_means(allowed) or pick("stop") or allowed[-1])
+        return str(pick("stop") or allowed[-1])
 
     def tried(self, value: str) -> bool:
         """Whether the request shows ``value`` used already.
