@@ -19,38 +19,29 @@ from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.synth.speech import Card, Line, write_speech_video
+from videoatlas.synth.speech import HELD_OUT, HELD_OUT_CARDS, HELD_OUT_LINES, write_speech_video
 
 pytestmark = pytest.mark.e2e
 
-CARDS = (
-    Card(0.0, 8.0, "HARBOUR", "WELCOME"),
-    Card(8.0, 16.0, "TIMETABLE", "PIER TWO"),
-    Card(16.0, 24.0, "THANK YOU", "SAFE TRIP"),
-)
-LINES = (
-    Line(1.0, "The boat this morning goes to Dublin."),
-    Line(9.0, "Please keep your bags with you."),
-    Line(16.5, "Tea and coffee are sold on the upper deck."),
-)
-QUESTION = "Where does the boat go this morning?"
-CHOICES = ["Cork", "Dublin", "Galway", "Belfast"]
+QUESTION = HELD_OUT[0]
 
 
 @pytest.fixture(scope="module")
 def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_speech_video(tmp_path_factory.mktemp("arm_listen") / "boat.mp4", cards=CARDS, lines=LINES)
+    return write_speech_video(
+        tmp_path_factory.mktemp("arm_listen") / "boat.mp4", cards=HELD_OUT_CARDS, lines=HELD_OUT_LINES
+    )
 
 
 def test_nothing_seen_then_it_listens_before_answering(video: Path) -> None:
     with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="")
         config = RunConfig.of(agent="videoarm", snap_px=160)
-        result = asyncio.run(run_question(video, QUESTION, CHOICES, config, endpoint))
+        result = asyncio.run(run_question(video, QUESTION.question, list(QUESTION.choices), config, endpoint))
     tools = [e.tool for e in result.state["memory"]]
     assert tools[0] == "scene_snapper", tools  # asked about a fact, not about speech: it looks first
     assert "audio_transcriber" in tools, tools  # nothing seen: it listens before it answers
     heard = next(e for e in result.state["memory"] if e.tool == "audio_transcriber")
     assert any("Dublin" in h.text for h in heard.heard), heard
-    assert result.answer == "Dublin" and result.grounded
+    assert result.answer == QUESTION.answer == "Dublin" and result.grounded
     assert len(tools) < VideoArmSettings().steps - 1  # it ended by answering, not by the step limit

@@ -2,8 +2,8 @@
 
 :class:`Actions` chooses among the actions a request offers by what each means (record new
 evidence, look closer, look right before or after, open or flag a cue, go back, stop, listen when
-asked what is said), or, with no
-picture to look at, from what the request's text reports; it also ranks the grid's cells.
+asked what is said or when looking found nothing while steps remain: :meth:`Actions.other_means`),
+or, with no picture to look at, from what the request's text reports; it also ranks the grid's cells.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """Filling a reply schema from what the stand-in understood (:class:`.policy.Request`).
 
-Every field is filled by what its name and type mean in ordinary usage: an enum of actions by
+A field named by words of its own (``room_number``, ``plate``) takes the value a picture prints
+next to the label that means what the field says (:meth:`Filler.read_fields`: label and value pairs
+from :mod:`.labels`, matched by a real text model, :mod:`.meaning`), typed by its schema; one nothing
+labels gets its type's empty value. Every other field is filled by what its name and type mean in
+ordinary usage: an enum of actions by
 what each value does (its words, or the description the request gives of it), ids by relevance,
 an answer by the evidence, a count by the appearances seen, a boolean of sufficiency by whether
 the evidence settles the question, a description by what was read (and what could not be).

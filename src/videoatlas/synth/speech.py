@@ -84,6 +84,27 @@ QUESTIONS = (
 )  # fmt: skip
 
 
+HELD_OUT_CARDS = (
+    Card(0.0, 8.0, "HARBOUR", "WELCOME"),
+    Card(8.0, 16.0, "TIMETABLE", "PIER TWO"),
+    Card(16.0, 24.0, "FAREWELL", "SAFE TRIP"),
+)
+HELD_OUT_LINES = (
+    Line(1.0, "The boat this morning goes to Dublin."),
+    Line(9.0, "The crew wish you a calm crossing."),
+    Line(16.5, "Tea and coffee are sold on the upper deck."),
+)
+HELD_OUT = (
+    Question("Where does the boat go this morning?", ("Cork", "Dublin", "Galway", "Belfast"), "Dublin", "speech"),
+    Question("Which city does the night train go to?", ("Leeds", "Bristol", "York", "Oxford"), "Bristol", "speech"),
+    Question("Who is the driver today?", ("Maria", "Peter", "Sofia", "James"), "Maria", "speech"),
+    Question("Which room is the meeting in?", ("140", "400", "410", "440"), "400", "speech"),
+)
+"""Questions answered only by what is said, asked without a verb of saying: the first about a video of
+:data:`HELD_OUT_CARDS` (which show nothing that bears on it) and :data:`HELD_OUT_LINES`, the others about
+the main video. A searcher has to decide for itself to listen."""
+
+
 def espeak() -> str:
     """The ``espeak-ng`` executable, or a clear error naming the package to install."""
     found = shutil.which("espeak-ng")
