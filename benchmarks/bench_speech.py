@@ -12,6 +12,7 @@ style (numbers said as words in a sentence, common names) and some not (digits r
 rare name, "three hundred and eight"), so the design choice is measured rather than asserted.
 
 Usage: python benchmarks/bench_speech.py --out bench-data/speech [--json results.json]
+       python benchmarks/bench_speech.py --out bench-data/held-out --held-out   # the held-out set instead
 """
 
 from __future__ import annotations
@@ -100,6 +101,28 @@ def write_items(out: Path) -> Path:
     return video
 
 
+def write_held_out(out: Path) -> Path:
+    """The held-out set: spoken answers asked about without a verb of saying (``synth/speech.py``'s HELD_OUT)."""
+    main = speech.write_speech_video(out / "speech.mp4")
+    other = speech.write_speech_video(out / "boat.mp4", cards=speech.HELD_OUT_CARDS, lines=speech.HELD_OUT_LINES)
+    lines = [
+        {
+            "dataset": "jsonl",
+            "id": f"held-out-{i}",
+            "video_id": (other if i == 0 else main).stem,
+            "video": (other if i == 0 else main).name,
+            "question": q.question,
+            "choices": list(q.choices),
+            "answer_index": q.choices.index(q.answer),
+            "categories": ["unasked"],
+            "duration": speech.DURATION_S,
+        }
+        for i, q in enumerate(speech.HELD_OUT)
+    ]
+    (out / "items.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return main
+
+
 async def measure(video: Path) -> dict[str, Any]:
     from videoatlas.environment.audio import read_audio
     from videoatlas.environment.geometry import Interval
@@ -140,9 +163,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the video and items.jsonl")
     parser.add_argument("--json", type=Path, default=None, help="write the results here too")
+    parser.add_argument(
+        "--held-out", action="store_true", help="write the held-out set instead (spoken answers, asked without 'say')"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    video = write_items(args.out)
+    video = write_held_out(args.out) if args.held_out else write_items(args.out)
     results = asyncio.run(measure(video))
     text = json.dumps(results, indent=2)
     if args.json:

@@ -110,9 +110,13 @@ def _generated_vocabulary() -> tuple[set[str], set[str]]:
                 shown |= _words([e.text for e in timeline.events] + [c.title for c in timeline.chapters])
                 shown |= _words([c for q in timeline.questions for c in q.choices])
                 said |= _words([q.question for q in timeline.questions] + lines)
-    shown |= _words([c.title for c in synth_speech.CARDS] + [c.body for c in synth_speech.CARDS])
-    shown |= _words([c for q in synth_speech.QUESTIONS for c in q.choices])
-    said |= _words([q.question for q in synth_speech.QUESTIONS] + [line.text for line in synth_speech.LINES])
+    for cards, questions, spoken in (
+        (synth_speech.CARDS, synth_speech.QUESTIONS, synth_speech.LINES),
+        (synth_speech.HELD_OUT_CARDS, synth_speech.HELD_OUT, synth_speech.HELD_OUT_LINES),
+    ):
+        shown |= _words([c.title for c in cards] + [c.body for c in cards])
+        shown |= _words([c for q in questions for c in q.choices])
+        said |= _words([q.question for q in questions] + [line.text for line in spoken])
     return shown, said
 
 
@@ -171,6 +175,11 @@ SOURCES_BY_VERSION = {
     # 12: readings kept on disk by the decoded pixels' hash (ocr_cache.py) and one reader per process shared by
     # its servers. What it answers did not change: a reading from the cache equals a fresh one (test_ocr_cache.py).
     12: "3f2bb242646ca5e39429a85eab35361f1941b7d02c0679dda1b15e5ab80d5431",
+    # 13: decides like a model (issue 41): label and value pairs read in pictures (labels.py) fill fields and tool
+    # arguments matched by multilingual-e5-small (meaning.py), typed by the schema, empty when nothing labels them;
+    # tools ranked by what they can fill and by e5 fit; another sense (listening) before ending without evidence;
+    # pictures by position, words as arrays of objects, choices replied by number.
+    13: "3a7973f8ef4b8fd23129a3e434abd7b6a522b9f8b344ebf0d3297f82927fd4a0",
 }
 
 

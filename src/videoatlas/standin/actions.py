@@ -2,8 +2,8 @@
 
 :class:`Actions` chooses among the actions a request offers by what each means (record new
 evidence, look closer, look right before or after, open or flag a cue, go back, stop, listen when
-asked what is said), or, with no
-picture to look at, from what the request's text reports; it also ranks the grid's cells.
+asked what is said or when looking found nothing while steps remain: :meth:`Actions.other_means`),
+or, with no picture to look at, from what the request's text reports; it also ranks the grid's cells.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import statistics
 from typing import Any
 
 from videoatlas.standin.answers import Answers
-from videoatlas.standin.language import clock_times, intent_of, stated_limit
+from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S
 
@@ -22,6 +22,15 @@ COVERED_S = 2.5
 """Seconds between reports below which a stretch counts as seen (text-only planning then looks elsewhere)."""
 _UNREAD = re.compile(r"too small|blurr|illegible|unreadable|can(?:no|')t (?:be )?read", re.IGNORECASE)
 """What a report says of text it saw but could not make out."""
+
+
+_BOOKKEEPING = frozenset({"record", "flag", "stop", "back"})
+"""What an action does that finds nothing new by itself (it files, marks, ends or goes back)."""
+
+
+def _sense(intent: str) -> str:
+    """The sense an action reaches the video through: hearing for listening, sight for every other."""
+    return "hearing" if intent == "listen" else "sight"
 
 
 class Actions(Answers):
@@ -107,6 +116,8 @@ class Actions(Answers):
                 return flag
             if opened := pick("open"):
                 return opened
+        if other := self.other_means(allowed):
+            return other
         nothing = not any(self.req.relevance(t) >= 2 for t in self.req.tiles)
         if nothing and (back := pick("back")):
             return back
@@ -125,6 +136,8 @@ class Actions(Answers):
         """
         if self.sufficient() and (stop := pick("stop")):
             return str(stop)
+        if other := self.other_means(allowed):
+            return other  # what was tried found nothing: another sense before another look
         noted = sorted({t for line in self.req.written_lines() for t in clock_times(line)})
         if len(noted) < 3 and (broad := pick("look")):  # next to nothing reported yet
             return str(broad)
@@ -167,6 +180,39 @@ class Actions(Answers):
                     self.span = (a, min(b, a + 2 * close))
                     return str(wider)
         return str(pick("stop") or allowed[-1])
+
+    def tried(self, value: str) -> bool:
+        """Whether the request shows ``value`` used already.
+
+        It was called earlier, or its text names it other than where it is offered (``value: what it does``).
+        """
+        if value in self.called:
+            return True
+        named = re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])")
+        offered = re.compile(rf"^\s*[-*]?\s*{re.escape(value)}\s*[:=(-]")
+        return any(named.search(line) and not offered.match(line) for line in self.req.text.splitlines())
+
+    def other_means(self, allowed: list[str]) -> str | None:
+        """An untried means of another kind, when what was tried found nothing relevant and budget remains.
+
+        A careful searcher does not answer without evidence while it can still find some: when the
+        request offers several means (tools, or actions among a schema's choices), what has been
+        tried (on the same sense: looking) showed nothing that bears on the question, and the request
+        says steps remain, it uses a means that reaches another sense (listening) before it answers.
+        """
+        if self.sufficient() or self.answer_index() is not None or not budget_left(self.req.text):
+            return None
+        if any(self.req.relevance(t) >= 4 for t in self.req.tiles):
+            return None  # a cue in view: the usual next step is to look closer there
+        means: list[tuple[str, str]] = []
+        for value in allowed:
+            intent = intent_of(value, self._described(value))
+            if intent is not None and intent not in _BOOKKEEPING:
+                means.append((value, intent))
+        tried = {_sense(i) for v, i in means if self.tried(v)}
+        if not tried:
+            return None  # nothing tried yet: the usual first step
+        return next((v for v, i in means if _sense(i) not in tried and not self.tried(v)), None)
 
     def _described(self, value: str) -> str:
         """The description the request gives of a value (a tool's own, else ``VALUE: what it does`` in its text)."""

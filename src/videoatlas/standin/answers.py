@@ -13,7 +13,11 @@ import hashlib
 import re
 from typing import Any
 
-from videoatlas.standin.language import searched_share
+import numpy as np
+
+from videoatlas.standin.labels import Labelled
+from videoatlas.standin.language import content_words, searched_share, words_of
+from videoatlas.standin.meaning import ASKED_FITS, similarity
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import COUNT_COVERAGE_PCT, SAME_SPAN_S, Request, Sighting
 
@@ -32,6 +36,8 @@ class Answers:
         self._evidence: list[Tile] | None = None
         self.told: dict[str, str] = {}
         """What a value does, told outside the text (a tool's own description), by value."""
+        self.called: set[str] = set()
+        """Functions called earlier in the conversation (its assistant turns' tool calls), by name."""
 
     def evidence_tiles(self) -> list[Tile]:
         """Tiles that hold what would answer the question (close-ups first: they are read best)."""
@@ -217,8 +223,28 @@ class Answers:
             text += f"; {unread} line(s) of text are too small or blurred to read at this size"
         return text
 
+    def asked_pair(self) -> Labelled | None:
+        """The label and value pair the question asks about (its label means what the question names), if any."""
+        pairs = self.req.labelled()
+        if not pairs or not self.req.question or self.req.choices:
+            return None  # with choices, the answer is one of them
+        labels = list(dict.fromkeys(p.label for p in pairs))
+        fit = similarity([self.req.question], labels)[0]
+        asked = {w.lower().removesuffix("s") for w in content_words(self.req.question) if len(w) >= 4}
+        for j, label in enumerate(labels):
+            if asked & {w.removesuffix("s") for w in words_of(label.lower()) if len(w) >= 4}:
+                fit[j] = max(float(fit[j]), ASKED_FITS + 0.05)
+        best = int(np.argmax(fit))
+        return next(p for p in pairs if p.label == labels[best]) if fit[best] >= ASKED_FITS else None
+
     def open_answer(self) -> str:
-        """A free-text answer from the evidence, for questions without choices."""
+        """A free-text answer from the evidence, for questions without choices.
+
+        The value the question asks for when a picture labels it, else what was seen.
+        """
+        asked = self.asked_pair()
+        if asked is not None:
+            return asked.value
         ev = self.evidence_tiles()
         if not ev:
             read = [t.text for t in self.req.tiles if t.text and not t.masked]

@@ -127,7 +127,8 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     standin.stats.enable_thinking[json.dumps(switch)] += 1
     thinks = standin.config.reasoning != "off" and switch is not False
     if asked is not None:
-        filler = ToolFiller(understood, standin.config.seed, tools.made_calls(body["messages"]))
+        made, latest = tools.made_calls(body["messages"]), tools.latest_request(body["messages"])
+        filler = ToolFiller(understood, standin.config.seed, made, latest)
         calls = filler.choose(asked)
         if calls:
             standin.stats.tool_calls += len(calls)

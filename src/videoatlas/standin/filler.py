@@ -1,6 +1,10 @@
 """Filling a reply schema from what the stand-in understood (:class:`.policy.Request`).
 
-Every field is filled by what its name and type mean in ordinary usage: an enum of actions by
+A field named by words of its own (``room_number``, ``plate``) takes the value a picture prints
+next to the label that means what the field says (:meth:`Filler.read_fields`: label and value pairs
+from :mod:`.labels`, matched by a real text model, :mod:`.meaning`), typed by its schema; one nothing
+labels gets its type's empty value. Every other field is filled by what its name and type mean in
+ordinary usage: an enum of actions by
 what each value does (its words, or the description the request gives of it), ids by relevance,
 an answer by the evidence, a count by the appearances seen, a boolean of sufficiency by whether
 the evidence settles the question, a description by what was read (and what could not be).
@@ -9,10 +13,15 @@ Fields it has no opinion on get the simplest valid value.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any
 
 from videoatlas.standin.actions import Actions
-from videoatlas.standin.language import intent_of, norm, words_of
+from videoatlas.standin.labels import Labelled
+from videoatlas.standin.language import FUNCTION_WORDS, index_base, intent_of, norm, words_of
+from videoatlas.standin.meaning import FITS, phrase, similarity
+from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import Request
 
 _ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
@@ -28,6 +37,17 @@ _SUGGEST = {"explore", "suggest", "suggestions", "next", "revisit", "later"}
 _CONFIDENCE = {"confidence", "score", "probability", "prob", "certainty", "likelihood"}
 _TIME = {"time", "timestamp", "start", "end", "second", "seconds", "at", "when", "moment"}
 _CITE = {"evidence", "labels", "label", "cite", "cites", "cited", "citations", "references", "sources"}
+_KNOWN = _ANSWER | _IDS | _COUNT | _TEXT | _TASK | _SUFFICIENT | _PRESENT | _LEAVE_OUT | _SUGGEST | _CONFIDENCE
+_KNOWN |= _TIME | _CITE | {"value", "result", "output", "response", "name", "type", "kind", "string", "item", "items"}
+_KNOWN |= {"word", "words", "token", "tokens", "reading", "written"}
+"""Field words whose meaning the rules below give; a field named by other words asks for something read."""
+_WORD = {"word", "words", "token", "tokens"}
+_RAW = _WORD | {"text", "content", "string", "reading", "written", "value"}
+"""Fields of an item that hold what is written, as written."""
+_GENERIC = {"value", "result", "output", "response", "reply", "answer"}
+"""Names that say only that a value is wanted: the question says which."""
+_LEXICAL_FIT = FITS + 0.05
+"""A field and a label that share a word of four letters or more fit at least this well (a spelled-out match)."""
 
 
 def _named(name: str, vocabulary: set[str]) -> bool:
@@ -118,13 +138,87 @@ class Filler(Actions):
         """An object: its action first (other fields follow it), then every field it has a value for."""
         props: dict[str, Any] = node.get("properties", {})
         required = set(node.get("required", props.keys()))
+        read = self.read_fields(props)
         out: dict[str, Any] = {}
         order = sorted(props, key=lambda k: (not self._is_action(props[k], k), k))
         for key in order:
-            value = self.value(props[key], key)
+            value = self.read_value(props[key], read[key]) if key in read else None
+            if value is None:
+                value = self.value(props[key], key)
             if value is not None or key in required:
                 out[key] = value
         return {k: out[k] for k in props if k in out}
+
+    def read_fields(self, props: dict[str, Any]) -> dict[str, Labelled]:
+        """The fields of an object that ask for a value the pictures label, each with the pair it wants.
+
+        A field named by words of its own (``room_number``, ``plate``) wants the pair whose label means
+        what its name and description say (by the text model, :mod:`.meaning`; a shared word is a fit
+        too); each label fills one field, the best fits first. A lone field named only by a generic
+        word (``value``, ``result``) wants the pair whose label the question asks about.
+        """
+        pairs = self.req.labelled()
+        if not pairs:
+            return {}
+        specific: list[tuple[str, dict[str, Any]]] = []
+        generic: list[str] = []
+        for key, sub in props.items():
+            node = self.resolve(sub)
+            if not _scalar(node) or "const" in node or self._is_action(node, key):
+                continue  # a fixed value, or a step to take: not something printed
+            if _specific(key):
+                specific.append((key, node))
+            elif set(words_of(key)) <= _GENERIC:
+                generic.append(key)
+        labels = list(dict.fromkeys(p.label for p in pairs))
+        out: dict[str, Labelled] = {}
+        if specific:
+            queries = [phrase(k, str(n.get("description") or n.get("title") or "")) for k, n in specific]
+            fit = similarity(queries, labels)
+            for i, (key, _) in enumerate(specific):
+                for j, label in enumerate(labels):
+                    if _shares_word(key, label):
+                        fit[i, j] = max(float(fit[i, j]), _LEXICAL_FIT)
+            taken: set[int] = set()
+            ranked = sorted((float(fit[i, j]), i, j) for i in range(len(specific)) for j in range(len(labels)))
+            for score, i, j in reversed(ranked):
+                key = specific[i][0]
+                if score >= FITS and key not in out and j not in taken:
+                    out[key] = next(p for p in pairs if p.label == labels[j])
+                    taken.add(j)
+        if len(generic) == 1 and not specific and not self.req.choices:
+            asked = self.asked_pair()
+            if asked is not None:
+                out[generic[0]] = asked
+        return out
+
+    def read_value(self, node: dict[str, Any], pair: Labelled) -> Any:
+        """The value read, typed by the schema.
+
+        A member of an enum by match, an integer from its digits, a string as read; None when it
+        cannot take that type (the field is then filled as any other).
+        """
+        node = self.resolve(node)
+        kind = node.get("type")
+        kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
+        text = pair.value
+        if "enum" in node:
+            values = list(node["enum"])
+            same = [v for v in values if norm(str(v)) == norm(text)]
+            inside = [v for v in values if len(norm(str(v))) >= 2 and norm(str(v)) in {norm(w) for w in text.split()}]
+            return (same or inside or [None])[0]
+        if kind in ("integer", "number"):
+            found = re.search(r"(?<![A-Za-z0-9])-?\d+(?:\.\d+)?" if kind == "number" else r"\d+", text.replace(",", ""))
+            if found is None:
+                return None
+            number: float = float(found.group()) if kind == "number" else int(found.group())
+            lo, hi = node.get("minimum"), node.get("maximum")
+            if (lo is not None and number < lo) or (hi is not None and number > hi):
+                return None
+            return number
+        if kind == "string":
+            return self._fit_text(text, node)
+        return None
 
     def _is_action(self, node: dict[str, Any], name: str) -> bool:
         """An enum of things to do: most values mean a kind of step, of at least two kinds (not "before/after")."""
@@ -191,6 +285,8 @@ class Filler(Actions):
             # Items with ids are what an action records; with no action chosen, they describe what is shown.
             recording = self.intent in ("record", None) or not with_ids
             tiles = self.new_evidence() if with_ids and self.intent is not None else self._described_tiles()
+            if not with_ids and any(_named(k, _WORD) for k in props):
+                tiles = [w for t in tiles for w in _words_of_tile(t)]  # a list of words: one item per word
             for tile in tiles[:hi] if recording else []:
                 self.focus = tile
                 out.append(self.value(items, name))
@@ -299,8 +395,8 @@ class Filler(Actions):
             else:
                 ranked = self.ranked_cells()
                 value = ranked[0] if ranked else None
-        elif _named(name, _COUNT):
-            value = self.count()
+        elif _named(name, _COUNT) and (self.req.counting or not _specific(name)):
+            value = self.count()  # "room_number" names a room, not a count: it is read or left empty
         if value is None:
             value = int(lo) if lo is not None else 0
         if lo is not None:
@@ -324,7 +420,7 @@ class Filler(Actions):
                 start, end = self.req.span_of(tile)
                 pick = end if "end" in words_of(name) else start
                 value = float(pick) if pick is not None else 0.0
-        elif _named(name, _COUNT):
+        elif _named(name, _COUNT) and (self.req.counting or not _specific(name)):
             value = float(self.count() or 0)
         if "minimum" in node:
             value = max(float(node["minimum"]), value)
@@ -352,7 +448,8 @@ class Filler(Actions):
             if self.req.choices:
                 text += "; candidates: " + "; ".join(self.req.choices)
         elif self.focus is not None:
-            text = self.describe(self.focus)
+            raw = _named(name, _RAW) and not _named(name, _TEXT - _RAW)  # what is written there, not a sentence on it
+            text = self.focus.text if raw else self.describe(self.focus)
         elif _named(name, _ANSWER):
             idx = self.answer_index()
             text = self.req.choices[idx] if idx is not None else self.open_answer()
@@ -368,6 +465,33 @@ class Filler(Actions):
         if "maxLength" in node:
             text = text[: int(node["maxLength"])]
         return text.ljust(int(node.get("minLength", 0)), ".")
+
+
+def _words_of_tile(tile: Tile) -> list[Tile]:
+    """A tile's text as one tile per word (in reading order), each where its line is."""
+    return [
+        dataclasses.replace(tile, lines=[dataclasses.replace(line, text=word)])
+        for line in tile.lines
+        for word in line.text.split()
+    ]
+
+
+def _specific(name: str) -> bool:
+    """Whether a field's name has a word of its own, beyond the words the fill rules read (``room_number``)."""
+    return any(w not in _KNOWN and w not in FUNCTION_WORDS and len(w) >= 2 for w in words_of(name))
+
+
+def _scalar(node: dict[str, Any]) -> bool:
+    """A schema for one string, number or enum member: what a value printed next to a label can fill."""
+    kind = node.get("type")
+    kinds = set(kind) - {"null"} if isinstance(kind, list) else {kind}
+    return "enum" in node or (bool(kinds) and kinds <= {"string", "integer", "number"})
+
+
+def _shares_word(name: str, label: str) -> bool:
+    """Whether a field's name and a label share a word of four letters or more (a plural counts as the word)."""
+    mine = {w.removesuffix("s") for w in words_of(name) if len(w) >= 4}
+    return bool(mine & {w.removesuffix("s") for w in words_of(label.lower()) if len(w) >= 4})
 
 
 def _smallest(node: dict[str, Any]) -> Any:
@@ -428,5 +552,8 @@ def respond(schema: dict[str, Any] | None, request: Request, seed: int = 0) -> A
     filler = Filler(request, schema or {}, seed)
     if schema is None:
         idx = filler.answer_index()
+        base = index_base(request.text) if request.choices else None
+        if idx is not None and base is not None:
+            return str(base + idx)  # asked for the choice's number, not its words
         return request.choices[idx] if idx is not None else filler.open_answer()
     return filler.value(schema)

@@ -216,6 +216,88 @@ def time_spans(line: str) -> list[tuple[float, float]]:
     return spans
 
 
+_ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+_NAMED_POSITION = re.compile(
+    rf"\b(?P<nth>{'|'.join(_ORDINALS)}|last|\d{{1,2}}(?:st|nd|rd|th))\s+"
+    r"(?:image|picture|photo|frame|screenshot|screen)s?\b",
+    re.IGNORECASE,
+)
+_NUMBERED = re.compile(r"\b(?:image|picture|photo)\s*(?:#|no\.?)?\s*(?P<n>\d{1,2})\b", re.IGNORECASE)
+
+
+def image_position(question: str, images: int) -> int | None:
+    """Which of ``images`` pictures the question points at by position, as an index.
+
+    "The second image", "the last frame", "image 2"; None when it points at none (or there is only one).
+    """
+    if images < 2:
+        return None
+    named = _NAMED_POSITION.search(question)
+    if named:
+        nth = named.group("nth").lower()
+        if nth == "last":
+            return images - 1
+        at = _ORDINALS.index(nth) if nth in _ORDINALS else int(re.sub(r"\D", "", nth)) - 1
+        return at if 0 <= at < images else None
+    numbered = _NUMBERED.search(question)
+    if numbered:
+        at = int(numbered.group("n")) - 1
+        return at if 0 <= at < images else None
+    return None
+
+
+_BY_INDEX = re.compile(
+    r"\b(?:(?:index|number)\s+of\s+(?:the\s+)?(?:correct\s+|right\s+|best\s+)?(?:choice|option|answer)"
+    r"|(?:choice|option|answer)\s+(?:index|number)"
+    r"|(?:answer|reply|respond)\s+(?:only\s+)?with\s+(?:only\s+)?(?:the|its|an?)\s+(?P<word>index|number))\b",
+    re.IGNORECASE,
+)
+_FROM_ZERO = re.compile(r"\b(?:0-based|zero-based|(?:starting|counting|numbered)\s+(?:at|from)\s+(?:0|zero))\b", re.I)
+_FROM_ONE = re.compile(r"\b(?:1-based|one-based|(?:starting|counting|numbered)\s+(?:at|from)\s+(?:1|one))\b", re.I)
+_NUMBERED_CHOICE = re.compile(r"^\s*\(?(\d{1,2})[.):]\s+\S", re.MULTILINE)
+
+
+def index_base(text: str) -> int | None:
+    """The number a text asks the first choice to be replied with by: 0 or 1; None when it asks for no number.
+
+    "The index of the correct option", "the option number". A base the text states wins; else the
+    number the first listed choice carries; else an index counts from 0 and a number from 1, as each
+    word is used.
+    """
+    asked = _BY_INDEX.search(text)
+    if asked is None:
+        return None
+    if _FROM_ZERO.search(text):
+        return 0
+    if _FROM_ONE.search(text):
+        return 1
+    listed = _NUMBERED_CHOICE.search(text)
+    if listed:
+        return int(listed.group(1))
+    said = (asked.group("word") or asked.group(0)).lower()
+    return 0 if "index" in said else 1
+
+
+_STEP_OF = re.compile(
+    r"\b(?:step|turn|call|iteration|attempt)\s*#?\s*(\d+)\s*(?:of|/|out\s+of)\s*(\d+)\b", re.IGNORECASE
+)
+_LEFT = re.compile(
+    r"\b(\d+)\s+(?:more\s+)?(?:steps?|turns?|calls?|iterations?|attempts?)\s+(?:left|remain(?:ing)?)\b",
+    re.IGNORECASE,
+)
+
+
+def budget_left(text: str) -> bool:
+    """Whether the text leaves room for another step: "step 3 of 10", "2 calls left"; True when it states none."""
+    steps = list(_STEP_OF.finditer(text))
+    if steps:
+        return int(steps[-1].group(1)) < int(steps[-1].group(2))
+    left = list(_LEFT.finditer(text))
+    if left:
+        return int(left[-1].group(1)) > 0
+    return True
+
+
 _LIMIT = re.compile(r"\bat\s+(most|least)\s+(\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds)\b", re.IGNORECASE)
 
 

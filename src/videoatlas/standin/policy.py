@@ -29,6 +29,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from videoatlas.standin.labels import Labelled, labelled
 from videoatlas.standin.language import (
     AFTER,
     BEFORE,
@@ -41,6 +42,7 @@ from videoatlas.standin.language import (
     content_words,
     find_choices,
     find_question,
+    image_position,
     norm,
     time_spans,
     tokens,
@@ -96,6 +98,7 @@ class Request:
     _evidence: dict[int, bool] = field(default_factory=dict)
     _written: list[Sighting] | None = None
     _pieces: dict[int, list[Tile]] = field(default_factory=dict)
+    _labelled: list[Labelled] | None = None
 
     @classmethod
     def understand(cls, texts: list[str], sights: list[Sight], schema: dict[str, Any] | None = None) -> Request:
@@ -129,6 +132,9 @@ class Request:
             for n, s in enumerate(sights)
         ]
         tiles = [t for s in sights for t in s.tiles]
+        position = image_position(question, len(sights))
+        if position is not None:  # "the second image": only what that one shows answers
+            tiles = [t for t in tiles if t.image == position]
         return cls(text, sights, question, choices, context, names, counting, ordering, direction, tiles)
 
     # -- what a tile shows ---------------------------------------------------------------------
@@ -292,6 +298,12 @@ class Request:
                 Tile(None, None, tile.time, line.x, line.y, [line], image=tile.image) for line in tile.lines
             ]
         return self._pieces[id(tile)]
+
+    def labelled(self) -> list[Labelled]:
+        """The label and value pairs the pictures show (signs, forms, boards), in reading order."""
+        if self._labelled is None:
+            self._labelled = [pair for tile in self.tiles for pair in labelled(tile)]
+        return self._labelled
 
     def grid_tiles(self) -> list[Tile]:
         """Grid cells of the images, in reading order."""

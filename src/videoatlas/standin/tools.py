@@ -8,12 +8,16 @@ function are decoded under structured outputs (the arguments, or a list of ``{na
 as a JSON schema: :func:`forced_schema`); ``auto`` leaves the model free to call or to write text.
 
 Which function the stand-in calls is decided by :meth:`ToolFiller.choose`, by the same general rules
-as its ``response_format`` answers: a function whose name or description means answering is called
-once what was seen settles the question; before that a function whose name or description means a
-kind of step (look closer, open, look around, record...) is chosen as an action enum is; else the
-function whose name and description share most words with the question. Under ``auto`` it writes
-text when none fits, when the question is settled and no function answers, or when the call it
-would make was already made in the conversation (its result is in the messages).
+as its ``response_format`` answers, with a real text model (:mod:`.meaning`) for what words mean:
+once what was seen settles the question, a function whose name or description means answering;
+else first a function whose arguments the pictures label (it can be called with what was read);
+then a function whose name or description means a kind of step (look closer, open, look around,
+listen, record...) chosen as an action enum is; then the others by how well their name and
+description fit what the user asked last. Arguments are filled from what was read, typed by their
+schema (:meth:`.filler.Filler.read_fields`); one nothing labels gets its type's empty value. Under
+``auto`` it writes text when none fits, when the question is settled and no function answers or
+can be filled, or when the call it would make was already made in the conversation (its result is
+in the messages).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any, Literal
 
 from videoatlas.standin.contract import Refusal
 from videoatlas.standin.filler import Filler
-from videoatlas.standin.language import intent_of, tokens, words_of
+from videoatlas.standin.language import intent_of, words_of
+from videoatlas.standin.meaning import TOOL_FITS, phrase, similarity
 
 PARSERS = (  # noqa: SIM905 - a list of names reads best as text
     "apertus beam cohere_command3 cohere_command4 deepseek_v3 deepseek_v31 deepseek_v32 deepseek_v4 deepseek_v41 "
@@ -182,17 +187,13 @@ def forced_schema(request: ToolRequest) -> dict[str, Any] | Refusal | None:
 class ToolFiller(Filler):
     """A :class:`.filler.Filler` that also picks the function to call and fills its arguments."""
 
-    def __init__(self, request: Any, seed: int = 0, made: set[tuple[str, str]] | None = None) -> None:
+    def __init__(self, request: Any, seed: int = 0, made: set[tuple[str, str]] | None = None, latest: str = "") -> None:
         super().__init__(request, {}, seed)
         self.made = made or set()
         """Calls already made in the conversation: (function name, arguments as canonical JSON)."""
-
-    def string(self, node: dict[str, Any], name: str) -> str:
-        """A string as :class:`Filler` fills it; one it has no opinion on names what the question is about."""
-        text = super().string(node, name)
-        if text or not self.req.context or not name:
-            return text
-        return self._fit_text(" ".join(self.req.context), node)
+        self.called = {name for name, _ in self.made}
+        self.latest = latest or request.question
+        """What the user asked last (the question, or a later turn asking for a function's help)."""
 
     def filled(self, schema: dict[str, Any]) -> Any:
         """A value for a schema the request wrote itself (a JSON example in its text)."""
@@ -205,6 +206,12 @@ class ToolFiller(Filler):
         self.intent = intent_of(tool.name, tool.description)
         value = self.value(tool.parameters)
         return value if isinstance(value, dict) else {}
+
+    def readable(self, tool: Tool) -> int:
+        """How many of ``tool``'s arguments the pictures label (values it would fill from what it read)."""
+        self.root = tool.parameters
+        props = self.resolve(tool.parameters).get("properties") or {}
+        return len(self.read_fields(props))
 
     def choose(self, request: ToolRequest) -> list[tuple[Tool, dict[str, Any]]]:
         """The calls to make (one at most), or none when the reply should be text (``auto`` only)."""
@@ -221,25 +228,50 @@ class ToolFiller(Filler):
                 return []  # the call it would make was made: its result is in the conversation
         if request.mode == "auto":
             return []
-        tool = request.tools[0]  # "required" with nothing better: the first function, as offered
+        # "required" with nothing better: the function that fits the request best, as a model would
+        tool = self._by_meaning(list(request.tools))[0]
         return [(tool, self.arguments(tool))]
 
     def _ranked(self, request: ToolRequest) -> list[Tool]:
-        """Functions worth calling now, best first (empty when text would do, for ``auto``)."""
+        """Functions worth calling now, best first (empty when text would do, for ``auto``).
+
+        A function whose arguments the pictures label comes first (it can be called with what was
+        read: a model does not give up on a value it can read); then, once what was seen settles the
+        question, a function that answers; before that, a function that takes a step, chosen as an
+        action is; then the others by how well their name and description fit what is asked, a
+        function already called last (its result is in the conversation).
+        """
         answering = [t for t in request.tools if _answers(t)]
-        if self.sufficient() and (answering or request.mode == "auto"):
-            return answering
-        acting = [t for t in request.tools if t not in answering and _acts(t)]
-        ranked: list[Tool] = []
+        counts = {t.name: self.readable(t) for t in request.tools}
+        readable = sorted((t for t in request.tools if counts[t.name]), key=lambda t: -counts[t.name])
+        readable = [t for t in readable if t.name not in self.called] + [t for t in readable if t.name in self.called]
+        settled = self.sufficient()
+        if settled and (answering or (request.mode == "auto" and not readable)):
+            return [*answering, *(t for t in readable if t not in answering)]
+        ranked: list[Tool] = list(readable)
+        acting = [t for t in request.tools if t not in answering and t not in ranked and _acts(t)]
         if acting:
             best = self.choose_action([t.name for t in acting])
             ranked.append(request.tool(best))
-        wanted = {t for w in self.req.context for t in tokens(w)}
-        overlap = {t.name: len(wanted & set(tokens(f"{t.name} {t.description}"))) for t in request.tools}
-        ranked += sorted(
-            (t for t in request.tools if overlap[t.name] and t not in ranked), key=lambda t: -overlap[t.name]
-        )
+        rest = [t for t in request.tools if t not in ranked]
+        fits = dict(zip((t.name for t in rest), self._fits(rest), strict=True))
+        ranked += [t for t in self._by_meaning(rest) if fits[t.name] >= TOOL_FITS]
+        if request.mode == "auto":
+            ranked = [t for t in ranked if t.name not in self.called or _acts(t)]
         return ranked
+
+    def _fits(self, offered: list[Tool]) -> list[float]:
+        """How well each function's name and description fit what the user asked last."""
+        if not offered or not self.latest.strip():
+            return [0.0] * len(offered)
+        fit = similarity([self.latest], [phrase(t.name, t.description) for t in offered])[0]
+        return [float(f) for f in fit]
+
+    def _by_meaning(self, offered: list[Tool]) -> list[Tool]:
+        """``offered`` best fit first (a function already called after the others)."""
+        fits = self._fits(offered)
+        order = sorted(range(len(offered)), key=lambda i: (offered[i].name in self.called, -fits[i]))
+        return [offered[i] for i in order]
 
 
 def _answers(tool: Tool) -> bool:
@@ -265,6 +297,19 @@ def made_calls(messages: list[Any]) -> set[tuple[str, str]]:
                 continue
             made.add((str(function.get("name")), json.dumps(args, sort_keys=True)))
     return made
+
+
+def latest_request(messages: list[Any]) -> str:
+    """The text of the last user turn (what the user asked last)."""
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
 
 
 def call_text(request: ToolRequest, calls: list[tuple[Tool, dict[str, Any]]]) -> str:

@@ -84,6 +84,27 @@ QUESTIONS = (
 )  # fmt: skip
 
 
+HELD_OUT_CARDS = (
+    Card(0.0, 8.0, "HARBOUR", "WELCOME"),
+    Card(8.0, 16.0, "TIMETABLE", "PIER TWO"),
+    Card(16.0, 24.0, "FAREWELL", "SAFE TRIP"),
+)
+HELD_OUT_LINES = (
+    Line(1.0, "The boat this morning goes to Dublin."),
+    Line(9.0, "The crew wish you a calm crossing."),
+    Line(16.5, "Tea and coffee are sold on the upper deck."),
+)
+HELD_OUT = (
+    Question("Where does the boat go this morning?", ("Cork", "Dublin", "Galway", "Belfast"), "Dublin", "speech"),
+    Question("Which city does the night train go to?", ("Leeds", "Bristol", "York", "Oxford"), "Bristol", "speech"),
+    Question("Who is the driver today?", ("Maria", "Peter", "Sofia", "James"), "Maria", "speech"),
+    Question("Which room is the meeting in?", ("140", "400", "410", "440"), "400", "speech"),
+)
+"""Questions answered only by what is said, asked without a verb of saying: the first about a video of
+:data:`HELD_OUT_CARDS` (which show nothing that bears on it) and :data:`HELD_OUT_LINES`, the others about
+the main video. A searcher has to decide for itself to listen."""
+
+
 def espeak() -> str:
     """The ``espeak-ng`` executable, or a clear error naming the package to install."""
     found = shutil.which("espeak-ng")
@@ -130,11 +151,16 @@ def card_picture(card: Card) -> np.ndarray:
     return np.asarray(image)
 
 
-def write_speech_video(path: str | Path, with_audio: bool = True) -> Path:
-    """Write the video (H.264 pictures, AAC speech) to ``path`` (an .mp4); ``with_audio=False``: pictures only."""
+def write_speech_video(
+    path: str | Path, with_audio: bool = True, cards: tuple[Card, ...] = CARDS, lines: tuple[Line, ...] = LINES
+) -> Path:
+    """Write the video (H.264 pictures, AAC speech) to ``path`` (an .mp4); ``with_audio=False``: pictures only.
+
+    ``cards`` and ``lines`` (covering :data:`DURATION_S`) make another video of the same kind.
+    """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    sound = track() if with_audio else None
+    sound = track(lines) if with_audio else None
     with av.open(str(out), "w") as container:
         video = container.add_stream("libx264", rate=FPS)
         video.width, video.height, video.pix_fmt = SIZE[0], SIZE[1], "yuv420p"
@@ -142,7 +168,7 @@ def write_speech_video(path: str | Path, with_audio: bool = True) -> Path:
         audio = container.add_stream("aac", rate=RATE, layout="mono") if sound is not None else None
         for i in range(round(DURATION_S * FPS)):
             t = i / FPS
-            card = next(c for c in CARDS if c.start <= t < c.end)
+            card = next(c for c in cards if c.start <= t < c.end)
             frame = av.VideoFrame.from_ndarray(card_picture(card), format="rgb24")
             frame.pts = i
             frame.time_base = Fraction(1, FPS)

@@ -1,0 +1,95 @@
+"""What a picture labels: the text read in it as label and value pairs, as signs, forms and boards print them.
+
+Printed things name their values in a few common ways, and a reader pairs them up before it can
+say what a value is: a label and a value on one line (``ROOM 12``), a key and a value with a colon
+(``Name: Ada``), several such pairs on one line set apart by a slash or a bar, and a short label
+printed right above its value. :func:`labelled` finds these pairs in a tile's lines; which pair a
+schema field or a tool argument wants is decided elsewhere (:mod:`.meaning`), by what the label
+means, not by its spelling.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from videoatlas.standin.perception import TextLine, Tile
+
+_SEPARATOR = re.compile(r"\s+[/|·•]\s+")
+_KEYED = re.compile(r"^\s*([A-Za-z][A-Za-z .#'-]{0,30}?)\s*[:=]\s*(\S.*?)\s*$")
+_LABEL_WORD = re.compile(r"^[A-Za-z][A-Za-z'.-]*#?$|^#$")
+_NUMBER_WORDS = frozenset({"no", "no.", "nr", "nr.", "num", "num.", "number", "#"})
+"""Abbreviations that say "number" after a label (``TICKET NO 12``): part of the label, not of the value."""
+_MAX_LABEL_WORDS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Labelled:
+    """A value read in a picture, with the label printed next to it."""
+
+    label: str
+    value: str
+    image: int
+    """Which image of the request it was read in."""
+
+
+def _has_digit(text: str) -> bool:
+    return any(ch.isdigit() for ch in text)
+
+
+def _is_label(text: str) -> bool:
+    """A short run of words without digits, as a label is printed (an ending colon allowed)."""
+    words = text.strip().rstrip(":").split()
+    return 0 < len(words) <= _MAX_LABEL_WORDS and all(_LABEL_WORD.match(w) for w in words)
+
+
+def split_pair(segment: str) -> tuple[str, str] | None:
+    """``KEY: value`` or ``LABEL value`` (a value holding a digit) as (label, value); None when it is neither.
+
+    The label is the words before the first word that holds a digit; a short code right before
+    that word (``FLIGHT AB 12``) belongs to the value, unless it abbreviates "number" (``TICKET NO 12``).
+    """
+    keyed = _KEYED.match(segment)
+    if keyed and not _has_digit(keyed.group(1)):
+        return keyed.group(1).strip(), keyed.group(2).strip()
+    words = segment.split()
+    at = next((i for i, w in enumerate(words) if _has_digit(w)), None)
+    if at is None or at == 0 or at > _MAX_LABEL_WORDS + 1:
+        return None
+    label, value = words[:at], words[at:]
+    if not all(_LABEL_WORD.match(w) for w in label):
+        return None
+    last = label[-1]
+    if len(label) >= 2 and len(last) <= 3 and last.isupper() and last.lower() not in _NUMBER_WORDS:
+        label, value = label[:-1], [last, *value]
+    return " ".join(label), " ".join(value)
+
+
+def _below(upper: TextLine, lower: TextLine) -> bool:
+    """Whether ``lower`` is printed right under ``upper`` (the next line down, overlapping it across)."""
+    gap = lower.y - (upper.y + upper.h)
+    across = min(upper.x + upper.w, lower.x + lower.w) - max(upper.x, lower.x)
+    return -upper.h / 3 <= gap <= 1.5 * max(upper.h, lower.h) and across > 0
+
+
+def labelled(tile: Tile) -> list[Labelled]:
+    """The label and value pairs a tile's text shows, in reading order."""
+    if tile.masked:
+        return []
+    out: list[Labelled] = []
+    paired: set[int] = set()
+    for n, line in enumerate(tile.lines):
+        for segment in _SEPARATOR.split(line.text):
+            pair = split_pair(segment)
+            if pair is not None:
+                out.append(Labelled(pair[0], pair[1], tile.image))
+                paired.add(n)
+    for n, upper in enumerate(tile.lines):
+        if n in paired or not _is_label(upper.text):
+            continue
+        under = [m for m, lower in enumerate(tile.lines) if m != n and _below(upper, lower)]
+        if under:
+            lower = tile.lines[min(under, key=lambda m: tile.lines[m].y)]
+            if split_pair(lower.text) is None:
+                out.append(Labelled(upper.text.strip().rstrip(":"), lower.text.strip(), tile.image))
+    return out
