@@ -90,6 +90,21 @@ def resolve_preset(opts: ServeOptions) -> Preset:
     return opts.preset if opts.preset is not None else detect_preset(opts.model)
 
 
+def _server(opts: ServeOptions) -> list[str]:
+    """``vllm serve MODEL`` on the address and GPUs asked for: how every preset's command begins."""
+    return [
+        "vllm",
+        "serve",
+        opts.model,
+        "--host",
+        opts.host,
+        "--port",
+        str(opts.port),
+        "--tensor-parallel-size",
+        str(opts.gpus),
+    ]
+
+
 def _common(opts: ServeOptions, context: int | Literal["auto"]) -> list[str]:
     """Flags every family shares.
 
@@ -105,15 +120,7 @@ def _common(opts: ServeOptions, context: int | Literal["auto"]) -> list[str]:
     """
     max_len = opts.max_model_len if opts.max_model_len is not None else context
     cmd = [
-        "vllm",
-        "serve",
-        opts.model,
-        "--host",
-        opts.host,
-        "--port",
-        str(opts.port),
-        "--tensor-parallel-size",
-        str(opts.gpus),
+        *_server(opts),
         "--max-model-len",
         str(max_len),
         "--limit-mm-per-prompt",
@@ -240,15 +247,7 @@ def whisper(opts: ServeOptions) -> list[str]:
     given (vLLM takes the decoder's own 448 tokens: a 30 s window's text).
     """
     cmd = [
-        "vllm",
-        "serve",
-        opts.model,
-        "--host",
-        opts.host,
-        "--port",
-        str(opts.port),
-        "--tensor-parallel-size",
-        str(opts.gpus),
+        *_server(opts),
         "--gpu-memory-utilization",
         f"{opts.gpu_memory_utilization:.2f}",
     ]

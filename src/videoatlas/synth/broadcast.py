@@ -23,7 +23,6 @@ accent colour; ``event_duration`` is the shortest an event may last), plus ``"st
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Iterator
@@ -35,8 +34,7 @@ import av
 import structlog
 
 from videoatlas.environment.geometry import cell_span
-from videoatlas.environment.subtitles import SubtitleLine, write_srt
-from videoatlas.environment.timefmt import format_ts
+from videoatlas.environment.subtitles import SubtitleLine
 from videoatlas.errors import BadInputError
 from videoatlas.synth.broadcast_draw import (
     LAYOUTS,
@@ -51,7 +49,7 @@ from videoatlas.synth.broadcast_draw import (
     palette,
     title_sprite,
 )
-from videoatlas.synth.encode import Progress, encode_frames, frame_count, ground_truth, stretches, write_into_place
+from videoatlas.synth.encode import Progress, encode_frames, frame_count, stretches, write_synthetic
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
 log = structlog.get_logger(__name__)
@@ -384,18 +382,13 @@ def synthesize(
 ) -> dict[str, Any]:
     """Write ``name.mp4``, ``name.json`` (ground truth) and optionally ``name.srt`` into ``out_dir``."""
     spec = replace(spec, style="broadcast")  # so the record says what was drawn, however this was called
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     plan = plan_broadcast(spec)
-    video = out / f"{name}.mp4"
-    frames = write_into_place(video, lambda tmp: encode_frames(tmp, spec, render_frames(plan), progress))
-    srt = None
-    if spec.subtitles:
-        srt = out / f"{name}.srt"
-        write_into_place(srt, lambda tmp: write_srt(tmp, narration(plan)))
-    truth = ground_truth(plan.timeline, SCHEMA_VERSION, video, srt, frames, min_event_s(spec))
-    # The record last: a reader takes a video as made once its record is there.
-    text = json.dumps(truth, indent=1)
-    write_into_place(out / f"{name}.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    log.info("synthesized", style="broadcast", video=str(video), duration=format_ts(spec.duration, 0), frames=frames)
-    return truth
+    return write_synthetic(
+        out_dir,
+        name,
+        plan.timeline,
+        SCHEMA_VERSION,
+        lambda tmp: encode_frames(tmp, spec, render_frames(plan), progress),
+        lambda: narration(plan),
+        min_event_s(spec),
+    )

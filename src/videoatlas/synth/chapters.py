@@ -25,7 +25,6 @@ own vocabulary and wordings, for measuring the agent on video it was not develop
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,10 +34,9 @@ import structlog
 from PIL import Image, ImageDraw
 
 from videoatlas.environment.render import draw_centered_text, load_font
-from videoatlas.environment.subtitles import SubtitleLine, write_srt
-from videoatlas.environment.timefmt import format_ts
+from videoatlas.environment.subtitles import SubtitleLine
 from videoatlas.errors import BadInputError
-from videoatlas.synth.encode import Progress, ground_truth, stretches, write_frames, write_into_place
+from videoatlas.synth.encode import Progress, stretches, write_frames, write_synthetic
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
 log = structlog.get_logger(__name__)
@@ -325,23 +323,18 @@ def synthesize(
     spec: SynthSpec, out_dir: str | Path, name: str = "video", progress: Progress | None = None
 ) -> dict[str, Any]:
     """Write a chapters-style ``name.mp4``, ``name.json`` (ground truth) and maybe ``name.srt`` into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     tl = plan_timeline(spec)
-    video = out / f"{name}.mp4"
 
     def states() -> Iterator[tuple[float, float, Image.Image]]:
         for a, b, scene, event in stretches(tl):
             yield a, b, draw_state(tl, scene, event)
 
-    frames = write_into_place(video, lambda tmp: write_frames(tmp, spec, states(), progress))
-    srt = None
-    if spec.subtitles:
-        srt = out / f"{name}.srt"
-        write_into_place(srt, lambda tmp: write_srt(tmp, narration(tl)))
-    truth = ground_truth(tl, SCHEMA_VERSION, video, srt, frames, spec.event_duration)
-    # The record last: a reader takes a video as made once its record is there.
-    text = json.dumps(truth, indent=1)
-    write_into_place(out / f"{name}.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    log.info("synthesized", video=str(video), duration=format_ts(spec.duration, 0), frames=frames)
-    return truth
+    return write_synthetic(
+        out_dir,
+        name,
+        tl,
+        SCHEMA_VERSION,
+        lambda tmp: write_frames(tmp, spec, states(), progress),
+        lambda: narration(tl),
+        spec.event_duration,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import uuid
@@ -13,9 +14,14 @@ from typing import Any, TypeVar
 
 import av
 import numpy as np
+import structlog
 from PIL import Image
 
+from videoatlas.environment.subtitles import SubtitleLine, write_srt
+from videoatlas.environment.timefmt import format_ts
 from videoatlas.synth.spec import Event, Scene, SynthSpec, Timeline
+
+log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -200,3 +206,34 @@ def ground_truth(
         "events": [asdict(e) for e in tl.events],
         "questions": [{**asdict(q), "answer": q.answer} for q in tl.questions],
     }
+
+
+def write_synthetic(
+    out_dir: str | Path,
+    name: str,
+    tl: Timeline,
+    schema: int,
+    write_video: Callable[[Path], int],
+    narration: Callable[[], Iterable[SubtitleLine]],
+    event_duration: float,
+) -> dict[str, Any]:
+    """Write a synthetic video's files into ``out_dir``, as every style makes them.
+
+    ``name.mp4`` (``write_video`` encodes it and returns its frame count), ``name.srt`` when the spec asks for
+    subtitles, and ``name.json`` (:func:`ground_truth`). Each file is written under a temporary name and moved
+    into place, and the record last: a reader takes a video as made once its record is there.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    video = out / f"{name}.mp4"
+    frames = write_into_place(video, write_video)
+    srt = None
+    if tl.spec.subtitles:
+        srt = out / f"{name}.srt"
+        write_into_place(srt, lambda tmp: write_srt(tmp, list(narration())))
+    truth = ground_truth(tl, schema, video, srt, frames, event_duration)
+    text = json.dumps(truth, indent=1)
+    write_into_place(out / f"{name}.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    duration = format_ts(tl.spec.duration, 0)
+    log.info("synthesized", style=tl.spec.style, video=str(video), duration=duration, frames=frames)
+    return truth

@@ -24,7 +24,6 @@ gradient plus pre-rendered cards (:mod:`.signage_draw`), so a 3-hour video is qu
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Iterator
@@ -35,11 +34,10 @@ from typing import Any
 import av
 import structlog
 
-from videoatlas.environment.subtitles import SubtitleLine, write_srt
-from videoatlas.environment.timefmt import format_ts
+from videoatlas.environment.subtitles import SubtitleLine
 from videoatlas.errors import BadInputError
 from videoatlas.synth.broadcast_draw import Sprite, Texture, frame_planes
-from videoatlas.synth.encode import Progress, encode_frames, frame_count, ground_truth, stretches, write_into_place
+from videoatlas.synth.encode import Progress, encode_frames, frame_count, stretches, write_synthetic
 from videoatlas.synth.signage_draw import BAYS, card_sprites, hall_texture, status_sprite
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
@@ -323,17 +321,13 @@ def synthesize(
 ) -> dict[str, Any]:
     """Write ``name.mp4``, ``name.json`` (ground truth) and optionally ``name.srt`` into ``out_dir``."""
     spec = replace(spec, style="signage")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     plan = plan_signage(spec)
-    video = out / f"{name}.mp4"
-    frames = write_into_place(video, lambda tmp: encode_frames(tmp, spec, render_frames(plan), progress))
-    srt = None
-    if spec.subtitles:
-        srt = out / f"{name}.srt"
-        write_into_place(srt, lambda tmp: write_srt(tmp, announcements(plan)))
-    truth = ground_truth(plan.timeline, SCHEMA_VERSION, video, srt, frames, event_length(spec))
-    text = json.dumps(truth, indent=1)
-    write_into_place(out / f"{name}.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    log.info("synthesized", style="signage", video=str(video), duration=format_ts(spec.duration, 0), frames=frames)
-    return truth
+    return write_synthetic(
+        out_dir,
+        name,
+        plan.timeline,
+        SCHEMA_VERSION,
+        lambda tmp: encode_frames(tmp, spec, render_frames(plan), progress),
+        lambda: announcements(plan),
+        event_length(spec),
+    )
