@@ -443,7 +443,7 @@ class Filler(Actions):
     def string(self, node: dict[str, Any], name: str) -> str:
         """A string: a search plan, a description of the tile in hand, an answer, or a summary."""
         if _named(name, _TASK) and not _named(name, _TEXT):
-            looks = ", ".join(self.req.context) or "the moment the question asks about"
+            looks = ", ".join(self.req.context) or "the moment asked about"
             text = f"look for {looks} on screen and read what is shown with it"
             if self.req.choices:
                 text += "; candidates: " + "; ".join(self.req.choices)
