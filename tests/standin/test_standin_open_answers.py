@@ -118,6 +118,13 @@ def test_an_enum_takes_the_member_the_question_states(client: openai.OpenAI, que
     assert filled(client, question, RELATION)["relation"] == member
 
 
+def test_json_asked_for_in_words_takes_the_alternative_the_question_states(client: openai.OpenAI) -> None:
+    """An example value listing alternatives with ``|`` asks for one of them, as a schema's enum does."""
+    example = 'Reply in JSON like {"relation": "none|right after|just before", "note": "..."}.'
+    out = json.loads(said(client, f"{example}\nWhich kite is flown just before the thunder clap?"))
+    assert out == {"relation": "just before", "note": out["note"]} and isinstance(out["note"], str)
+
+
 def test_an_action_enum_keeps_its_own_rules(client: openai.OpenAI) -> None:
     """A question that happens to say an action's name does not choose the step: what was seen does."""
     schema = {
