@@ -182,8 +182,9 @@ SOURCES_BY_VERSION = {
     13: "3a7973f8ef4b8fd23129a3e434abd7b6a522b9f8b344ebf0d3297f82927fd4a0",
     # 14: open questions answered with the value asked for (a count, the words read beside what the question
     # names, a time; a description only when asked for); an enum no picture fills takes the member the question
-    # states word for word (the longest); "times" is a function word; words joined by | in a JSON example are an enum.
-    14: "5ba4cea035d6c5cf97bd6e3cf861d0943fbab118c6a736541e969c3e54ec4c64",
+    # states word for word (the longest); "times" is a function word; words joined by | in a JSON example are an enum;
+    # a heading naming the options with none listed under it means no choices (a numbered list of steps is not them).
+    14: "20aeec67cb24b7e84b4987446fc5b1e30b7918ded7c9de51b75291e90e706f2f",
 }
 
 

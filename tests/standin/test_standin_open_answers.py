@@ -82,6 +82,21 @@ def test_an_open_answer_field_holds_the_value_typed_by_its_schema(client: openai
     assert filled(client, "How many times is KIWI written on this board?", counted, STALLS) == {"count": 3}
 
 
+def test_options_headed_as_none_make_a_numbered_list_of_steps_no_choices(client: openai.OpenAI) -> None:
+    """A heading that lists no option under it says the question is open: numbered steps below are not options."""
+    text = (
+        "Question: How many times is KIWI written on this board?\nOptions:\n(there are none)\n\n"
+        "1. Read the board line by line.\n2. Say whether what you read settles the question.\n"
+    )
+    schema = {
+        "type": "object",
+        "properties": {"sufficient": {"type": "boolean"}, "count": {"type": "integer"}},
+        "required": ["sufficient", "count"],
+        "additionalProperties": False,
+    }
+    assert filled(client, text, schema, STALLS) == {"sufficient": True, "count": 3}
+
+
 def test_a_when_question_gets_the_time_it_was_seen(client: openai.OpenAI) -> None:
     reply = said(client, TIMED_NOTES + "\nWhen is the TULIP sticker first seen?")
     assert reply == "1:35" and as_number(reply) == 95.0

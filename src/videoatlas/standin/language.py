@@ -166,7 +166,8 @@ def find_choices(text: str, question: str = "") -> list[str]:
     """Answer options written in the text.
 
     In order of preference: a block of labelled lines (``A. x``) under a heading that names options;
-    any other such block whose items are not all times or ranges (a list of places, not answers);
+    any other such block whose items are not all times or ranges (a list of places, not answers),
+    unless a heading that names options lists none under it (then a numbered list is something else);
     an inline ``Options: x, y`` list; options lettered ``(a) x (b) y`` or listed ``x, y or z`` in the
     question itself.
     """
@@ -188,8 +189,11 @@ def find_choices(text: str, question: str = "") -> list[str]:
     if current:
         blocks.append((headed, current))
     good = [(h, b) for h, b in blocks if len(b) >= 2 and not all(_POINT.fullmatch(i) or _RANGE.fullmatch(i) for i in b)]
-    if good:
-        return next((b for h, b in good if h), good[0][1])
+    headed_block = next((b for h, b in good if h), None)
+    if headed_block is not None:
+        return headed_block
+    if good and not _heading_without_list(text):
+        return good[0][1]  # a heading naming options over no list says there are none: a numbered list is not them
     for line in text.splitlines():
         lettered = [m.group(2).strip(" ,;?") for m in _INLINE_LETTERED.finditer(line)]
         if len(lettered) >= 2:
@@ -201,6 +205,18 @@ def find_choices(text: str, question: str = "") -> list[str]:
                 return parts
     listed = re.search(r"[:,]\s*([^:,?]+(?:,\s*[^:,?]+)*,?\s+or\s+[^,?]+)\?\s*$", question)
     return _listed(listed.group(1)) if listed else []
+
+
+_OPTIONS_HEADING = re.compile(r"^\s*(?:the\s+)?(?:choices|options|answers|candidates)\s*:\s*$", re.IGNORECASE)
+
+
+def _heading_without_list(text: str) -> bool:
+    """Whether a line heads the options (``Choices:``) and the next line with text lists none."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return any(
+        _OPTIONS_HEADING.match(line) and (i + 1 == len(lines) or not LABELLED_CHOICE.match(lines[i + 1]))
+        for i, line in enumerate(lines)
+    )
 
 
 def _listed(body: str) -> list[str]:
