@@ -180,6 +180,11 @@ SOURCES_BY_VERSION = {
     # tools ranked by what they can fill and by e5 fit; another sense (listening) before ending without evidence;
     # pictures by position, words as arrays of objects, choices replied by number.
     13: "3a7973f8ef4b8fd23129a3e434abd7b6a522b9f8b344ebf0d3297f82927fd4a0",
+    # 14: open questions answered with the value asked for (a count, the words read beside what the question
+    # names, a time; a description only when asked for); an enum no picture fills takes the member the question
+    # states word for word (the longest); "times" is a function word; words joined by | in a JSON example are an enum;
+    # a heading naming the options with none listed under it means no choices (a numbered list of steps is not them).
+    14: "20aeec67cb24b7e84b4987446fc5b1e30b7918ded7c9de51b75291e90e706f2f",
 }
 
 

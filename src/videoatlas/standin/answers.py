@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 
 from videoatlas.standin.labels import Labelled
-from videoatlas.standin.language import content_words, searched_share, words_of
+from videoatlas.standin.language import (
+    NUMBER_ASKED,
+    OCCURRENCES,
+    asked_kind,
+    content_words,
+    searched_share,
+    tokens,
+    words_of,
+)
 from videoatlas.standin.meaning import ASKED_FITS, similarity
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import COUNT_COVERAGE_PCT, SAME_SPAN_S, Request, Sighting
@@ -180,17 +188,13 @@ class Answers:
     def describe(self, tile: Tile) -> str:
         """One sentence on what a tile shows, with the stretch of video it stands for."""
         where = f"cell {tile.cell}" if tile.cell is not None else f"item {tile.evidence}" if tile.evidence else "image"
-        start, end = self.req.span_of(tile)
         if tile.cell is None and tile.evidence is None and tile.time is not None:
             filed = self._cell_of(tile)
             if filed is not None:
                 where = f"zoomed frame of cell {filed.cell}"
         when = ""
+        start, end = self.when(tile)
         if start is not None:
-            if tile.cell is not None and self.req.is_evidence(tile):
-                run = self.req.run_of(tile, self._same_as(tile))
-                first = self.req.span_of(run[0])[0]
-                start, end = (start if first is None else first), self.req.span_of(run[-1])[1]
             when = f" at {start:.1f} s" if end is None or end <= start else f" ({start:.1f}-{end:.1f} s)"
         shown = tile.text or "nothing legible"
         sentence = f"{where}{when} shows: {shown}"
@@ -238,18 +242,90 @@ class Answers:
         return next(p for p in pairs if p.label == labels[best]) if fit[best] >= ASKED_FITS else None
 
     def open_answer(self) -> str:
-        """A free-text answer from the evidence, for questions without choices.
+        """The reply to a question without choices: the value of the kind it asks for.
 
-        The value the question asks for when a picture labels it, else what was seen.
+        A description when the question asks for one; "how many times" the count of separate
+        appearances (:meth:`count`, as with choices); else a label the question names gives its value;
+        another "how many" the count; "what/which/who" the words read with the best evidence that the
+        question does not itself hold (:meth:`read_answer`); "when" the time of the best evidence.
+        What was seen, when nothing seen gives the value asked for.
         """
+        kind = asked_kind(self.req.question)
+        if kind == "describe":
+            return self.seen_text()
+        if kind == "count" and OCCURRENCES.search(self.req.question):
+            return str(self.count() or 0)  # how often it is seen, not a number printed beside it
         asked = self.asked_pair()
         if asked is not None:
             return asked.value
+        if kind == "count":
+            return str(self.count() or 0)
+        if kind == "time":
+            when = self.evidence_time()
+            if when is not None:
+                return clock(when)
+        if kind == "value":
+            read = self.read_answer()
+            if read:
+                return read
+        return self.seen_text()
+
+    def seen_text(self) -> str:
+        """What was seen that bears on the question, as sentences (else what could be read at all)."""
         ev = self.evidence_tiles()
         if not ev:
             read = [t.text for t in self.req.tiles if t.text and not t.masked]
             return ("I can read: " + "; ".join(read[:4])) if read else "I could not find the answer in what I saw."
         return "Seen: " + "; ".join(self.describe(t) for t in ev[:3])
+
+    def ranked_evidence(self) -> list[Tile]:
+        """The evidence, the tiles showing more of what the question names first (close-ups first among equals)."""
+        return sorted(self.evidence_tiles(), key=lambda t: -len(self.req.context_in(t)))
+
+    def evidence_time(self) -> float | None:
+        """When the best evidence was seen (the start of its run of frames), else the first note's time."""
+        for tile in self.ranked_evidence():
+            start, _ = self.when(tile)
+            if start is not None:
+                return start
+        noted = [s.start for s in self.req.written_sightings() if s.context and s.start is not None]
+        return noted[0] if noted else None
+
+    def when(self, tile: Tile) -> tuple[float | None, float | None]:
+        """The stretch a tile's sighting covers: a grid cell's whole run of frames showing the same thing."""
+        start, end = self.req.span_of(tile)
+        if start is not None and tile.cell is not None and self.req.is_evidence(tile):
+            run = self.req.run_of(tile, self._same_as(tile))
+            first = self.req.span_of(run[0])[0]
+            start, end = (start if first is None else first), self.req.span_of(run[-1])[1]
+        return start, end
+
+    def read_answer(self) -> str:
+        """The words read with the best evidence that the question does not itself hold ("" when none).
+
+        In a tile, the line that shows what the question names comes first, then the lines nearest it;
+        the first line with words of its own gives them, as read. A question that asks for a number
+        or a code takes only the words written with digits.
+        """
+        asked = set(tokens(self.req.question))
+        digits = bool(NUMBER_ASKED.search(self.req.question))
+        for tile in self.ranked_evidence():
+            pieces = self.req.line_tiles(tile)
+            named = [p for p in pieces if self.req.context_in(p)]
+            if not named:
+                continue
+
+            def distance(piece: Tile, named: list[Tile] = named) -> float:
+                return min(abs(piece.x - n.x) + abs(piece.y - n.y) for n in named)
+
+            for piece in sorted(pieces, key=lambda p: (p not in named, distance(p))):
+                words = [w.strip(".,;:!?()[]\"'") for w in piece.text.split()]
+                new = [w for w in words if tokens(w) and not set(tokens(w)) <= asked]
+                if digits:
+                    new = [w for w in new if any(ch.isdigit() for ch in w)]
+                if new:
+                    return " ".join(new)
+        return ""
 
     def _guess(self, n: int) -> int:
         """A deterministic pick when nothing supports any choice (the stand-in's own; the agent never guesses)."""
@@ -266,6 +342,15 @@ class Answers:
             else:
                 out.append(tile)
         return out
+
+
+def clock(seconds: float) -> str:
+    """A time of the video as a clock reading (``1:05``, ``1:02:03``, ``0:07.5``)."""
+    whole = round(seconds, 1)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{secs:04.1f}" if whole != int(whole) else f"{int(secs):02d}"
+    return f"{int(hours)}:{int(minutes):02d}:{text}" if hours else f"{int(minutes)}:{text}"
 
 
 def _written_gap(line: str) -> float | None:

@@ -8,7 +8,9 @@ ordinary usage: an enum of actions by
 what each value does (its words, or the description the request gives of it), ids by relevance,
 an answer by the evidence, a count by the appearances seen, a boolean of sufficiency by whether
 the evidence settles the question, a description by what was read (and what could not be).
-Fields it has no opinion on get the simplest valid value.
+Any other enum takes the member the user's question states word for word (the longest: "right
+after" over "after"), as a model copies a relation or kind the question names. Fields it has no
+opinion on get the simplest valid value.
 """
 
 from __future__ import annotations
@@ -298,7 +300,10 @@ class Filler(Actions):
     # -- scalars ----------------------------------------------------------------------------------
 
     def enum(self, values: list[Any], name: str) -> Any:
-        """An enum value by its meaning: ids, actions, directions, search modes, verdicts, answers."""
+        """An enum value by its meaning: ids, actions, directions, search modes, verdicts, answers.
+
+        Any other enum takes the member the question states (:func:`_stated_member`), else its first.
+        """
         if _named(name, _IDS) and values and all(isinstance(v, int) for v in values):
             return self.id_value(values)
         text = [str(v) for v in values]
@@ -328,7 +333,8 @@ class Filler(Actions):
             return values[lower.index(self._verdict(polarity))]
         if not name:
             return self._answer_value(values, text)
-        return values[0]
+        stated = _stated_member(text, self.req.question)
+        return values[stated] if stated is not None else values[0]
 
     def _answer_value(self, values: list[Any], text: list[str]) -> Any:
         """The enum value that names the best-supported choice (its text, its letter or its index)."""
@@ -443,7 +449,7 @@ class Filler(Actions):
     def string(self, node: dict[str, Any], name: str) -> str:
         """A string: a search plan, a description of the tile in hand, an answer, or a summary."""
         if _named(name, _TASK) and not _named(name, _TEXT):
-            looks = ", ".join(self.req.context) or "the moment the question asks about"
+            looks = ", ".join(self.req.context) or "the moment asked about"
             text = f"look for {looks} on screen and read what is shown with it"
             if self.req.choices:
                 text += "; candidates: " + "; ".join(self.req.choices)
@@ -530,6 +536,25 @@ def _distinct(node: dict[str, Any], n: int) -> Any:
     if kind == "string":
         return f"item {n + 1}"[: int(node["maxLength"])] if "maxLength" in node else f"item {n + 1}"
     return _smallest(node)
+
+
+def _stated_member(members: list[str], question: str) -> int | None:
+    """The enum member the question states word for word (the longest, when several are), if any.
+
+    A member must hold a letter and three characters or more: a lone number or letter in a question
+    states nothing about a field.
+    """
+    said = f" {_plain(question)} "
+    stated = [
+        (len(_plain(m)), -i) for i, m in enumerate(members) if _plain(m) and any(ch.isalpha() for ch in _plain(m))
+    ]
+    stated = [(n, j) for n, j in stated if n >= 3 and f" {_plain(members[-j])} " in said]
+    return -max(stated)[1] if stated else None
+
+
+def _plain(text: str) -> str:
+    """Lower-case words and digits of ``text``, one space apart."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _polarity(value: str) -> str:

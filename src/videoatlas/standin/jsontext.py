@@ -6,7 +6,8 @@ a JSON example in the text (``{"answer": "...", "confidence": 0.5}``; values tha
 such as ``<letter>``, are read as strings), else the quoted or back-quoted names in a sentence that
 speaks of keys or fields, else one ``answer`` key. Each value's type follows the example's (a
 number, a boolean, a list, a nested object); a one-letter example value, or letters separated by
-``|``, stands for the letter of a choice. The object is then filled as any reply schema is.
+``|``, stands for the letter of a choice, and words separated by ``|`` (``"none|after|before"``)
+for one of them, written as given. The object is then filled as any reply schema is.
 """
 
 from __future__ import annotations
@@ -85,4 +86,7 @@ def _schema_of(value: Any, letters: int) -> dict[str, Any]:
         return {"type": "number"}
     if isinstance(value, str) and letters >= 2 and _LETTERS.match(value):
         return {"type": "string", "enum": [chr(ord("A") + i) for i in range(letters)]}
+    options = [o.strip() for o in value.split("|")] if isinstance(value, str) else []
+    if len(options) >= 2 and all(len(o) >= 2 for o in options) and len(set(options)) == len(options):
+        return {"type": "string", "enum": options}  # "none|after|before": one of these, as written
     return {"type": "string"}

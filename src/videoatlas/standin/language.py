@@ -26,7 +26,7 @@ FUNCTION_WORDS = frozenset(
     last latest earliest then following followed preceding previous prior
     video videos clip clips film footage frame frames image images picture pictures screen scene scenes
     shown shows showing appear appears appeared appearing visible seen see sees displayed display
-    displays written read reads moment moments part parts happen happens happened
+    displays written read reads moment moments part parts happen happens happened times
     question answer answers choice choices option options select choose pick correct true false
     """.split()  # noqa: SIM905 - a word list reads best as text
 )
@@ -35,6 +35,36 @@ ORDER_FIRST = re.compile(r"\b(?:first|earliest|earlier|sooner|comes?\s+first|in\
 ORDER_LAST = re.compile(r"\b(?:last|latest|later|comes?\s+last)\b", re.IGNORECASE)
 AFTER = re.compile(r"\b(?:after|following|followed|next|then|subsequent(?:ly)?)\b", re.IGNORECASE)
 BEFORE = re.compile(r"\b(?:before|preceding|precedes|preceded|prior\s+to|previous|leading\s+up\s+to)\b", re.IGNORECASE)
+
+DESCRIBE = re.compile(
+    r"\b(?:describe[sd]?|description|summari[sz]e|summary|explain|what\s+(?:is\s+)?happen(?:s|ed|ing)?|"
+    r"what\s+is\s+going\s+on)\b",
+    re.IGNORECASE,
+)
+"""A question that asks for a description, not a value."""
+WHEN = re.compile(
+    r"^\s*when\b|\bat\s+what\s+(?:time|point|moment|second|minute)\b|\b(?:what|which)\s+timestamp\b",
+    re.IGNORECASE,
+)
+"""A question that asks at what time of the video something is seen."""
+VALUE = re.compile(r"\b(?:what|which|who|whose|where)\b", re.IGNORECASE)
+"""A question that asks for a thing: a name, a code, a number, a word as shown."""
+OCCURRENCES = re.compile(r"\b(?:times|how\s+often|occurrences?|appearances?|separate(?:ly)?)\b", re.IGNORECASE)
+"""A count of how often something is seen (not a number printed beside it)."""
+NUMBER_ASKED = re.compile(r"\b(?:number|numbers|digits?|numeric|numerals?)\b", re.IGNORECASE)
+"""A question whose value is written with digits."""
+
+
+def asked_kind(question: str) -> str:
+    """What a question without choices asks for: ``count``, ``describe``, ``time``, ``value``, else ``other``."""
+    if COUNT_PATTERN.search(question):
+        return "count"
+    if DESCRIBE.search(question):
+        return "describe"
+    if WHEN.search(question):
+        return "time"
+    return "value" if VALUE.search(question) else "other"
+
 
 SPOKEN = re.compile(
     r"\b(?:say|says|said|saying|hear|hears|heard|speak|speaks|spoke|spoken|announce[sd]?|"
@@ -136,7 +166,8 @@ def find_choices(text: str, question: str = "") -> list[str]:
     """Answer options written in the text.
 
     In order of preference: a block of labelled lines (``A. x``) under a heading that names options;
-    any other such block whose items are not all times or ranges (a list of places, not answers);
+    any other such block whose items are not all times or ranges (a list of places, not answers),
+    unless a heading that names options lists none under it (then a numbered list is something else);
     an inline ``Options: x, y`` list; options lettered ``(a) x (b) y`` or listed ``x, y or z`` in the
     question itself.
     """
@@ -158,8 +189,11 @@ def find_choices(text: str, question: str = "") -> list[str]:
     if current:
         blocks.append((headed, current))
     good = [(h, b) for h, b in blocks if len(b) >= 2 and not all(_POINT.fullmatch(i) or _RANGE.fullmatch(i) for i in b)]
-    if good:
-        return next((b for h, b in good if h), good[0][1])
+    headed_block = next((b for h, b in good if h), None)
+    if headed_block is not None:
+        return headed_block
+    if good and not _heading_without_list(text):
+        return good[0][1]  # a heading naming options over no list says there are none: a numbered list is not them
     for line in text.splitlines():
         lettered = [m.group(2).strip(" ,;?") for m in _INLINE_LETTERED.finditer(line)]
         if len(lettered) >= 2:
@@ -171,6 +205,18 @@ def find_choices(text: str, question: str = "") -> list[str]:
                 return parts
     listed = re.search(r"[:,]\s*([^:,?]+(?:,\s*[^:,?]+)*,?\s+or\s+[^,?]+)\?\s*$", question)
     return _listed(listed.group(1)) if listed else []
+
+
+_OPTIONS_HEADING = re.compile(r"^\s*(?:the\s+)?(?:choices|options|answers|candidates)\s*:\s*$", re.IGNORECASE)
+
+
+def _heading_without_list(text: str) -> bool:
+    """Whether a line heads the options (``Choices:``) and the next line with text lists none."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return any(
+        _OPTIONS_HEADING.match(line) and (i + 1 == len(lines) or not LABELLED_CHOICE.match(lines[i + 1]))
+        for i, line in enumerate(lines)
+    )
 
 
 def _listed(body: str) -> list[str]:
