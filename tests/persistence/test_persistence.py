@@ -49,6 +49,8 @@ def ask_args(video: Path, question: dict[str, Any], url: str, db: str) -> list[s
         "bfs",
         "--bfs-cells",  # one cell per worker: round 2 is one wave of 4 workers, all in flight at the kill
         "1",
+        "--bfs-resolution-s",  # no timeline-covering first pass for the count: it is answered in rounds of workers
+        "0",
         "--cell-px",
         "160",
         "--json",
