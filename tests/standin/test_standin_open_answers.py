@@ -17,7 +17,7 @@ from typing import Any
 import openai
 import pytest
 
-from standin.test_standin_reading import ask, picture, user
+from picture_helpers import ask, picture, user
 from videoatlas.evals.open_answers import as_number
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer

@@ -9,8 +9,6 @@ schemas say, and an argument nothing labels comes back empty, never filled with 
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -19,29 +17,13 @@ import jsonschema
 import openai
 import pytest
 from openai.types.chat import ChatCompletion
-from PIL import Image, ImageDraw
 
-from videoatlas.environment.render import load_font
+from picture_helpers import ask, picture, user
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
-
-Box = tuple[int, int, str, int]
-"""x, y, text, pixel size."""
-
-
-def picture(texts: list[Box], size: tuple[int, int] = (640, 360)) -> str:
-    """A JPEG data URL of dark text on a light card."""
-    img = Image.new("RGB", size, (235, 235, 225))
-    draw = ImageDraw.Draw(img)
-    for x, y, text, px in texts:
-        draw.text((x, y), text, fill=(15, 15, 15), font=load_font(px))
-    buf = io.BytesIO()
-    img.save(buf, "JPEG", quality=92)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
-
 
 PLATE = picture([(60, 60, "PLATE", 34), (60, 130, "KX-4471", 72)])
 """A label above its value."""
@@ -59,16 +41,6 @@ def client() -> Iterator[openai.OpenAI]:
     config = StandinConfig(enable_auto_tool_choice=True, tool_call_parser="hermes")
     with RunningServer(StandinServer(config, reader=Reader())) as server:
         yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
-
-
-def ask(client: openai.OpenAI, **request: Any) -> ChatCompletion:
-    reply: ChatCompletion = client.chat.completions.create(model=STANDIN_MODEL, **request)
-    return reply
-
-
-def user(text: str, *images: str) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": url}} for url in images]
-    return {"role": "user", "content": [*parts, {"type": "text", "text": text}]}
 
 
 def function(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
