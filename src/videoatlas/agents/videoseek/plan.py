@@ -14,7 +14,7 @@ from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, history, subtitles_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import budget_exhausted, choices_block, emit, hear, said
+from videoatlas.runtime.calls import budget_exhausted, choices_block, emit, hear, said, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 
@@ -72,5 +72,4 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         instead=instead,
     )
     emit("planned", turn=turn_no, tool=call["tool"], thought=thought)
-    update = {**update, "cost": update["cost"] + heard.cost, "repairs": [*update.get("repairs", []), *heard.repairs]}
-    return next_step(call, update, "look", "planner")
+    return next_step(call, with_heard(update, heard), "look", "planner")
