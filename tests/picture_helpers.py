@@ -1,11 +1,13 @@
-"""Pictures of labelled text and the calls that send them to a stand-in, for the stand-in's reading tests."""
+"""Pictures of labelled text, the requests that send them to a stand-in and the checks of its tool calls."""
 
 from __future__ import annotations
 
 import base64
 import io
+import json
 from typing import Any
 
+import jsonschema
 import openai
 from openai.types.chat import ChatCompletion
 from PIL import Image, ImageDraw
@@ -38,3 +40,21 @@ def user(text: str, *images: str) -> dict[str, Any]:
     """A user message: the pictures first, then the text."""
     parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": url}} for url in images]
     return {"role": "user", "content": [*parts, {"type": "text", "text": text}]}
+
+
+def function(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI function tool whose every property is required."""
+    params = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+
+
+def calls_of(reply: ChatCompletion, tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The reply's calls, each checked against the schema of the function it names."""
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    out = []
+    for call in reply.choices[0].message.tool_calls or []:
+        assert call.type == "function" and call.id.startswith("chatcmpl-tool-")
+        args = json.loads(call.function.arguments)
+        jsonschema.validate(args, schemas[call.function.name])
+        out.append((call.function.name, args))
+    return out

@@ -13,12 +13,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import jsonschema
 import openai
 import pytest
-from openai.types.chat import ChatCompletion
 
-from picture_helpers import ask, picture, user
+from picture_helpers import ask, calls_of, function, picture, user
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.standin.version import STANDIN_MODEL
@@ -43,25 +41,8 @@ def client() -> Iterator[openai.OpenAI]:
         yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
 
 
-def function(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    params = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
-
-
 REPORT = function("report_plate", "Report the licence plate of the car in the photo.", {"plate": {"type": "string"}})
 GIVE_UP = function("give_up", "Give up when the photo does not show what was asked.", {})
-
-
-def calls_of(reply: ChatCompletion, tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """The reply's calls, each checked against the schema of the function it names."""
-    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
-    out = []
-    for call in reply.choices[0].message.tool_calls or []:
-        assert call.type == "function" and call.id.startswith("chatcmpl-tool-")
-        args = json.loads(call.function.arguments)
-        jsonschema.validate(args, schemas[call.function.name])
-        out.append((call.function.name, args))
-    return out
 
 
 PLATE_QUESTION = "What is the plate number of the car in this photo?"

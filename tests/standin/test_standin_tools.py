@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import openai
 import pytest
-from openai.types.chat import ChatCompletion
 
+from picture_helpers import ask, calls_of, function
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import Interval, path_at
@@ -66,12 +65,6 @@ def video(synth_video: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def ask(client: openai.OpenAI, **request: Any) -> ChatCompletion:
-    """One chat completion of the stand-in's model (requests are plain dicts, as a client builds them)."""
-    reply: ChatCompletion = client.chat.completions.create(model=STANDIN_MODEL, **request)
-    return reply
-
-
 def asking(question: dict[str, Any], extra: str = "") -> str:
     lines = [f"Question: {question['question']}", *(f"{'ABCD'[i]}. {c}" for i, c in enumerate(question["choices"]))]
     return "\n".join([*lines, extra] if extra else lines)
@@ -83,11 +76,6 @@ def user(video: dict[str, Any], grid: str, text: str) -> dict[str, Any]:
         "role": "user",
         "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}],
     }
-
-
-def function(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    params = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
 
 
 def tools_for(video: dict[str, Any], question: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,18 +92,6 @@ def tools_for(video: dict[str, Any], question: dict[str, Any]) -> list[dict[str,
             {"answer": {"type": "string", "enum": question["choices"]}},
         ),
     ]
-
-
-def calls_of(reply: ChatCompletion, tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """The reply's calls, each checked against the schema of the function it names."""
-    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
-    out = []
-    for call in reply.choices[0].message.tool_calls or []:
-        assert call.type == "function" and call.id.startswith("chatcmpl-tool-")
-        args = json.loads(call.function.arguments)
-        jsonschema.validate(args, schemas[call.function.name])
-        out.append((call.function.name, args))
-    return out
 
 
 def shows_a_badge(video: dict[str, Any], cell: int) -> bool:
