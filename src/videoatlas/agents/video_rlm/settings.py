@@ -44,6 +44,13 @@ class VideoRLMSettings(AgentSettings):
     this many seconds apart: each round sends workers to ranges not yet seen that finely, each range as long as
     one grid shows at this step, before any other target. Something on screen for at least this long cannot
     fall between two frames; shorter things may. 0: off (BFS rounds take root cells by the probe's ranking)."""
+    sweep_on_miss: bool = True
+    """A DFS question whose rounds have found nothing yet sweeps next: the rounds after an empty one send
+    workers to the stretches not yet seen at ``bfs_resolution_s`` (ranges one grid each, as a BFS question's
+    first rounds do) instead of opening root cells one by one in the probe's order, when the root grid's frames
+    are further apart than that. A thing shorter than a root cell falls between the root grid's frames; a
+    worker that opens one root cell sees 1/K^2 of the video, a sweep range up to ``bfs_resolution_s * K^2``
+    seconds. Off: every DFS round takes root cells by the probe's ranking (the paper's setting)."""
     min_expand_span_s: float = Field(default=1.0, gt=0)
     """EXPAND is not offered on cells shorter than this (seconds)."""
     virtual_loss: float = Field(default=64.0, ge=0)

@@ -2,7 +2,8 @@
 
 A BFS question first covers the timeline at the resolution it needs (``bfs_resolution_s``): while any
 stretch is not yet seen that finely, a round sends workers only to those stretches, as ranges one
-grid each (:mod:`..coverage`). Otherwise targets come, in order, from the last uncertainty analysis's
+grid each (:mod:`..coverage`). A DFS question sweeps the same way after a round that found nothing
+(``sweep_on_miss``), when the root grid's frames are further apart than that. Otherwise targets come, in order, from the last uncertainty analysis's
 suggestions, then the BFS frontier
 (cells workers marked promising, first in first out), then the model's ranking of root cells.
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
@@ -66,9 +67,11 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
         1 for i in range(cfg.k * cfg.k) if covered_fraction(cell_interval(duration, (i,), cfg.k), searched) < 0.999
     )
     width = settings.round_width(state["traversal"], unsearched, settings.rounds - round_no + 1)
-    uncovered = bfs_coverage_targets(state, duration, settings.bfs_resolution_s, cfg.k * cfg.k)
+    uncovered = bfs_coverage_targets(
+        state, duration, settings.bfs_resolution_s, cfg.k * cfg.k, sweep_on_miss=settings.sweep_on_miss
+    )
     if uncovered:
-        width = min(width, len(uncovered))  # a BFS round that covers the timeline does only that
+        width = min(width, len(uncovered))  # a round that covers the timeline does only that
     targets: list[Target] = []
     taken: set[str] = set()
     views: set[View] = set()
@@ -213,11 +216,20 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
 
 
 def bfs_coverage_targets(
-    state: MasterState, duration: float, resolution: float, cells: int
+    state: MasterState, duration: float, resolution: float, cells: int, sweep_on_miss: bool = False
 ) -> list[tuple[float, float]]:
-    """For a BFS question, the ranges not yet seen at ``resolution`` (none for DFS, or with coverage off)."""
-    if state["traversal"] != "bfs" or resolution <= 0:
+    """The ranges not yet seen at ``resolution`` that this round covers first (none with coverage off).
+
+    A BFS question covers the timeline before anything else. A DFS question does so only with
+    ``sweep_on_miss``, after a round that left no evidence, and only where the root grid's frames
+    are further apart than ``resolution`` (a finer root grid has already shown every such stretch).
+    """
+    if resolution <= 0:
         return []
+    if state["traversal"] != "bfs":
+        empty_handed = state["round"] >= 1 and not any(not e.erased for e in state["evidence"])
+        if not (sweep_on_miss and empty_handed and duration / max(1, cells) > resolution):
+            return []
     return coverage_targets(state.get("coverage", []), duration, resolution, cells, min_span=MIN_TARGET_S)
 
 
