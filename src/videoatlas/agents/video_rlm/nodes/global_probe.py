@@ -3,9 +3,9 @@
 A BFS question first covers the timeline at the resolution it needs (``bfs_resolution_s``): while any
 stretch is not yet seen that finely, a round sends workers only to those stretches, as ranges one
 grid each (:mod:`..coverage`). A DFS question sweeps the same way after a round that found nothing
-(``sweep_on_miss``), when the root grid's frames are further apart than that. Otherwise targets come, in order, from the last uncertainty analysis's
-suggestions, then the BFS frontier
-(cells workers marked promising, first in first out), then the model's ranking of root cells.
+(``sweep_on_miss``), when the root grid's frames are further apart than that. Otherwise targets come,
+in order, from the last uncertainty analysis's suggestions, then the BFS frontier (cells workers
+marked promising, first in first out), then the model's ranking of root cells.
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
 another worker this round) from being picked again while fresher cells are available.
 A DFS round assigns one cell per worker; a BFS round, whose workers take one step each, assigns
