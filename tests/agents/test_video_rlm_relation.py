@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from agent_helpers import default_reply, run_graph, step
-from videoatlas.agents.video_rlm.relation import relation_text, time_check, window_hints
-from videoatlas.agents.video_rlm.state.models import Anchor, Hint, Relation
+from videoatlas.agents.relation import Anchor, Relation, relation_text, time_check
+from videoatlas.agents.video_rlm.relation import task_sentence, window_hints
+from videoatlas.agents.video_rlm.state.models import Hint
 from videoatlas.runtime.context import RunConfig
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -33,16 +34,15 @@ def ev(id_: str, time: float) -> Evidence:
 @pytest.mark.unit
 def test_the_relation_says_what_to_search_and_in_which_window() -> None:
     after = Relation(kind="right after", anchor="the red banner")
-    assert after.anchored and "right after the red banner: find that anchor first" in after.sentence()
-    assert "INVESTIGATE after" in after.sentence()
-    assert "INVESTIGATE before" in Relation(kind="just before", anchor="the goal").sentence()
-    assert (
-        "between the intro and the credits"
-        in Relation(kind="between", anchor="the intro", other="the credits").sentence()
+    assert after.anchored and "right after the red banner: find that anchor first" in task_sentence(after)
+    assert "INVESTIGATE after" in task_sentence(after)
+    assert "INVESTIGATE before" in task_sentence(Relation(kind="just before", anchor="the goal"))
+    assert "between the intro and the credits" in task_sentence(
+        Relation(kind="between", anchor="the intro", other="the credits")
     )
-    assert "first one in the whole video" in Relation(kind="first").sentence()
-    assert Relation().sentence() == "" and not Relation().anchored
-    assert Relation(kind="right after").sentence() == ""  # no anchor named: nothing to search by
+    assert "first one in the whole video" in task_sentence(Relation(kind="first"))
+    assert task_sentence(Relation()) == "" and not Relation().anchored
+    assert task_sentence(Relation(kind="right after")) == ""  # no anchor named: nothing to search by
 
 
 @pytest.mark.unit
@@ -69,10 +69,10 @@ def test_the_time_check_names_an_answer_on_the_wrong_side_of_the_anchor() -> Non
     assert "4680.0 s before it" in bad and "wrong side of the anchor: 12:00.0" in bad
     assert time_check(Relation(), anchor, [ev("c", 720.0)]) == ""
     assert time_check(relation, None, [ev("c", 720.0)]) == ""
-    text = relation_text(relation, anchor, {"a": "B"})
+    text = relation_text(relation, anchor, "B")
     assert "The anchor is [B] at 1:30:00.0" in text and "which side of the anchor" in text
-    assert "not identified" in relation_text(relation, None, {})
-    assert relation_text(Relation(), None, {}) == "(the question asks no time relation)"
+    assert "not identified" in relation_text(relation, None, None)
+    assert relation_text(Relation(), None, None) == "(the question asks no time relation)"
 
 
 @pytest.mark.e2e

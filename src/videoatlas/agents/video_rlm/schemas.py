@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, JsonValue, create_model
 
-from videoatlas.agents.video_rlm.state.models import RelationKind
+from videoatlas.agents.relation import ANCHOR_CHARS, RelationKind
 from videoatlas.state.schemas import labels_of, one_of, reply_model, reply_schema, some_of, text
 
 ACTIONS = ("EXPAND", "BACKTRACK", "ZOOM", "INVESTIGATE", "ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED")
@@ -34,8 +34,8 @@ class SearchTask(BaseModel):
 
     search_task: text(800)  # type: ignore[valid-type]
     relation: RelationKind = "none"
-    anchor: text(200) = ""  # type: ignore[valid-type]
-    other_anchor: text(200) = ""  # type: ignore[valid-type]
+    anchor: text(ANCHOR_CHARS) = ""  # type: ignore[valid-type]
+    other_anchor: text(ANCHOR_CHARS) = ""  # type: ignore[valid-type]
 
 
 @reply_model

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from videoatlas.agents.relation import Anchor, Relation
 from videoatlas.agents.video_rlm.coverage import Seen, covered_at
 from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import (
@@ -25,7 +26,7 @@ from videoatlas.agents.video_rlm.relation import window_hints
 from videoatlas.agents.video_rlm.schemas import MAX_RANGE_S, uncertainty_schema
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState, RoundCheck
-from videoatlas.agents.video_rlm.state.models import Anchor, Hint, Relation
+from videoatlas.agents.video_rlm.state.models import Hint
 from videoatlas.environment.geometry import (
     Cell,
     Interval,

@@ -7,13 +7,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
+from videoatlas.agents.relation import Relation, anchor_label, relation_text, with_time_check
 from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text
 from videoatlas.agents.video_rlm.occurrences import occurrences_block
-from videoatlas.agents.video_rlm.relation import relation_text, time_check
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.agents.video_rlm.state.models import Relation
 from videoatlas.runtime.calls import hear, labelled, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
@@ -26,7 +25,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     Beside the evidence, the call shows its distinct occurrences (records of one appearance merged
     across zoom levels, workers and rounds): a count counts those, not records. A question with a
     time relation is told its anchor's time, and the answer's cited times are checked against it in
-    the reasoning (:func:`~..relation.time_check`).
+    the reasoning (:func:`videoatlas.agents.relation.time_check`).
     """
     ctx = runtime.context
     # The same images, in the same order, as the last uncertainty analysis: the prefix comes from the cache.
@@ -34,7 +33,6 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     images, shared = await master_prefix(ctx, state, root)
     relation: Relation = state.get("relation") or Relation()
     anchor = state.get("anchor")
-    label_of = {e.id: label for label, e in labelled(state["evidence"])}
     # What was said where the search looked: the root grid's cells (as the probe heard them) and each stretch searched.
     probed = [*(c.interval for c in root.grid.cells), *zones_as_intervals(state["searched"])]
     heard = await hear(ctx, probed, Where("decide", state.get("round", 0)))
@@ -49,7 +47,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
             **shared,
             "coverage": coverage_text(state, ctx.atlas.duration, rlm(ctx).bfs_resolution_s),
             "occurrences": occurrences_block(state["evidence"]),
-            "relation": relation_text(relation, anchor, label_of),
+            "relation": relation_text(relation, anchor, anchor_label(anchor, labelled(state["evidence"]))),
             "speech": speech,
         },
         stop=state.get("stop_reason") or "evidence sufficient",
@@ -59,7 +57,4 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
         record_evidence=False,  # the scratchpad stays the state's evidence
     )
     cited = [e for e in state["evidence"] if e.id in set(result.get("cited") or [])]
-    check = time_check(relation, anchor, cited)
-    if check and result.get("answer"):
-        result["reasoning"] = f"{result['reasoning']}\n{check}".strip()
-    return with_heard(result, heard)
+    return with_heard(with_time_check(result, relation, anchor, cited), heard)

@@ -6,10 +6,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.relation import Relation, relation_of
 from videoatlas.agents.video_rlm.nodes.views import SYSTEM
+from videoatlas.agents.video_rlm.relation import task_sentence
 from videoatlas.agents.video_rlm.schemas import SearchTask
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.agents.video_rlm.state.models import Relation
 from videoatlas.errors import ModelReplyError
 from videoatlas.runtime.calls import ask, choices_block, emit, fallback
 from videoatlas.runtime.context import AgentContext
@@ -30,12 +31,12 @@ async def extract_search_task(state: MasterState, runtime: Runtime[AgentContext]
     try:
         reply, cost = await ask(ctx, SearchTask, "extract_search_task", "search_task", [], values, system=SYSTEM)
         task = reply.value.search_task
-        relation = Relation(kind=reply.value.relation, anchor=reply.value.anchor, other=reply.value.other_anchor)
+        relation = relation_of(reply.value)
     except ModelReplyError as exc:
         cost, repair = fallback(exc, "extract_search_task", 0, "the question itself is the search task, no relation")
         task, repairs = state["question"], [repair]
     # Every later prompt shows the search task: the relation travels with it, so workers look for the anchor first.
-    said = relation.sentence()
+    said = task_sentence(relation)
     task = f"{task}\n{said}" if said else task
     emit("search_task_done", search_task=task)
     return {

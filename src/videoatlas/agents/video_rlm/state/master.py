@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
+from videoatlas.agents.relation import Anchor, Relation
 from videoatlas.agents.video_rlm.coverage import Seen, merge_coverage
 from videoatlas.agents.video_rlm.state.models import (
-    Anchor,
     Hint,
     Marked,
     ProbeAnchors,
-    Relation,
     Target,
     WorkerReport,
     add_anchor_log,

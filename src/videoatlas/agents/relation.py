@@ -1,0 +1,170 @@
+"""Time relations every agent shares: the kinds, the model's reply, the window an anchor bounds, the time check.
+
+A question may place its answer in time against something else it names, its anchor ("the word shown
+right after the banner"). The relation is asked of the model with a JSON schema (:data:`RELATION_FIELDS`,
+read back by :func:`relation_of`), never parsed from the question by word rules here. Each agent finds
+the anchor in its own way and records where it was seen (:class:`Anchor`); the stretch the relation names
+beside it (:func:`window`) is searched next, and the final decision is told the anchor's time
+(:func:`relation_text`) and its answer's cited times are checked against it (:func:`time_check`).
+Plain functions and records; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from videoatlas.environment.geometry import Interval
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.state.models import Evidence, Frozen
+from videoatlas.state.schemas import text
+
+RelationKind = Literal["none", "right after", "just before", "between", "first", "last", "how long after"]
+"""How the answer stands in time to something else the question names (its anchor)."""
+ANCHORED: tuple[RelationKind, ...] = ("right after", "just before", "between", "how long after")
+"""Relations whose answer lies in a window the anchor bounds: the anchor is found first."""
+ANCHOR_CHARS = 200
+"""The longest anchor phrase a reply may give."""
+RELATION_FIELDS: dict[str, Any] = {
+    "relation": (RelationKind, "none"),
+    "anchor": (text(ANCHOR_CHARS), ""),
+    "other_anchor": (text(ANCHOR_CHARS), ""),
+}
+"""The reply fields that ask for the relation (for ``create_model``): its kind, its anchor, the second anchor of
+``between``. Each has a default, so a reply that leaves them out asks no relation."""
+SAME_MOMENT_S = 1e-3
+"""Two times this close are one moment (the anchor's own frame among the cited evidence)."""
+
+
+class Relation(Frozen):
+    """The time relation a question asks about, read from it before any frame is seen."""
+
+    kind: RelationKind = "none"
+    anchor: str = ""
+    """The event the answer is placed against ("the banner"); for ``between``, the earlier one."""
+    other: str = ""
+    """For ``between``, the later anchor; otherwise empty."""
+
+    @property
+    def anchored(self) -> bool:
+        """Whether the answer lies in a window an anchor bounds (the anchor is searched for first).
+
+        An anchored kind without an anchor phrase says nothing to search by: the agent searches as
+        without a relation.
+        """
+        return self.kind in ANCHORED and bool(self.anchor.strip())
+
+    @property
+    def side(self) -> Literal["after", "before"]:
+        """The side of the anchor the answer lies on (``before`` only for "just before")."""
+        return "before" if self.kind == "just before" else "after"
+
+
+class Anchor(Frozen):
+    """Where the relation's anchor was seen: the evidence that shows it (if the agent keeps one), its interval."""
+
+    evidence: str = ""
+    """The id of the evidence item showing the anchor ("" when the agent names it by its time alone)."""
+    time: float
+    start: float
+    end: float
+
+    @classmethod
+    def at(cls, t: float) -> Anchor:
+        """An anchor seen in one frame at ``t``."""
+        return cls(time=t, start=t, end=t)
+
+
+def relation_of(value: Any) -> Relation:
+    """The relation a reply carrying :data:`RELATION_FIELDS` names (kind ``none`` when it names none)."""
+    return Relation(
+        kind=getattr(value, "relation", "none") or "none",
+        anchor=(getattr(value, "anchor", "") or "").strip(),
+        other=(getattr(value, "other_anchor", "") or "").strip(),
+    )
+
+
+def window(relation: Relation, anchor: Anchor, duration: float, length: float) -> Interval | None:
+    """The stretch of ``length`` s the relation names beside its anchor, clipped to the video (None: empty).
+
+    After the anchor for "right after", "how long after" and "between" (from its first anchor), before
+    it for "just before".
+    """
+    if relation.side == "before":
+        start, end = max(0.0, anchor.start - length), min(anchor.start, duration)
+    else:
+        start, end = max(0.0, anchor.end), min(duration, anchor.end + length)
+    return Interval(start, end) if end - start > 0 else None
+
+
+def anchor_label(anchor: Anchor | None, labelled: Sequence[tuple[str, Evidence]]) -> str | None:
+    """The label of the evidence that shows the anchor in a call (by its id, else by its time); None if none does."""
+    if anchor is None:
+        return None
+    for label, item in labelled:
+        if item.id == anchor.evidence or (not anchor.evidence and abs(item.time - anchor.time) < SAME_MOMENT_S):
+            return label
+    return None
+
+
+def relation_text(relation: Relation, anchor: Anchor | None, label: str | None) -> str:
+    """What the final decision is told about the relation: the relation, and the anchor's time when found.
+
+    ``label``: the anchor's evidence label in the call (None when no labelled item shows it).
+    """
+    if relation.kind == "none" or (relation.kind in ANCHORED and not relation.anchored):
+        return "(the question asks no time relation)"
+    if relation.kind in ("first", "last"):
+        return f"Relation: the answer is the {relation.kind} one in the whole video; compare every candidate's time."
+    placed = (
+        f"between {relation.anchor} and {relation.other or 'the second anchor'}"
+        if relation.kind == "between"
+        else f"{relation.kind} {relation.anchor}"
+    )
+    said = f"Relation: the answer lies {placed}."
+    if anchor is None:
+        return f"{said} The anchor was not identified in the evidence: say so if the answer depends on it."
+    shown = f"[{label}] at" if label else "seen at"
+    return (
+        f"{said} The anchor is {shown} {format_ts(anchor.time)} ({anchor.time:.1f} s). In the reasoning, give "
+        "the chosen answer's time and say on which side of the anchor it lies and how far."
+    )
+
+
+def time_check(relation: Relation, anchor: Anchor | None, cited: Sequence[Evidence]) -> str:
+    """A sentence checking the cited evidence's times against the anchor ("" when there is nothing to check).
+
+    The anchor's own evidence (by id, or at its moment) is left out; each other cited moment is placed
+    before or after the anchor, and the ones on the side the relation rules out are named.
+    """
+    if anchor is None or not relation.anchored:
+        return ""
+    others = [
+        e
+        for e in cited
+        if not (e.id == anchor.evidence or (not anchor.evidence and abs(e.time - anchor.time) < SAME_MOMENT_S))
+    ]
+    if not others:
+        return f"Time check: the answer cites no evidence besides the anchor at {format_ts(anchor.time)}."
+    want_after = relation.side == "after"
+    parts, wrong = [], []
+    for e in sorted(others, key=lambda e: e.time):
+        gap = e.time - anchor.time
+        side = "after" if gap > 0 else "before" if gap < 0 else "at"
+        parts.append(f"{format_ts(e.time)} is {abs(gap):.1f} s {side} it")
+        if (want_after and gap <= 0) or (not want_after and gap >= 0):
+            wrong.append(format_ts(e.time))
+    text_ = f"Time check against the anchor at {format_ts(anchor.time)} ({relation.kind}): " + "; ".join(parts) + "."
+    if wrong:
+        text_ += f" Cited evidence on the wrong side of the anchor: {', '.join(wrong)}."
+    return text_
+
+
+def with_time_check(
+    result: dict[str, Any], relation: Relation, anchor: Anchor | None, cited: Sequence[Evidence]
+) -> dict[str, Any]:
+    """A final decision's result with the time check added to its reasoning (unchanged when there is none)."""
+    check = time_check(relation, anchor, cited)
+    if not check or not result.get("answer"):
+        return result
+    return {**result, "reasoning": f"{result.get('reasoning', '')}\n{check}".strip()}
