@@ -38,6 +38,7 @@ SHARED_SOURCES = (
     "videoatlas.prompts",
     "videoatlas.agents.decision",
     "videoatlas.agents.tool_loop",
+    "videoatlas.agents.relation",
     "videoatlas.environment.atlas",
     "videoatlas.environment.audio",
     "videoatlas.environment.cache",

@@ -59,11 +59,13 @@ async def choose_tool(
     turn: int,
     said: str,
     instead: tuple[dict[str, Any], str],
+    keep: Callable[[Any], dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], str, dict[str, Any]]:
     """Ask the thinker for its turn: the tool call, its words (the reply's ``said`` field), and the state update.
 
     A reply that cannot be used even after repair and a re-ask is never guessed at: ``instead`` is
     the (call, rule) the turn takes then; the rule stands as its words and the repair is recorded.
+    ``keep``: the state keys a usable reply sets beyond the call and its words (from the reply's value).
     """
     try:
         reply, cost = await ask(
@@ -76,7 +78,7 @@ async def choose_tool(
         return call, words, {"cost": cost, "repairs": [repair], said: words}
     value: Any = reply.value
     words = getattr(value, said)
-    return value.call.model_dump(), words, {"cost": cost, said: words}
+    return value.call.model_dump(), words, {"cost": cost, said: words, **(keep(value) if keep else {})}
 
 
 def next_step(call: dict[str, Any], update: dict[str, Any], tool: str, who: str) -> Command[Any]:

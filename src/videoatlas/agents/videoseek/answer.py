@@ -7,12 +7,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
+from videoatlas.agents.relation import Relation, anchor_label, relation_text, with_time_check
 from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.settings import seek
-from videoatlas.agents.videoseek.state import SeekState, Turn
+from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history, subtitles_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import hear, with_heard
+from videoatlas.runtime.calls import hear, labelled, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
@@ -44,7 +45,11 @@ def flagged_evidence(turns: list[Turn], ctx: AgentContext, short_px: int) -> lis
 
 
 async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Judge each choice against what was reported and answer; a failed reply is recorded, never guessed."""
+    """Judge each choice against what was reported and answer; a failed reply is recorded, never guessed.
+
+    A question with a time relation is told the anchor's time, and the answer's cited times are
+    checked against it in the reasoning (:func:`videoatlas.agents.relation.time_check`).
+    """
     ctx = runtime.context
     turns = state.get("turns") or []
     settings = seek(ctx)
@@ -52,11 +57,14 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
     duration = ctx.atlas.duration
     looked = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
     heard = await hear(ctx, looked, Where("answer", len(turns))) if looked else Heard(None)
+    relation = state.get("relation") or Relation()
+    anchor = anchor_of(turns)
     values = {
         "duration": format_ts(duration, 0),
         "history": history(turns),
         "evidence": evidence_block(evidence),
         "subtitles": subtitles_text(heard.subtitles, settings.subtitle_chars),
+        "relation": relation_text(relation, anchor, anchor_label(anchor, labelled(evidence))),
     }
     decided = await decide_on_evidence(
         ctx,
@@ -69,4 +77,5 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         thinker="planner",
         extra={"round": len(turns)},
     )
-    return with_heard(decided, heard)
+    cited = [e for e in evidence if e.id in set(decided.get("cited") or [])]
+    return with_heard(with_time_check(decided, relation, anchor, cited), heard)

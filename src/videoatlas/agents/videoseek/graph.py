@@ -18,7 +18,8 @@ from videoatlas.agents.videoseek.state import SeekOutput, SeekState
 from videoatlas.prompts import TemplateSpec
 
 AGENT_NAME = "videoseek"
-_TOOL_VARIABLES = frozenset({"count", "duration", "start", "end", "query", "subtitles"})
+_TOOL_VARIABLES = frozenset({"count", "duration", "start", "end", "query", "subtitles", "anchor_request"})
+_RELATION = frozenset({"kind", "anchor", "side"})
 TEMPLATES: TemplateSpec = {
     "planner.system": (frozenset(), frozenset({"k"})),
     "tool.system": (frozenset(), frozenset({"k"})),
@@ -36,15 +37,21 @@ TEMPLATES: TemplateSpec = {
                 "focus_max",
                 "turn",
                 "turns",
+                "relation",
             }
         ),
     ),
+    # The time relation: asked on the first turn, then its anchor sought, then its window (plan.py).
+    "relation_ask.note": (frozenset(), frozenset()),
+    "relation_seek.note": (frozenset({"anchor"}), _RELATION),
+    "relation_window.note": (frozenset({"anchor", "start", "end"}), _RELATION | {"time"}),
+    "anchor_request.note": (frozenset({"anchor"}), frozenset()),
     "overview.user": (frozenset(), _TOOL_VARIABLES),
     "skim.user": (frozenset({"query"}), _TOOL_VARIABLES),
     "focus.user": (frozenset({"query"}), _TOOL_VARIABLES),
     "answer.user": (
         frozenset({"question", "history"}),
-        frozenset({"choices", "duration", "evidence", "format", "subtitles"}),
+        frozenset({"choices", "duration", "evidence", "format", "subtitles", "relation"}),
     ),
 }
 """The prompt templates this agent uses (``agents/videoseek/prompts/default/``), with their variables."""

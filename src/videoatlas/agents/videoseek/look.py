@@ -8,7 +8,8 @@
 
 A span outside those limits is brought within them (and the change recorded); what is said in the
 span (the subtitle file's lines, or the speech track heard around each frame shown) goes with the
-frames. Every frame shown is counted by the run's frame ledger.
+frames. Every frame shown is counted by the run's frame ledger. While a time relation's anchor is
+sought, the tool is also asked which of its frames shows it; that frame's time is the anchor's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from langgraph.runtime import Runtime
 
 from videoatlas.agents.videoseek.schemas import describe_schema, focus_schema
 from videoatlas.agents.videoseek.settings import VideoSeekSettings, seek
-from videoatlas.agents.videoseek.state import SeekState, Turn
+from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
 from videoatlas.agents.videoseek.views import TOOL_SYSTEM, at, subtitles_text
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
@@ -119,6 +120,11 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
     # Each id's frame as shown: the exact frame on screen at its time (None where it could not be decoded).
     actual = [None if f.get("method") == "unavailable" else float(f["time"]) for r in rendered for f in r.frames]
     shown = [t for t in actual if t is not None]
+    relation = state.get("relation")
+    seeking = relation is not None and relation.anchored and anchor_of(state.get("turns") or []) is None
+    asked = ""
+    if seeking and relation is not None:
+        asked = ctx.prompts.render("anchor_request.note", anchor=relation.anchor).strip() + " "
     values = {
         "count": len(times),
         "duration": format_ts(duration, 0),
@@ -126,9 +132,10 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
         "end": format_ts(span.end, 1),
         "query": query or "(none given)",
         "subtitles": subtitles_text(heard.subtitles, SUBTITLE_CHARS, None if tool == "overview" else span),
+        "anchor_request": asked,
     }
     ids = list(range(len(times)))
-    schema = focus_schema(ids) if tool == "focus" else describe_schema(ids, flag=tool == "skim")
+    schema = focus_schema(ids, seeking) if tool == "focus" else describe_schema(ids, tool == "skim", seeking)
     turn = Turn(index=turn_no, thought=state.get("thought", ""), tool=tool, query=query, frames=shown)  # type: ignore[arg-type]
     if tool != "overview":
         turn = turn.model_copy(update={"start": span.start, "end": span.end})
@@ -152,6 +159,8 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
         cost = cost + Cost(fallbacks=1)
     else:
         turn = _reported(turn, reply.value, actual)
+        if seeking and relation is not None:
+            turn = _anchored(turn, reply.value, actual, relation.anchor)
         _, repeated = distinct(int(i) for i in getattr(reply.value, "relevant", []))
         if repeated:
             note = "repeated relevant frames left out: " + ", ".join(str(i) for i in repeated)
@@ -184,6 +193,21 @@ def _reported(turn: Turn, value: Any, actual: Sequence[float | None]) -> Turn:
     lines.append("frames looked at: " + ", ".join(format_ts(t, 1) for t in actual if t is not None))
     described = [notes.get(i, value.description if turn.tool == "focus" else "") for i in flagged]
     return turn.model_copy(update={"observation": "\n".join(lines), "relevant": flagged_times, "notes": described})
+
+
+def _anchored(turn: Turn, value: Any, actual: Sequence[float | None], anchor: str) -> Turn:
+    """The turn with the anchor's frame, when the tool named one: its time, a line in the report, the frame flagged.
+
+    Flagged, the frame is evidence the final decision can cite and the time check can place the answer against.
+    """
+    named = [actual[i] for i in getattr(value, "anchor", []) if 0 <= int(i) < len(actual)]
+    t = next((x for x in named if x is not None), None)
+    if t is None:
+        return turn.model_copy(update={"observation": f"{turn.observation}\nanchor ({anchor}): not seen here"})
+    update: dict[str, Any] = {"anchor": t, "observation": f"{turn.observation}\nanchor ({anchor}) seen at {at(t)}"}
+    if t not in turn.relevant:
+        update |= {"relevant": [*turn.relevant, t], "notes": [*turn.notes, f"shows the anchor: {anchor}"]}
+    return turn.model_copy(update=update)
 
 
 def _ledger_only(images: Sequence[ImagePart]) -> Cost:

@@ -1,22 +1,31 @@
-"""The planner's turn: from the question and the trajectory alone (no pixels), a thought and one tool call."""
+"""The planner's turn: from the question and the trajectory alone (no pixels), a thought and one tool call.
+
+On its first turn the planner also says the question's time relation ("right after the banner"): its
+anchor is then searched first (each tool is asked which frame shows it), and the turn right after a
+tool saw it looks inside the window the relation names beside it (the call's span is held to it).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from videoatlas.agents.relation import Anchor, Relation, relation_of, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.schemas import turn_schema
-from videoatlas.agents.videoseek.settings import seek
-from videoatlas.agents.videoseek.state import SeekState
-from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, history, subtitles_text
+from videoatlas.agents.videoseek.settings import VideoSeekSettings, seek
+from videoatlas.agents.videoseek.state import SeekState, anchor_of
+from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, at, history, subtitles_text
+from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.prompts import PromptSet
 from videoatlas.runtime.calls import budget_exhausted, choices_block, emit, hear, said, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
+from videoatlas.state.models import Repair
 
 TOOLS = ("overview", "skim", "focus", "answer")
 
@@ -36,6 +45,11 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
     # What the tools listened to so far (read again from the speech track's cache: nothing is transcribed twice).
     spans = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
     heard = await hear(ctx, spans, Where("plan", turn_no)) if spans else Heard(said(ctx))
+    relation = state.get("relation")
+    anchor = anchor_of(turns)
+    beside = anchor_window(relation, anchor, duration, settings) if anchor is not None else None
+    # The turn right after a tool saw the anchor looks inside its window.
+    held = beside if beside is not None and turns[-1].anchor is not None else None
     values = {
         "question": state["question"],
         "choices": choices_block(state["choices"]),
@@ -49,6 +63,7 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         "history": history(turns),
         "turn": turn_no,
         "turns": settings.turns,
+        "relation": relation_note(ctx.prompts, relation, anchor, beside),
     }
     emit("plan", turn=turn_no)
     # Without a usable plan: look at the whole video first, and once that was done, answer.
@@ -58,9 +73,10 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         if looked
         else ({"tool": "overview"}, "an overview of the whole video")
     )
+    tools = TOOLS if held is None else tuple(t for t in TOOLS if t != "overview")
     call, thought, update = await choose_tool(
         ctx,
-        turn_schema(TOOLS, duration),
+        turn_schema(tools, duration, relation=relation is None, window=(held.start, held.end) if held else None),
         [],
         values,
         node="plan",
@@ -69,7 +85,60 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         thinker="planner",
         turn=turn_no,
         said="thought",
-        instead=instead,
+        instead=instead if held is None else (skim_of(held), "a skim of the window beside the anchor"),
+        keep=(lambda value: {"relation": relation_of(value)}) if relation is None else None,
     )
+    if relation is None and "relation" not in update:
+        update["relation"] = Relation()  # no usable first turn: the question is searched as one without a relation
+    if held is not None:
+        call, note = held_to(call, held)
+        if note:
+            held_note = Repair(node="plan", round=turn_no, kind="dropped", detail=note)
+            update["repairs"] = [*update.get("repairs", []), held_note]
     emit("planned", turn=turn_no, tool=call["tool"], thought=thought)
     return next_step(call, with_heard(update, heard), "look", "planner")
+
+
+def anchor_window(
+    relation: Relation | None, anchor: Anchor, duration: float, settings: VideoSeekSettings
+) -> Interval | None:
+    """The window the relation names beside the anchor: one overview spacing long, at least one skim.
+
+    Overview frames lie that far apart, so what comes right after (or just before) the anchor is
+    shown within it.
+    """
+    if relation is None or not relation.anchored:
+        return None
+    return window(relation, anchor, duration, max(settings.span_s, duration / settings.overview_frames))
+
+
+def relation_note(prompts: PromptSet, relation: Relation | None, anchor: Anchor | None, beside: Interval | None) -> str:
+    """What the planner is told of the time relation: asked on the first turn, then the anchor and its window."""
+    if relation is None:
+        return prompts.render("relation_ask.note").strip()
+    if not relation.anchored:
+        return ""
+    values: dict[str, Any] = {"kind": relation.kind, "anchor": relation.anchor, "side": relation.side}
+    if anchor is None or beside is None:
+        return prompts.render("relation_seek.note", **values).strip()
+    found = {"time": at(anchor.time), "start": f"{beside.start:.1f}", "end": f"{beside.end:.1f}"}
+    return prompts.render("relation_window.note", **values, **found).strip()
+
+
+def skim_of(held: Interval) -> dict[str, Any]:
+    """A skim of the whole window (the turn's call when its reply cannot be used)."""
+    return {"tool": "skim", "query": "", "start": held.start, "end": held.end}
+
+
+def held_to(call: dict[str, Any], held: Interval) -> tuple[dict[str, Any], str]:
+    """A skim or focus call with its span held inside ``held``, and a note on what changed ("" if nothing did)."""
+    if call["tool"] not in ("skim", "focus"):
+        return call, ""
+    start, end = float(call["start"]), float(call["end"])
+    a, b = sorted((min(max(start, held.start), held.end), min(max(end, held.start), held.end)))
+    if b - a <= 0:
+        a, b = held.start, held.end
+    if abs(a - start) < 1e-6 and abs(b - end) < 1e-6:
+        return call, ""
+    note = f"{call['tool']} span {start:g}-{end:g} s held to {a:.1f}-{b:.1f} s (the window beside the anchor)"
+    return {**call, "start": a, "end": b}, note

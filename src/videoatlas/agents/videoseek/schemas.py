@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, JsonValue, create_model
 
+from videoatlas.agents.relation import RELATION_FIELDS
 from videoatlas.state.schemas import one_of, reply_schema, some_of, text
 
 
@@ -14,6 +15,8 @@ def _turn_examples() -> Iterator[dict[str, Any]]:
     for tools in (("overview", "skim", "focus", "answer"), ("skim", "focus", "answer"), ("answer",)):
         for duration in (60.0, 36_000.0):
             yield {"tools": tools, "duration": duration}
+            yield {"tools": tools, "duration": duration, "relation": True}
+            yield {"tools": tools, "duration": duration, "window": (duration / 4, duration / 2)}
 
 
 def _frame_ids() -> Iterator[list[int]]:
@@ -22,9 +25,16 @@ def _frame_ids() -> Iterator[list[int]]:
 
 
 @reply_schema(_turn_examples)
-def turn_schema(tools: Sequence[str], duration: float) -> type[BaseModel]:
-    """A planner turn: ``thought``, then ``call``, one variant per tool offered (spans bounded by the video)."""
-    bound: dict[str, JsonValue] = {"minimum": 0.0, "maximum": round(duration, 3)}
+def turn_schema(
+    tools: Sequence[str], duration: float, relation: bool = False, window: tuple[float, float] | None = None
+) -> type[BaseModel]:
+    """A planner turn: ``thought``, then ``call``, one variant per tool offered (spans bounded by the video).
+
+    ``relation``: the turn also says the question's time relation (:data:`~videoatlas.agents.relation.RELATION_FIELDS`);
+    ``window``: the spans are bounded by it instead (the stretch beside an anchor just found).
+    """
+    lo, hi = window if window is not None else (0.0, duration)
+    bound: dict[str, JsonValue] = {"minimum": round(lo, 3), "maximum": round(hi, 3)}
     seconds = Annotated[float, Field(json_schema_extra=bound)]
     variants: list[type[BaseModel]] = []
     for tool in tools:
@@ -34,29 +44,47 @@ def turn_schema(tools: Sequence[str], duration: float) -> type[BaseModel]:
         variants.append(create_model(f"{tool.capitalize()}Call", **fields))
     union = Union[tuple(variants)] if len(variants) > 1 else variants[0]  # noqa: UP007 - built at run time
     call: Any = Annotated[union, Field(discriminator="tool")] if len(variants) > 1 else union
-    model: type[BaseModel] = create_model("PlannerTurn", thought=(text(1200), ...), call=(call, ...))
+    turn: dict[str, Any] = {"thought": (text(1200), ...), "call": (call, ...)}
+    model: type[BaseModel] = create_model("PlannerTurn", **turn, **(RELATION_FIELDS if relation else {}))
     return model
 
 
-@reply_schema(lambda: ({"ids": ids, "flag": flag} for ids in _frame_ids() for flag in (False, True)))
-def describe_schema(ids: Sequence[int], flag: bool) -> type[BaseModel]:
-    """What overview (``flag`` False) and skim (``flag`` True) report: each frame described, relevant ones flagged."""
+@reply_schema(
+    lambda: (
+        {"ids": ids, "flag": flag, "anchored": anchored}
+        for ids in _frame_ids()
+        for flag in (False, True)
+        for anchored in (False, True)
+    )
+)
+def describe_schema(ids: Sequence[int], flag: bool, anchored: bool = False) -> type[BaseModel]:
+    """What overview (``flag`` False) and skim (``flag`` True) report: each frame described, relevant ones flagged.
+
+    ``anchored``: the tool also names the frame that shows the relation's anchor (``anchor``: 0 or 1 id).
+    """
     frame = create_model("FrameNote", id=(one_of(ids), ...), description=(text(300), ...))
     fields: dict[str, Any] = {"frames": (Annotated[list[frame], Field(json_schema_extra={"maxItems": len(ids)})], ...)}  # type: ignore[valid-type]
     if flag:
         fields["relevant"] = (some_of(ids, 0, len(ids)), ...)
     fields["summary"] = (text(600), ...)
+    if anchored:
+        fields["anchor"] = (some_of(ids, 0, 1), ...)
     model: type[BaseModel] = create_model("SkimReport" if flag else "OverviewReport", **fields)
     return model
 
 
-@reply_schema(lambda: ({"ids": ids} for ids in _frame_ids()))
-def focus_schema(ids: Sequence[int]) -> type[BaseModel]:
-    """What focus reports: whether the span answers the query, what the frames show, and which frames."""
-    model: type[BaseModel] = create_model(
-        "FocusReport",
-        found=(bool, ...),
-        description=(text(600), ...),
-        relevant=(some_of(ids, 0, len(ids)), ...),
-    )
+@reply_schema(lambda: ({"ids": ids, "anchored": anchored} for ids in _frame_ids() for anchored in (False, True)))
+def focus_schema(ids: Sequence[int], anchored: bool = False) -> type[BaseModel]:
+    """What focus reports: whether the span answers the query, what the frames show, and which frames.
+
+    ``anchored``: also the frame that shows the relation's anchor (``anchor``: 0 or 1 id).
+    """
+    fields: dict[str, Any] = {
+        "found": (bool, ...),
+        "description": (text(600), ...),
+        "relevant": (some_of(ids, 0, len(ids)), ...),
+    }
+    if anchored:
+        fields["anchor"] = (some_of(ids, 0, 1), ...)
+    model: type[BaseModel] = create_model("FocusReport", **fields)
     return model

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from videoatlas.agents.relation import Anchor, Relation
 from videoatlas.state.models import Frozen, merge_by
 from videoatlas.state.run import AnsweringState, AnswerOutput
 
@@ -32,6 +33,8 @@ class Turn(Frozen):
     """Times of frames the tool flagged as bearing on the query."""
     notes: list[str] = Field(default_factory=list)
     """Per flagged frame, what the tool said it shows (same order as ``relevant``)."""
+    anchor: float | None = None
+    """The time of the frame the tool said shows the relation's anchor (None: not asked, or none did)."""
 
 
 def add_turns(current: Sequence[Turn] | None, update: Sequence[Turn] | None) -> list[Turn]:
@@ -46,9 +49,20 @@ class SeekState(AnsweringState):
     planned: dict[str, Any] | None
     """The tool call the planner chose this turn, until the tool runs it."""
     thought: str
+    relation: Relation | None
+    """The time relation the planner read from the question on its first turn (None before it)."""
+
+
+def anchor_of(turns: Sequence[Turn]) -> Anchor | None:
+    """Where the relation's anchor was seen: the first frame a tool named as showing it (None: not yet)."""
+    for turn in turns:
+        if turn.anchor is not None:
+            return Anchor.at(turn.anchor)
+    return None
 
 
 class SeekOutput(AnswerOutput):
     """What a run returns: the shared answer keys and the trajectory."""
 
     turns: list[Turn]
+    relation: Relation | None
