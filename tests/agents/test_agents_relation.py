@@ -8,16 +8,22 @@ decision is told the anchor's time and its reasoning checks the answer's time ag
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from agent_helpers import default_reply, make_context
+from videoatlas.agents.eea.search import expansion_frames
 from videoatlas.agents.relation import Anchor, Relation, anchor_label, relation_of, relation_text, window
 from videoatlas.environment.geometry import Interval
+from videoatlas.environment.timefmt import format_ts
 from videoatlas.runtime.config import RunConfig
-from videoatlas.state.models import Evidence, FrameRef
+from videoatlas.runtime.frame_index import FrameIndex
+from videoatlas.state.models import Evidence, FrameRef, IndexInfo
 
 DURATION = 80.0  # the counter video
 QUESTION = "Which number is shown right after the 3?"
@@ -137,3 +143,90 @@ async def test_videoseeks_planner_finds_the_anchor_then_looks_right_after_it(
     gap = answer_t - anchor_t
     assert f"Time check against the anchor at 00:{anchor_t:04.1f} (right after): " in out["reasoning"]
     assert f"is {gap:.1f} s after it." in out["reasoning"] and "wrong side" not in out["reasoning"]
+
+
+LABELLED = re.compile(r"\[([A-Z]+)\] \S+ \(([\d.]+) s\)")
+"""An evidence line as EEA's answer lists it: ``[B] 00:22.5 (22.5 s)``."""
+
+
+def fake_index(monkeypatch: pytest.MonkeyPatch, anchor_t: float, decoy_t: float) -> None:
+    """A frame index of one frame a second where the anchor's phrase finds ``anchor_t`` and any other query
+    ``decoy_t`` (the retriever's vectors stand in for an embedding endpoint; what is shown is the real video)."""
+    from videoatlas.agents.eea import discover as discover_module
+
+    times = np.arange(80) + 0.5
+    vectors = np.tile(np.array([0.0, 0.0, 1.0], np.float32), (80, 1))
+    vectors[int(anchor_t)] = [1.0, 0.0, 0.0]
+    vectors[int(decoy_t)] = [0.0, 1.0, 0.0]
+
+    async def index(ctx: Any, settings: Any) -> tuple[FrameIndex, IndexInfo]:
+        info = IndexInfo(model="fake", fps=1.0, frames=80, build_s=0.0, embedded=0, reused=True)
+        return FrameIndex(times, vectors), info
+
+    async def queries(ctx: Any, settings: Any, texts: Sequence[str]) -> tuple[np.ndarray, int]:
+        return np.array([[1.0, 0.0, 0.0] if t == "the 3" else [0.0, 1.0, 0.0] for t in texts], np.float32), 0
+
+    monkeypatch.setattr(discover_module, "frame_index", index)
+    monkeypatch.setattr(discover_module, "query_vectors", queries)
+
+
+@pytest.mark.unit
+async def test_eeas_queries_retrieve_the_anchor_first_then_its_window_is_expanded(
+    counter_video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first query is the anchor; its hit places round 1's frames; round 2 expands the window after it."""
+    anchor_t, decoy_t = 22.5, 50.5
+    fake_index(monkeypatch, anchor_t, decoy_t)
+    _, first_frames = expansion_frames(0.0, DURATION, [(anchor_t, 1.0)], 6, 3)
+    seen: dict[str, list[Any]] = {"evaluate": [], "schemas": []}
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "SearchQueries":
+            return {"search_queries": ["a number on screen"], "relation": "right after", "anchor": "the 3"}
+        if name == "SegmentRewards":
+            seen["evaluate"].append(text)
+            seen["schemas"].append(schema)
+            reply: dict[str, Any] = {
+                key: {"explanation": "numbers", "score": 50}
+                for key in schema["properties"]
+                if key.startswith("segment_")
+            }
+            return (
+                {**reply, "anchor": [first_frames.index(anchor_t) + 1]} if "anchor" in schema["properties"] else reply
+            )
+        if name == "Selection":
+            return {"thought": "enough", "step": {"action": "answer"}}
+        if name == "FinalDecision":
+            times = {label: float(t) for label, t in LABELLED.findall(text)}
+            anchor = next(label for label, t in times.items() if t == anchor_t)
+            after = next(label for label, t in sorted(times.items(), key=lambda x: x[1]) if t > anchor_t)
+            return {"judgements": [], "answer": 0, "reasoning": "the next number", "evidence": [anchor, after]}
+        return default_reply(name, text, schema)
+
+    out, chat = await run("eea", counter_video, tmp_path, script, top_k=1, query_update=False, expansions=3)
+    assert [n for n, _ in chat.seen] == [
+        "SearchQueries",
+        "SegmentRewards",
+        "SegmentRewards",
+        "Selection",
+        "FinalDecision",
+    ]
+    # (a) the anchor is retrieved first: its phrase is the first query, and its hit alone places round 1's frames
+    assert out["relation"] == Relation(kind="right after", anchor="the 3") and out["queries"][0] == "the 3"
+    first, second = out["rounds"]
+    assert first.anchor_frames == [anchor_t] and first.frames == first_frames and decoy_t not in first.frames
+    assert 'Also give "anchor": the id of the frame that shows the 3' in seen["evaluate"][0]
+    assert "anchor" in seen["schemas"][0]["properties"] and "anchor" not in seen["schemas"][1]["properties"]
+    assert out["relation_anchor"] == Anchor.at(anchor_t)
+    # (b) the window after it (one child of the whole video: 80/7 s) is expanded next, without asking the policy
+    end = anchor_t + DURATION / 7
+    window_seg = next(s for s in out["segments"] if s.id == second.segment)
+    assert (window_seg.start, window_seg.end) == (anchor_t, pytest.approx(end)) and window_seg.expanded
+    assert first.choice == f"segment {window_seg.id}" and "the window after the 3" in first.thought
+    assert len(second.frames) == 6 and all(anchor_t < t < end for t in second.frames)
+    # (c) the decision is told the anchor's time; its reasoning places the cited answer after it
+    decide = next(t for n, t in chat.seen if n == "FinalDecision")
+    assert re.search(r"The anchor is \[[A-Z]+\] at 00:22\.5 \(22\.5 s\)", decide)
+    answer_t = min(t for t in [*first.frames, *second.frames] if t > anchor_t)
+    assert f"Time check against the anchor at 00:22.5 (right after): {format_ts(answer_t)} is " in out["reasoning"]
+    assert f"{answer_t - anchor_t:.1f} s after it." in out["reasoning"] and "wrong side" not in out["reasoning"]

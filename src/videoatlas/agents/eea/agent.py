@@ -21,4 +21,5 @@ AGENT = Agent(
         extras=trace.extras,
     ),
     extra_sources=("videoatlas.llm.embeddings", "videoatlas.runtime.frame_index"),
+    defaulted_templates=frozenset({"anchor_request.note"}),
 )

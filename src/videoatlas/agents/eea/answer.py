@@ -10,10 +10,11 @@ from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.eea.select import memory_images
 from videoatlas.agents.eea.state import EEAState
 from videoatlas.agents.eea.views import SYSTEM, at, rounds_block
+from videoatlas.agents.relation import Relation, anchor_label, relation_text, with_time_check
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import hear, said, speech_lines, with_heard
+from videoatlas.runtime.calls import hear, labelled, said, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
@@ -45,17 +46,24 @@ def memory_evidence(state: EEAState, ctx: AgentContext) -> list[Evidence]:
 
 
 async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Judge each choice against the memory frames and answer; a failed reply is recorded, never guessed."""
+    """Judge each choice against the memory frames and answer; a failed reply is recorded, never guessed.
+
+    A question with a time relation is told the anchor's time, and the answer's cited times are
+    checked against it in the reasoning (:func:`videoatlas.agents.relation.time_check`).
+    """
     ctx = runtime.context
     evidence = memory_evidence(state, ctx)
     rounds = state.get("rounds") or []
     opened = [Interval(s.start, s.end) for s in state.get("segments") or [] if s.expanded]
     heard = await hear(ctx, opened, Where("answer", len(rounds))) if opened else Heard(said(ctx))
+    relation = state.get("relation") or Relation()
+    anchor = state.get("relation_anchor")
     values = {
         "duration": format_ts(ctx.atlas.duration, 0),
         "evidence": "\n".join(f"[{evidence_label(i)}] {at(e.time)}" for i, e in enumerate(evidence)) or "(none)",
         "history": rounds_block(rounds, state.get("segments") or []),
         "speech": speech_lines(heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)]),
+        "relation": relation_text(relation, anchor, anchor_label(anchor, labelled(evidence))),
     }
     decided = await decide_on_evidence(
         ctx,
@@ -68,4 +76,5 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         thinker="searcher",
         extra={"round": len(rounds)},
     )
-    return with_heard(decided, heard)
+    cited = [e for e in evidence if e.id in set(decided.get("cited") or [])]
+    return with_heard(with_time_check(decided, relation, anchor, cited), heard)

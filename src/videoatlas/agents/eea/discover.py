@@ -2,7 +2,9 @@
 
 One text call asks for 1-5 queries; each is matched against the index and against the speech
 heard at a first look over the whole video; the hits, clustered in time, give the anchors. The
-first segment to expand is the whole video.
+first segment to expand is the whole video. The same call says the question's time relation ("right
+after the banner"); when it names an anchor, that phrase is the first query, and its own hits are
+kept apart: they are expanded first, until the anchor is seen.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from videoatlas.agents.eea.schemas import queries_schema
 from videoatlas.agents.eea.settings import eea
 from videoatlas.agents.eea.state import EEAState, Segment
 from videoatlas.agents.eea.views import SYSTEM
+from videoatlas.agents.relation import Relation, relation_of
 from videoatlas.environment.geometry import Interval
 from videoatlas.errors import ModelReplyError
 from videoatlas.runtime.calls import ask, choices_block, emit, fallback, hear
@@ -35,16 +38,20 @@ async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     values = {"question": state["question"], "choices": choices_block(state["choices"])}
     emit("discover")
     repairs: list[Repair] = []
+    relation = Relation()
     try:
         reply, cost = await ask(
-            ctx, queries_schema(1, 5), "discover", "discover", [], values, system=SYSTEM, thinker="searcher"
-        )
+            ctx, queries_schema(1, 5, relation=True), "discover", "discover", [], values, system=SYSTEM,
+            thinker="searcher",
+        )  # fmt: skip
         proposed: list[str] = list(reply.value.search_queries)  # type: ignore[attr-defined]
+        relation = relation_of(reply.value)
     except ModelReplyError as exc:
         # Without usable queries the question itself is the one query.
         cost, repair = fallback(exc, "discover", 0, "the question itself as the only query")
         proposed, repairs = [state["question"]], [repair]
-    queries, dropped = clean_queries(proposed, [])
+    # The anchor is retrieved first: its phrase leads the queries.
+    queries, dropped = clean_queries([relation.anchor, *proposed] if relation.anchored else proposed, [])
     if dropped:
         repairs.append(Repair(node="discover", round=0, kind="dropped", detail=_dropped(dropped)))
     if not queries:
@@ -57,6 +64,8 @@ async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     repairs.extend(heard.repairs)
     spoken, texts = await speech_hits(ctx, settings, vectors, heard.subtitles)
     hits = merge_hits([], [*search_hits(index, vectors, settings.top_k), *spoken])
+    led = relation.anchored and queries[:1] == [" ".join(relation.anchor.split())]
+    anchor_hits = merge_hits([], search_hits(index, vectors[:1], settings.top_k)) if led else []
     anchors = anchors_of(hits, settings.cluster_gap_s)
     emit("anchors", queries=len(queries), anchors=len(anchors), index_frames=info.frames, reused=info.reused)
     root = Segment(id=ROOT, start=0.0, end=ctx.atlas.duration)
@@ -71,6 +80,10 @@ async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         "index_frames": info.frames,
         "index_s": round(info.build_s, 3),
         "embedded": info.embedded + embedded + texts,
+        "relation": relation,
+        "anchor_hits": anchor_hits,
+        "relation_anchor": None,
+        "window_segment": None,
         "cost": cost + heard.cost,
         "repairs": repairs,
         "round": 0,

@@ -8,6 +8,10 @@ it; with fusion on, h = (1 - H) r + H u over every candidate not yet expanded (H
 entropy of the rewards), else h = r. The frames join the memory, the lowest-reward ones leaving it
 when it is over its cap (a frame's reward: the mean of its two neighbouring children's h, which is r
 with fusion off; on a tie the newer frame stays).
+
+While a time relation's anchor is sought, the frames are placed by the anchor query's own hits, and
+the VLM is also asked which frame shows the anchor; once one does, the window the relation names
+beside it becomes a candidate of its own (:func:`window_segment`), expanded next.
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.eea.retrieve import anchors_of
 from videoatlas.agents.eea.schemas import child_key, rewards_schema
 from videoatlas.agents.eea.search import children, expansion_frames, fuse, query_score
 from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import Anchor, EEAState, Remembered, Round, Segment
 from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, span
+from videoatlas.agents.relation import Anchor as RelationAnchor
+from videoatlas.agents.relation import Relation, window
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
@@ -76,9 +83,14 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     parent = next(s for s in segments if s.id == state["selected"])
     round_no = len(state.get("rounds") or []) + 1
     anchors: list[Anchor] = state.get("anchors") or []
+    relation: Relation = state.get("relation") or Relation()
+    seeking = relation.anchored and state.get("relation_anchor") is None
+    # While the relation's anchor is sought, its own hits place the frames: the anchor is retrieved first.
+    placing = anchors_of(state.get("anchor_hits") or [], settings.cluster_gap_s) if seeking else []
     fixed, frames = expansion_frames(
-        parent.start, parent.end, [(a.time, a.phi) for a in anchors], settings.expand_frames, settings.anchors
-    )
+        parent.start, parent.end, [(a.time, a.phi) for a in placing or anchors], settings.expand_frames,
+        settings.anchors,
+    )  # fmt: skip
     first_id = max(s.id for s in segments) + 1
     kids = [
         Segment(id=first_id + i, start=a, end=b, parent=parent.id, round=round_no)
@@ -98,17 +110,22 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         "children": children_block(kids),
         "history": history_block(segments),
         "speech": speech_lines(heard.subtitles, [Interval(parent.start, parent.end)]),
+        "anchor_request": ctx.prompts.render("anchor_request.note", anchor=relation.anchor).strip() if seeking else "",
     }
     repairs: list[Repair] = [*heard.repairs]
     scores: dict[int, tuple[float, str]] = {}
+    seen_at: RelationAnchor | None = None
+    ids = list(range(1, len(frames) + 1)) if seeking else []
     try:
         reply, cost = await ask(
-            ctx, rewards_schema([k.id for k in kids]), "evaluate", "evaluate", images, values,
+            ctx, rewards_schema([k.id for k in kids], ids), "evaluate", "evaluate", images, values,
             system=SYSTEM, thinker="searcher", meta={"round": round_no},
         )  # fmt: skip
         for kid in kids:
             item = getattr(reply.value, child_key(kid.id))
             scores[kid.id] = (min(100, max(0, int(item.score))) / 100, item.explanation)
+        named = [frames[i - 1] for i in getattr(reply.value, "anchor", []) if i in ids]
+        seen_at = RelationAnchor.at(named[0]) if named else None
     except ModelReplyError as exc:
         cost, repair = fallback(exc, "evaluate", round_no, "every child scored 0 (the query score still counts)")
         repairs.append(repair)
@@ -124,7 +141,9 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         )
         for k in kids
     ]
+    beside = window_segment(relation, seen_at, ctx.atlas.duration, settings, first_id + len(kids), round_no)
     tree = [*[s for s in segments if s.id != parent.id], parent.model_copy(update={"expanded": True}), *kids]
+    tree += [beside] if beside is not None else []
     pool, uncertainty = fused(tree, settings)
     worth = {s.id: s.fused if settings.uarf else s.reward for s in pool}
     seen = [
@@ -136,11 +155,33 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         uncertainty=round(uncertainty, 4),
     )  # fmt: skip
     emit("scored", round=round_no, best=max((k.reward for k in kids), default=0.0), uncertainty=uncertainty)
+    found: dict[str, Any] = {}
+    if seen_at is not None:
+        found = {"relation_anchor": seen_at, "window_segment": beside.id if beside is not None else None}
+        emit("relation_anchor", round=round_no, time=seen_at.time)
     return {
-        "segments": [parent.model_copy(update={"expanded": True}), *kids, *pool],
+        **found,
+        "segments": [parent.model_copy(update={"expanded": True}), *kids, *([beside] if beside else []), *pool],
         "memory": remember(state.get("memory") or [], seen, settings.memory_frames),
         "rounds": [record],
         "cost": cost + heard.cost,
         "repairs": repairs,
         "round": round_no,
     }
+
+
+def window_segment(
+    relation: Relation, seen: RelationAnchor | None, duration: float, settings: EEASettings, id_: int, round_no: int
+) -> Segment | None:
+    """The window the relation names beside its anchor, as a candidate: one child of the whole video long.
+
+    One expansion of the whole video resolves stretches that long, so what comes right after (or just
+    before) the anchor lies within it. None when the anchor was not seen or the window is empty.
+    """
+    if seen is None:
+        return None
+    found = window(relation, seen, duration, duration / (settings.expand_frames + 1))
+    if found is None:
+        return None
+    why = f"the window {relation.side} {relation.anchor} (seen at {seen.time:.1f} s)"
+    return Segment(id=id_, start=found.start, end=found.end, round=round_no, explanation=why)

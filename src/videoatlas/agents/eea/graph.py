@@ -30,14 +30,19 @@ TEMPLATES: TemplateSpec = {
     "discover.user": (frozenset({"question"}), frozenset({"choices"})),
     "evaluate.user": (
         frozenset({"question", "children"}),
-        _ASKED | {"duration", "round", "segment", "count", "frames", "history", "speech"},
+        _ASKED | {"duration", "round", "segment", "count", "frames", "history", "speech", "anchor_request"},
     ),
     "update.user": (frozenset({"question"}), _ASKED | {"queries", "frames"}),
     "select.user": (
         frozenset({"question", "candidates"}),
         _ASKED | {"duration", "round", "rounds", "memory", "scoring", "opened"},
     ),
-    "answer.user": (frozenset({"question"}), _ASKED | {"duration", "evidence", "history", "format", "speech"}),
+    "answer.user": (
+        frozenset({"question"}),
+        _ASKED | {"duration", "evidence", "history", "format", "speech", "relation"},
+    ),
+    # Asked of an expansion while a time relation's anchor is sought (evaluate.py).
+    "anchor_request.note": (frozenset({"anchor"}), frozenset()),
 }
 """The prompt templates this agent uses (``agents/eea/prompts/default/``), with their variables."""
 

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, JsonValue, create_model
 
-from videoatlas.state.schemas import one_of, reply_schema, text
+from videoatlas.agents.relation import RELATION_FIELDS
+from videoatlas.state.schemas import one_of, reply_schema, some_of, text
 
 QUERY_CHARS = 160
 """A query of 6-12 words fits in this many characters."""
@@ -18,12 +19,21 @@ def _ids() -> Iterator[dict[str, Any]]:
         yield {"ids": list(range(1, n + 1))}
 
 
-@reply_schema(lambda: ({"lo": lo, "hi": 5} for lo in (1, 2)))
-def queries_schema(lo: int, hi: int) -> type[BaseModel]:
-    """``lo`` to ``hi`` search queries (discovery asks for 1-5, an update for 2-5)."""
+def _scored_ids() -> Iterator[dict[str, Any]]:
+    for example in _ids():
+        yield example
+        yield {**example, "frames": list(range(1, len(example["ids"])))}
+
+
+@reply_schema(lambda: ({"lo": lo, "hi": 5, "relation": lo == 1} for lo in (1, 2)))
+def queries_schema(lo: int, hi: int, relation: bool = False) -> type[BaseModel]:
+    """``lo`` to ``hi`` search queries (discovery asks for 1-5, an update for 2-5).
+
+    ``relation``: the reply also says the question's time relation and its anchor (discovery).
+    """
     bounds: dict[str, JsonValue] = {"minItems": lo, "maxItems": hi}
     listed: Any = Annotated[list[text(QUERY_CHARS)], Field(json_schema_extra=bounds)]  # type: ignore[misc]
-    fields: dict[str, Any] = {"search_queries": (listed, ...)}
+    fields: dict[str, Any] = {"search_queries": (listed, ...), **(RELATION_FIELDS if relation else {})}
     model: type[BaseModel] = create_model("SearchQueries", **fields)
     return model
 
@@ -33,9 +43,13 @@ def child_key(segment: int) -> str:
     return f"segment_{segment}"
 
 
-@reply_schema(_ids)
-def rewards_schema(ids: Sequence[int]) -> type[BaseModel]:
-    """One field per child segment (``segment_<id>``): an explanation, then a score 0-100 for the question."""
+@reply_schema(_scored_ids)
+def rewards_schema(ids: Sequence[int], frames: Sequence[int] = ()) -> type[BaseModel]:
+    """One field per child segment (``segment_<id>``): an explanation, then a score 0-100 for the question.
+
+    ``frames``: the ids of the frames shown, when the relation's anchor is sought: ``anchor`` names the
+    one that shows it (0 or 1 id).
+    """
     percent: dict[str, JsonValue] = {"minimum": 0, "maximum": 100}
     fields: dict[str, Any] = {
         "explanation": (text(400), ...),
@@ -43,6 +57,8 @@ def rewards_schema(ids: Sequence[int]) -> type[BaseModel]:
     }
     scored = create_model("SegmentScore", **fields)
     children: dict[str, Any] = {child_key(i): (scored, ...) for i in ids}
+    if frames:
+        children["anchor"] = (some_of(frames, 0, 1), ...)
     model: type[BaseModel] = create_model("SegmentRewards", **children)
     return model
 

@@ -3,7 +3,8 @@
 The policy call (sampled at temperature 0.5, as the paper's calls are) either names a candidate to
 expand, any leaf of the tree (backtracking allowed), or answers. Past the round cap, or with the
 run's budget spent, the answer follows without a call. A reply that cannot be used expands the
-candidate with the highest fused score, and that is recorded.
+candidate with the highest fused score, and that is recorded. The window beside a time relation's
+anchor, once seen, is expanded next without asking: the anchor found once bounds the search.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ async def select(state: EEAState, runtime: Runtime[AgentContext]) -> Command[Lit
     spent = budget_exhausted(state["cost"], ctx.config.call_budget, ctx.config.token_budget)
     if spent or not pool:
         return Command(goto="answer", update={"stop_reason": spent or "nothing left to expand", "selected": None})
+    due = next((c for c in pool if c.id == state.get("window_segment")), None)
+    if due is not None:
+        thought = f"{due.explanation}: expanded next"
+        emit("selected", round=round_no, segment=due.id, thought=thought)
+        done = rounds[-1].model_copy(update={"choice": f"segment {due.id}", "thought": thought})
+        return Command(goto="evaluate", update={"rounds": [done], "selected": due.id})
     memory = state.get("memory") or []
     values = {
         "question": state["question"],

@@ -8,6 +8,8 @@ from typing import Annotated
 
 from pydantic import Field
 
+from videoatlas.agents.relation import Anchor as RelationAnchor
+from videoatlas.agents.relation import Relation
 from videoatlas.state.models import Frozen, IndexInfo, merge_by
 from videoatlas.state.run import AnsweringState, AnswerOutput
 
@@ -94,6 +96,14 @@ class EEAState(AnsweringState):
     index_s: float
     embedded: Annotated[int, operator.add]
     """Texts and frames this run sent to the embedding model (0 when everything was reused)."""
+    relation: Relation
+    """The time relation the question asks about, said with the first queries (kind ``none`` when it asks none)."""
+    anchor_hits: list[tuple[float, float]]
+    """The hits of the relation's anchor (its phrase is the first query): expanded first while it is sought."""
+    relation_anchor: RelationAnchor | None
+    """Where the relation's anchor was seen, once an expansion named its frame (not a retrieval ``Anchor``)."""
+    window_segment: int | None
+    """The candidate made of the window the relation names beside its anchor (expanded next, once)."""
 
 
 class EEAOutput(AnswerOutput):
@@ -107,3 +117,5 @@ class EEAOutput(AnswerOutput):
     index_frames: int
     index_s: float
     embedded: int
+    relation: Relation
+    relation_anchor: RelationAnchor | None
