@@ -10,7 +10,8 @@
 
 The short-term pool (a tool's frames) lives only in this call. A sound track that cannot be read,
 or an endpoint with no transcription route, withdraws audio_transcriber for the rest of the run
-with one line in the trace; the run goes on with the other tools.
+with one line in the trace; the run goes on with the other tools. While a time relation's anchor is
+sought, scene_snapper and clip_analyzer are also asked which of their frames shows it.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Any
 import structlog
 from langgraph.runtime import Runtime
 
+from videoatlas.agents.videoarm.control import anchor_of
 from videoatlas.agents.videoarm.render import MOSAIC, SHEET, sheets, spread
-from videoatlas.agents.videoarm.schemas import ClipReport, SnapReport
+from videoatlas.agents.videoarm.schemas import ClipReport, SnapReport, sought_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES, arm
 from videoatlas.agents.videoarm.state import ArmState, Entry, Heard
 from videoatlas.agents.videoarm.views import TOOL_SYSTEM, ranges_text, span_text
@@ -75,10 +77,13 @@ async def act(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, Any]
     tool = str(planned["tool"])
     entry = Entry(step=step, tool=tool, reason=state.get("reason", ""))  # type: ignore[arg-type]
     emit(ACT_EVENT, step=step, tool=tool)
+    relation = state.get("relation")
+    seeking = relation is not None and relation.anchored and anchor_of(state.get("memory") or [], ctx.atlas) is None
+    sought = relation.anchor if seeking and relation is not None else ""
     if tool == "scene_snapper":
-        update = await _snap(ctx, planned, entry, state["question"])
+        update = await _snap(ctx, planned, entry, state["question"], sought)
     elif tool == "clip_analyzer":
-        update = await _clip(ctx, planned, entry)
+        update = await _clip(ctx, planned, entry, sought)
     else:
         update = await _listen(ctx, planned, entry)
     return {"planned": None, "round": step, **update}
@@ -88,7 +93,17 @@ def _dropped(step: int, notes: Sequence[str]) -> list[Repair]:
     return [Repair(node="act", round=step, kind="dropped", detail=note) for note in notes]
 
 
-async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, question: str) -> dict[str, Any]:
+def _request(ctx: AgentContext, sought: str) -> str:
+    """The line asking a tool for the anchor's frame ("" when no anchor is sought)."""
+    return ctx.prompts.render("anchor_request.note", anchor=sought).strip() if sought else ""
+
+
+def _named(value: Any, frames: Sequence[int]) -> int | None:
+    """The frame a report names as showing the anchor (the first shown one; None when it names none)."""
+    return next((int(f) for f in getattr(value, "anchor", []) if int(f) in frames), None)
+
+
+async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, question: str, sought: str) -> dict[str, Any]:
     settings = arm(ctx)
     ranges, notes = clamp_ranges(planned.get("ranges") or [], ctx.atlas.duration)
     wanted = int(planned.get("num_frames") or SNAP_FRAMES[0])
@@ -100,12 +115,16 @@ async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, questi
     images = [as_image(page, f"mosaic {n + 1}") for n, page in enumerate(pages)]
     entry = entry.model_copy(update={"ranges": ranges, "frames": frames, "mosaics": len(pages)})
     values = {"count": len(frames), "ranges": ranges_text(ranges), "question": question}
+    values["anchor_request"] = _request(ctx, sought)
+    schema = sought_schema("snap", frames) if sought else SnapReport
     try:
         reply, cost = await ask(
-            ctx, SnapReport, "scene_snapper", "snap", images, values, system=TOOL_SYSTEM, role="worker",
+            ctx, schema, "scene_snapper", "snap", images, values, system=TOOL_SYSTEM, role="worker",
             thinker="tools", meta={"round": entry.step},
         )  # fmt: skip
-        caption = reply.value.caption
+        value: Any = reply.value
+        caption = value.caption
+        entry = entry.model_copy(update={"anchor": _named(value, frames) if sought else None})
     except ModelReplyError as exc:
         cost = failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images))
         notes.append(f"scene_snapper caption unusable: {exc}")
@@ -114,7 +133,7 @@ async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, questi
     return {"memory": [entry], "focus": frames, "cost": cost, "repairs": _dropped(entry.step, notes)}
 
 
-async def _clip(ctx: AgentContext, planned: dict[str, Any], entry: Entry) -> dict[str, Any]:
+async def _clip(ctx: AgentContext, planned: dict[str, Any], entry: Entry, sought: str) -> dict[str, Any]:
     settings = arm(ctx)
     duration = ctx.atlas.duration
     a, b = clip_span(float(planned.get("start", 0.0)), float(planned.get("end", duration)), duration)
@@ -126,13 +145,17 @@ async def _clip(ctx: AgentContext, planned: dict[str, Any], entry: Entry) -> dic
     entry = entry.model_copy(update={"ranges": [(a, b)], "frames": frames, "mosaics": len(pages), "question": question})
     values = {"count": len(frames), "start": span_text(a, b).split("-")[0], "end": span_text(a, b).split("-")[1]}
     values["question"] = question or "(none given)"
+    values["anchor_request"] = _request(ctx, sought)
+    schema = sought_schema("clip", frames) if sought else ClipReport
     notes: list[str] = []
     try:
         reply, cost = await ask(
-            ctx, ClipReport, "clip_analyzer", "clip", images, values, system=TOOL_SYSTEM, role="worker",
+            ctx, schema, "clip_analyzer", "clip", images, values, system=TOOL_SYSTEM, role="worker",
             thinker="tools", meta={"round": entry.step},
         )  # fmt: skip
-        answer, confidence = reply.value.answer, min(1.0, max(0.0, float(reply.value.confidence)))
+        value: Any = reply.value
+        answer, confidence = value.answer, min(1.0, max(0.0, float(value.confidence)))
+        entry = entry.model_copy(update={"anchor": _named(value, frames) if sought else None})
     except ModelReplyError as exc:
         cost = failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images))
         notes.append(f"clip_analyzer answer unusable: {exc}")

@@ -19,4 +19,7 @@ AGENT = Agent(
         describe_event=trace.describe_event,
         decision_node="answer",
     ),
+    defaulted_templates=frozenset(
+        {"relation_ask.note", "relation_seek.note", "relation_window.note", "anchor_request.note"}
+    ),
 )

@@ -7,17 +7,22 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.videoarm.control import focus_images
+from videoatlas.agents.relation import Relation, anchor_label, relation_text, with_time_check
+from videoatlas.agents.videoarm.control import anchor_of, focus_images
 from videoatlas.agents.videoarm.render import time_of
 from videoatlas.agents.videoarm.state import ArmState, Entry
 from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, evidence_block, heard_line, memory_text, ranges_text
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.runtime.calls import labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
 
 def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
-    """What the memory holds, as evidence items in step order: a caption, an answer, each stretch of speech."""
+    """What the memory holds, as evidence items in step order: a caption, an answer, each stretch of speech.
+
+    A step whose tool named the frame showing the time relation's anchor adds that frame as an item of its own.
+    """
     video = ctx.atlas.source.identity
     items: list[Evidence] = []
 
@@ -57,20 +62,37 @@ def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
                 0.6,
                 middle,
             )
+        if entry.anchor is not None:
+            t = time_of(ctx.atlas, entry.anchor)
+            add(
+                entry,
+                t,
+                t,
+                f"step {entry.step}, {entry.tool}: frame {entry.anchor} shows the anchor",
+                0.8,
+                entry.anchor,
+            )
     return items
 
 
 async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Judge each choice against the memory and answer; a failed reply is recorded, never guessed."""
+    """Judge each choice against the memory and answer; a failed reply is recorded, never guessed.
+
+    A question with a time relation is told the anchor's time, and the answer's cited times are
+    checked against it in the reasoning (:func:`videoatlas.agents.relation.time_check`).
+    """
     ctx = runtime.context
     memory = state.get("memory") or []
     evidence = memory_evidence(memory, ctx)
+    relation = state.get("relation") or Relation()
+    anchor = anchor_of(memory, ctx.atlas)
     values = {
         "duration": format_ts(ctx.atlas.duration, 0),
         "memory": memory_text(memory),
         "evidence": evidence_block(evidence),
+        "relation": relation_text(relation, anchor, anchor_label(anchor, labelled(evidence))),
     }
-    return await decide_on_evidence(
+    decided = await decide_on_evidence(
         ctx,
         state,
         evidence,
@@ -81,3 +103,5 @@ async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, A
         thinker="controller",
         extra={"round": len(memory)},
     )
+    cited = [e for e in evidence if e.id in set(decided.get("cited") or [])]
+    return with_time_check(decided, relation, anchor, cited)

@@ -4,25 +4,33 @@ The prompt is built again every step from the state alone: the video's facts, th
 memory entries, the tools on offer, and the mosaics of the long-term pool (drawn again from the
 frame indices kept). Nothing of an earlier call's prompt, and no tool's own frames, comes back.
 At the step limit, or out of budget, the answer is forced without asking.
+
+The first step also says the question's time relation ("right after the banner"); while its anchor is
+sought, the tools are asked which frame shows it, and the step right after one did is held to the
+window the relation names beside it (its call's times bounded by the schema, and held there).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from videoatlas.agents.relation import Anchor, Relation, relation_of, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
-from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets
+from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets, time_of
 from videoatlas.agents.videoarm.schemas import step_schema
-from videoatlas.agents.videoarm.settings import VideoArmSettings, arm
-from videoatlas.agents.videoarm.state import ArmState
+from videoatlas.agents.videoarm.settings import SNAP_FRAMES, VideoArmSettings, arm
+from videoatlas.agents.videoarm.state import ArmState, Entry
 from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, memory_text, span_text
+from videoatlas.environment.atlas import VideoAtlas
+from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import as_image, budget_exhausted, choices_block, emit
 from videoatlas.runtime.context import AgentContext
+from videoatlas.state.models import Repair
 
 STEP_EVENT = "arm_step"
 CALLED_EVENT = "arm_called"
@@ -78,6 +86,11 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         return Command(goto="answer", update={"stop_reason": spent})
     tools, why = offered(state, ctx, settings)
     duration = ctx.atlas.duration
+    relation = state.get("relation")
+    anchor = anchor_of(memory, ctx.atlas)
+    beside = anchor_window(relation, anchor, duration, settings) if anchor is not None else None
+    # The step right after a tool saw the anchor looks inside its window.
+    held = beside if beside is not None and memory[-1].anchor is not None else None
     listen = ctx.prompts.render("deaf.line", why=why) if why else ctx.prompts.render("listen.line")
     values = {
         "question": state["question"],
@@ -92,6 +105,7 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         "memory": memory_text(memory),
         "step": step,
         "steps": settings.steps,
+        "relation": relation_note(ctx, relation, anchor, beside),
     }
     emit(STEP_EVENT, step=step)
     # Without a usable step: survey the whole video first, and once something is in memory, answer.
@@ -100,9 +114,11 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         if memory
         else ({"tool": "scene_snapper", "ranges": [], "num_frames": 30}, "scene_snapper over the whole video")
     )
+    if held is not None:
+        instead = ({"tool": "clip_analyzer", "start": held.start, "end": held.end, "question": ""}, "the window")
     call, reason, update = await choose_tool(
         ctx,
-        step_schema(tools, duration),
+        step_schema(tools, duration, relation=relation is None, window=(held.start, held.end) if held else None),
         await focus_images(state, ctx),
         values,
         node="control",
@@ -112,6 +128,76 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         turn=step,
         said="reason",
         instead=instead,
+        keep=(lambda value: {"relation": relation_of(value)}) if relation is None else None,
     )
+    if relation is None and "relation" not in update:
+        update["relation"] = Relation()  # no usable first step: the question is searched as one without a relation
+    if held is not None:
+        call, note = held_to(call, held)
+        if note:
+            held_note = Repair(node="control", round=step, kind="dropped", detail=note)
+            update["repairs"] = [*update.get("repairs", []), held_note]
     emit(CALLED_EVENT, step=step, tool=call["tool"], reason=reason)
     return next_step(call, update, "act", "controller")
+
+
+def anchor_of(memory: list[Entry], atlas: VideoAtlas) -> Anchor | None:
+    """Where the relation's anchor was seen: the first frame a tool named as showing it (None: not yet)."""
+    for entry in memory:
+        if entry.anchor is not None:
+            return Anchor.at(time_of(atlas, entry.anchor))
+    return None
+
+
+def anchor_window(
+    relation: Relation | None, anchor: Anchor, duration: float, settings: VideoArmSettings
+) -> Interval | None:
+    """The window the relation names beside the anchor: one clip_analyzer stretch, or one survey spacing if longer.
+
+    A survey of the whole video (30 frames) shows frames that far apart, and a clip looks at that much
+    closely, so what comes right after (or just before) the anchor lies within it.
+    """
+    if relation is None or not relation.anchored:
+        return None
+    length = max(settings.clip_frames / settings.clip_fps, duration / SNAP_FRAMES[0])
+    return window(relation, anchor, duration, length)
+
+
+def relation_note(ctx: AgentContext, relation: Relation | None, anchor: Anchor | None, beside: Interval | None) -> str:
+    """What the controller is told of the time relation: asked at the first step, then the anchor and its window."""
+    if relation is None:
+        return ctx.prompts.render("relation_ask.note").strip()
+    if not relation.anchored:
+        return ""
+    values: dict[str, Any] = {"kind": relation.kind, "anchor": relation.anchor, "side": relation.side}
+    if anchor is None or beside is None:
+        return ctx.prompts.render("relation_seek.note", **values).strip()
+    found = {
+        "time": f"{format_ts(anchor.time)} ({anchor.time:.1f} s)",
+        "start": f"{beside.start:.1f}",
+        "end": f"{beside.end:.1f}",
+    }
+    return ctx.prompts.render("relation_window.note", **values, **found).strip()
+
+
+def held_to(call: dict[str, Any], held: Interval) -> tuple[dict[str, Any], str]:
+    """A call with its times held inside ``held`` (no ranges: the whole window), and a note ("" if nothing changed)."""
+    if call["tool"] == "answer":
+        return call, ""
+
+    def inside(a: float, b: float) -> tuple[float, float]:
+        lo, hi = sorted((min(max(a, held.start), held.end), min(max(b, held.start), held.end)))
+        return (lo, hi) if hi - lo > 0 else (held.start, held.end)
+
+    if call["tool"] == "clip_analyzer":
+        start, end = inside(float(call["start"]), float(call["end"]))
+        changed = (start, end) != (float(call["start"]), float(call["end"]))
+        new = {**call, "start": start, "end": end}
+    else:
+        asked = [(float(r["start"]), float(r["end"])) for r in call.get("ranges") or []]
+        kept = [inside(a, b) for a, b in asked] or [(held.start, held.end)]
+        changed = kept != asked
+        new = {**call, "ranges": [{"start": a, "end": b} for a, b in kept]}
+    if not changed:
+        return call, ""
+    return new, f"{call['tool']} held to {held.start:.1f}-{held.end:.1f} s (the window beside the anchor)"

@@ -24,14 +24,34 @@ TEMPLATES: TemplateSpec = {
     "step.user": (
         frozenset({"question", "memory"}),
         frozenset(
-            {"choices", "duration", "seconds", "frames", "fps", "focus", "clip_frames", "listen", "step", "steps"}
+            {
+                "choices",
+                "duration",
+                "seconds",
+                "frames",
+                "fps",
+                "focus",
+                "clip_frames",
+                "listen",
+                "step",
+                "steps",
+                "relation",
+            }
         ),
     ),
+    # The time relation: asked at the first step, then its anchor sought, then its window (control.py).
+    "relation_ask.note": (frozenset(), frozenset()),
+    "relation_seek.note": (frozenset({"anchor"}), frozenset({"kind", "side"})),
+    "relation_window.note": (frozenset({"anchor", "start", "end"}), frozenset({"kind", "side", "time"})),
+    "anchor_request.note": (frozenset({"anchor"}), frozenset()),
     "listen.line": (frozenset(), frozenset()),
     "deaf.line": (frozenset(), frozenset({"why"})),
-    "snap.user": (frozenset(), frozenset({"count", "ranges", "question"})),
-    "clip.user": (frozenset({"question"}), frozenset({"count", "start", "end"})),
-    "answer.user": (frozenset({"question", "memory"}), frozenset({"choices", "duration", "evidence", "format"})),
+    "snap.user": (frozenset(), frozenset({"count", "ranges", "question", "anchor_request"})),
+    "clip.user": (frozenset({"question"}), frozenset({"count", "start", "end", "anchor_request"})),
+    "answer.user": (
+        frozenset({"question", "memory"}),
+        frozenset({"choices", "duration", "evidence", "format", "relation"}),
+    ),
 }
 """The prompt templates this agent uses (``agents/videoarm/prompts/default/``), with their variables."""
 

@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, JsonValue, create_model
 
+from videoatlas.agents.relation import RELATION_FIELDS
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES
-from videoatlas.state.schemas import reply_model, reply_schema, text
+from videoatlas.state.schemas import reply_model, reply_schema, some_of, text
 
 MAX_RANGES = 4
 """Stretches one scene_snapper or audio_transcriber call may name."""
@@ -19,16 +20,23 @@ def _step_examples() -> Iterator[dict[str, Any]]:
     for tools in (full, full[:2] + full[3:], ("answer",)):
         for duration in (24.0, 36_000.0):
             yield {"tools": tools, "duration": duration}
+            yield {"tools": tools, "duration": duration, "relation": True}
+            yield {"tools": tools, "duration": duration, "window": (duration / 4, duration / 2)}
 
 
 @reply_schema(_step_examples)
-def step_schema(tools: Sequence[str], duration: float) -> type[BaseModel]:
+def step_schema(
+    tools: Sequence[str], duration: float, relation: bool = False, window: tuple[float, float] | None = None
+) -> type[BaseModel]:
     """A controller step: ``reason`` (why this call), then ``call``, one variant per tool offered.
 
     Times are seconds within the video; scene_snapper's ``num_frames`` is one of :data:`SNAP_FRAMES`;
-    an empty ``ranges`` means the whole video.
+    an empty ``ranges`` means the whole video. ``relation``: the step also says the question's time
+    relation (the first step); ``window``: times are bounded by it instead (the window beside an anchor
+    just seen).
     """
-    bound: dict[str, JsonValue] = {"minimum": 0.0, "maximum": round(duration, 3)}
+    lo, hi = window if window is not None else (0.0, duration)
+    bound: dict[str, JsonValue] = {"minimum": round(lo, 3), "maximum": round(hi, 3)}
     seconds = Annotated[float, Field(json_schema_extra=bound)]
     stretch = create_model("Range", start=(seconds, ...), end=(seconds, ...))
     ranges = Annotated[list[stretch], Field(json_schema_extra={"maxItems": MAX_RANGES})]  # type: ignore[valid-type]
@@ -46,7 +54,8 @@ def step_schema(tools: Sequence[str], duration: float) -> type[BaseModel]:
         variants.append(create_model(f"{name}Call", **fields))
     union = Union[tuple(variants)] if len(variants) > 1 else variants[0]  # noqa: UP007 - built at run time
     call: Any = Annotated[union, Field(discriminator="tool")] if len(variants) > 1 else union
-    model: type[BaseModel] = create_model("ControllerStep", reason=(text(1200), ...), call=(call, ...))
+    step: dict[str, Any] = {"reason": (text(1200), ...), "call": (call, ...)}
+    model: type[BaseModel] = create_model("ControllerStep", **step, **(RELATION_FIELDS if relation else {}))
     return model
 
 
@@ -63,3 +72,17 @@ class ClipReport(BaseModel):
 
     answer: text(600)  # type: ignore[valid-type]
     confidence: Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+@reply_schema(
+    lambda: ({"tool": tool, "frames": frames} for tool in ("snap", "clip") for frames in ([0], list(range(50))))
+)
+def sought_schema(tool: str, frames: Sequence[int]) -> type[BaseModel]:
+    """A tool's report (``snap``: scene_snapper's, ``clip``: clip_analyzer's) that also names the anchor's frame.
+
+    ``anchor``: 0 or 1 of the frame indices shown, the one showing the time relation's anchor.
+    """
+    base = SnapReport if tool == "snap" else ClipReport
+    fields: dict[str, Any] = {"anchor": (some_of(frames, 0, 1), ...)}
+    model: type[BaseModel] = create_model(base.__name__, __base__=base, **fields)
+    return model

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from videoatlas.agents.relation import Relation
 from videoatlas.state.models import Frozen, merge_by
 from videoatlas.state.run import AnsweringState, AnswerOutput
 
@@ -49,6 +50,8 @@ class Entry(Frozen):
     """clip_analyzer's confidence in its answer, in [0, 1]."""
     heard: list[Heard] = Field(default_factory=list)
     """audio_transcriber's segments."""
+    anchor: int | None = None
+    """The frame index the tool said shows the time relation's anchor (None: not asked, or none did)."""
 
 
 def add_entries(current: Sequence[Entry] | None, update: Sequence[Entry] | None) -> list[Entry]:
@@ -67,9 +70,12 @@ class ArmState(AnsweringState):
     reason: str
     deaf: str
     """Why audio_transcriber was withdrawn for this run ("" while it is offered where there is audio)."""
+    relation: Relation | None
+    """The time relation the controller read from the question at its first step (None before it)."""
 
 
 class ArmOutput(AnswerOutput):
     """What a run returns: the shared answer keys and the memory."""
 
     memory: list[Entry]
+    relation: Relation | None

@@ -52,6 +52,8 @@ def entry_lines(entry: Entry) -> list[str]:
         out.append(f"  answer (confidence {confidence}): {entry.output}")
     else:
         out += [f"  {heard_line(h.start, h.end, h.text)}" for h in entry.heard] or [f"  {entry.output}"]
+    if entry.anchor is not None:
+        out.append(f"  the time relation's anchor is seen in frame {entry.anchor}")
     return out
 
 
