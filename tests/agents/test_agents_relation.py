@@ -230,3 +230,69 @@ async def test_eeas_queries_retrieve_the_anchor_first_then_its_window_is_expande
     answer_t = min(t for t in [*first.frames, *second.frames] if t > anchor_t)
     assert f"Time check against the anchor at 00:22.5 (right after): {format_ts(answer_t)} is " in out["reasoning"]
     assert f"{answer_t - anchor_t:.1f} s after it." in out["reasoning"] and "wrong side" not in out["reasoning"]
+
+
+@pytest.mark.unit
+async def test_videoarms_controller_finds_the_anchor_then_looks_right_after_it(
+    counter_video: Path, tmp_path: Path
+) -> None:
+    """Step 1 says the relation; scene_snapper names the anchor's frame; step 2's clip is held to the window."""
+    seen: dict[str, list[Any]] = {"step": [], "step_schema": [], "snap": [], "tools": [], "anchor_frame": []}
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "ControllerStep":
+            seen["step"].append(text)
+            seen["step_schema"].append(schema)
+            if len(seen["step"]) == 1:
+                call = {"tool": "scene_snapper", "ranges": [], "num_frames": 30}
+                return {"reason": "survey for the 3", "call": call, "relation": "right after", "anchor": "the 3"}
+            if len(seen["step"]) == 2:  # asks for the whole video: held to the window after the anchor
+                call = {"tool": "clip_analyzer", "start": 0.0, "end": 80.0, "question": "which number comes next?"}
+                return {"reason": "right after it", "call": call}
+            return {"reason": "settled", "call": {"tool": "answer"}}
+        if name in ("SnapReport", "ClipReport"):
+            seen["tools"].append((text, schema))
+            reply: dict[str, Any] = (
+                {"caption": "numbers"} if name == "SnapReport" else {"answer": "a 7", "confidence": 0.9}
+            )
+            if "anchor" in schema["properties"]:
+                seen["anchor_frame"].append(schema["properties"]["anchor"]["items"]["enum"][8])
+                reply["anchor"] = seen["anchor_frame"][-1:]
+            return reply
+        if name == "FinalDecision":
+            lines = dict(re.findall(r"^\[([A-Z]+)\] (.*)$", text, re.MULTILINE))
+            anchor = next(label for label, line in lines.items() if "shows the anchor" in line)
+            clip = next(label for label, line in lines.items() if "clip_analyzer on" in line)
+            return {"judgements": [], "answer": 1, "reasoning": "the clip shows it", "evidence": [anchor, clip]}
+        return default_reply(name, text, schema)
+
+    out, chat = await run("videoarm", counter_video, tmp_path, script)
+    assert out["relation"] == Relation(kind="right after", anchor="the 3")
+    first, second = out["memory"]
+    # (a) the anchor is searched first: step 1 asks the relation, its survey is asked for the anchor's frame
+    assert "relation" in seen["step_schema"][0]["properties"] and "relation" not in seen["step_schema"][1]["properties"]
+    (snap_text, snap_schema), (_, clip_schema) = seen["tools"]
+    assert 'Also give "anchor": the frame index of the frame that shows the 3' in snap_text
+    assert "anchor" in snap_schema["properties"] and "anchor" not in clip_schema["properties"]
+    assert first.anchor == seen["anchor_frame"][0] == first.frames[8]
+    anchor_t = (first.anchor + 0.5) / 25.0  # the middle of the frame's time on screen (25 frames a second)
+    # (b) the next look goes to the window after it: one clip_analyzer stretch, 50 frames at 2 a second = 25 s
+    start, end = anchor_t, anchor_t + 25.0
+    assert f"the window after it is {start:.1f} to {end:.1f} s" in seen["step"][1]
+    calls = variants(seen["step_schema"][1])
+    assert calls["clip_analyzer"]["start"]["minimum"] == pytest.approx(start, abs=1e-3)
+    assert calls["clip_analyzer"]["end"]["maximum"] == pytest.approx(end, abs=1e-3)
+    assert second.tool == "clip_analyzer" and second.ranges == [(pytest.approx(start), pytest.approx(end))]
+    assert len(second.frames) == 50 and all(start <= (f + 0.5) / 25.0 <= end + 0.04 for f in second.frames)
+    assert any("held to" in r.detail and "the window beside the anchor" in r.detail for r in out["repairs"])
+    assert "the time relation's anchor is seen in frame" in seen["step"][1]
+    # (c) the decision is told the anchor's time; its reasoning places the clip's answer after it
+    decide = next(t for n, t in chat.seen if n == "FinalDecision")
+    assert f"The anchor is [B] at {format_ts(anchor_t)} ({anchor_t:.1f} s)" in decide
+    clip_t = (second.frames[len(second.frames) // 2] + 0.5) / 25.0
+    assert (
+        f"Time check against the anchor at {format_ts(anchor_t)} (right after): {format_ts(clip_t)} is "
+        in out["reasoning"]
+    )
+    assert f"{clip_t - anchor_t:.1f} s after it." in out["reasoning"] and "wrong side" not in out["reasoning"]
+    assert out["answer_index"] == 1
