@@ -188,12 +188,15 @@ def test_the_controller_sees_only_its_focus_and_its_prompt_grows_by_memory_entri
     assert chat.images[steps[1][0]] == chat.images[snaps[0]]
     assert all(chat.images[i] == chat.images[snaps[1]] for i, _ in steps[2:])
     assert not {bytes(j) for j in chat.images[clip]} & {bytes(j) for i, _ in steps for j in chat.images[i]}
-    # Text: the same prompt each step but for the step number, the focus line and the memory, which only grows.
+    # Text: the same prompt each step but for the step number, the focus line and the memory, which only grows,
+    # and the first step's request to say the question's time relation.
+    ask = "Also say how the question places its answer in time: "
+    assert ask in steps[0][1] and not any(ask in text for _, text in steps[1:])
 
     def parts(text: str) -> tuple[str, str]:
         head, _, memory = text.partition("Memory, step by step:\n")
         memory, _, tail = memory.partition("\n\nThis is step ")
-        head = re.sub(r"Current focus: .*", "", head)
+        head = re.sub(r"Current focus: .*", "", re.sub(re.escape(ask) + ".*", "", head))
         return head + re.sub(r"^\d+", "", tail), memory
 
     fixed = {parts(text)[0] for _, text in steps}
