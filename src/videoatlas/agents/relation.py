@@ -39,6 +39,8 @@ SAME_MOMENT_S = 1e-3
 class Relation(Frozen):
     """The time relation a question asks about, read from it before any frame is seen."""
 
+    former_modules = ("videoatlas.agents.video_rlm.state.models",)  # before it was shared by every agent
+
     kind: RelationKind = "none"
     anchor: str = ""
     """The event the answer is placed against ("the banner"); for ``between``, the earlier one."""
@@ -62,6 +64,8 @@ class Relation(Frozen):
 
 class Anchor(Frozen):
     """Where the relation's anchor was seen: the evidence that shows it (if the agent keeps one), its interval."""
+
+    former_modules = ("videoatlas.agents.video_rlm.state.models",)  # before it was shared by every agent
 
     evidence: str = ""
     """The id of the evidence item showing the anchor ("" when the agent names it by its time alone)."""

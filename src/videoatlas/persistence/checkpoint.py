@@ -20,14 +20,17 @@ _SETUP_LOCK_KEY = 0x7669646561746C  # pg_advisory_lock key: "videatl"
 
 
 def state_types() -> list[tuple[str, str]]:
-    """Every state record class there is: :class:`Frozen` and its subclasses, wherever an agent defines them."""
+    """Every state record class there is: :class:`Frozen` and its subclasses, wherever an agent defines them.
+
+    Each is named under its module and under every module that defined it before (``Frozen.former_modules``).
+    """
     found: list[type[Frozen]] = []
     todo: list[type[Frozen]] = [Frozen]
     while todo:
         cls = todo.pop()
         found.append(cls)
         todo += cls.__subclasses__()
-    return sorted({(cls.__module__, cls.__name__) for cls in found})
+    return sorted({(module, cls.__name__) for cls in found for module in (cls.__module__, *cls.former_modules)})
 
 
 def serializer() -> JsonPlusSerializer:

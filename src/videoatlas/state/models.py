@@ -7,7 +7,7 @@ from which its frame is rendered again whenever it is shown.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +28,10 @@ class Frozen(BaseModel):
     """Immutable state records: a node returns new ones, it never edits what it was given."""
 
     model_config = ConfigDict(frozen=True)
+
+    former_modules: ClassVar[tuple[str, ...]] = ()
+    """Modules that defined this class in earlier releases: their checkpoints name it there, and the
+    checkpoint reader rebuilds it from those names too (each such module still exports it)."""
 
 
 class FrameRef(Frozen):

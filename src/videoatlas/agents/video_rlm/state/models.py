@@ -7,6 +7,9 @@ from typing import Literal
 
 from pydantic import Field
 
+# Checkpoints written before agents/relation.py name these two here (``Frozen.former_modules``).
+from videoatlas.agents.relation import Anchor as Anchor
+from videoatlas.agents.relation import Relation as Relation
 from videoatlas.environment.geometry import Interval
 from videoatlas.state.models import Frozen, merge_by
 
