@@ -25,6 +25,7 @@ from videoatlas.standin.language import FUNCTION_WORDS, index_base, intent_of, n
 from videoatlas.standin.meaning import FITS, phrase, similarity
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import Request
+from videoatlas.standin.relations import reference_field, reference_points
 
 _ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
 _IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}
@@ -160,7 +161,8 @@ class Filler(Actions):
         word (``value``, ``result``) wants the pair whose label the question asks about.
         """
         pairs = self.req.labelled()
-        if not pairs:
+        spelled = self.req.letter_pairs()
+        if not pairs and not spelled:
             return {}
         specific: list[tuple[str, dict[str, Any]]] = []
         generic: list[str] = []
@@ -188,10 +190,34 @@ class Filler(Actions):
                 if score >= FITS and key not in out and j not in taken:
                     out[key] = next(p for p in pairs if p.label == labels[j])
                     taken.add(j)
+            out |= self._spelled_out([(k, n) for k, n in specific if k not in out], spelled)
         if len(generic) == 1 and not specific and not self.req.choices:
             asked = self.asked_pair()
             if asked is not None:
                 out[generic[0]] = asked
+        return out
+
+    def _spelled_out(self, fields: list[tuple[str, dict[str, Any]]], spelled: list[Labelled]) -> dict[str, Labelled]:
+        """Fields no pair fills, each given the rest of a line whose first words mean what the field does.
+
+        A value in letters only (``CITY PARIS``, ``GATE B``) is only known for a label and its
+        value once someone asks for that label: the field's meaning picks the split of the line.
+        """
+        if not fields or not spelled:
+            return {}
+        labels = list(dict.fromkeys(p.label for p in spelled))
+        fit = similarity([phrase(k, str(n.get("description") or n.get("title") or "")) for k, n in fields], labels)
+        out: dict[str, Labelled] = {}
+        used: set[str] = set()
+        for i, (key, _) in enumerate(fields):
+            for j, label in enumerate(labels):
+                if _shares_word(key, label):
+                    fit[i, j] = max(float(fit[i, j]), _LEXICAL_FIT)
+            best = int(fit[i].argmax())
+            pair = next(p for p in spelled if p.label == labels[best])
+            if float(fit[i, best]) >= FITS and pair.label not in used:
+                out[key] = pair
+                used.add(pair.label)
         return out
 
     def read_value(self, node: dict[str, Any], pair: Labelled) -> Any:
@@ -447,7 +473,15 @@ class Filler(Actions):
         return False
 
     def string(self, node: dict[str, Any], name: str) -> str:
-        """A string: a search plan, a description of the tile in hand, an answer, or a summary."""
+        """A string: a reference point, a search plan, a description of the tile in hand, an answer, or a summary.
+
+        A field for the point a time relation is measured from takes the phrase the question's
+        relation governs (:mod:`.relations`), as a model copies it; without a stated relation, nothing.
+        """
+        point = reference_field(name, str(node.get("description") or ""))
+        if point is not None and self.focus is None:
+            points = reference_points(self.req.question)
+            return self._fit_text(points[point] if point < len(points) else "", node)
         if _named(name, _TASK) and not _named(name, _TEXT):
             looks = ", ".join(self.req.context) or "the moment asked about"
             text = f"look for {looks} on screen and read what is shown with it"
