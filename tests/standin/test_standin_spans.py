@@ -10,7 +10,7 @@ bound the schema puts on the times.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import openai
@@ -37,7 +37,7 @@ def client() -> Iterator[openai.OpenAI]:
         yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
 
 
-def conversation(system: str, looks: list[tuple[float, float, str]], question: str = QUESTION) -> list[Any]:
+def conversation(system: str, looks: Sequence[tuple[float, float, str]], question: str = QUESTION) -> list[Any]:
     """A conversation where ``look`` was called on each (start, end) and returned the text given."""
     messages: list[Any] = [{"role": "system", "content": system}, {"role": "user", "content": question}]
     for n, (start, end, found) in enumerate(looks):

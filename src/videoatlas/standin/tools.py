@@ -283,8 +283,8 @@ class ToolFiller(Filler):
         fits = dict(zip((t.name for t in rest), self._fits(rest), strict=True))
         ranked += [t for t in self._by_meaning(rest) if fits[t.name] >= TOOL_FITS]
         if request.mode == "auto":
-            moved = self.moved[0] if self.moved is not None else None
-            ranked = [t for t in ranked if t.name not in self.called or _acts(t) or t.name == moved]
+            sent = self.moved[0] if self.moved is not None else None
+            ranked = [t for t in ranked if t.name not in self.called or _acts(t) or t.name == sent]
         return ranked
 
     def another_span(self, request: ToolRequest) -> Tool | None:
@@ -308,8 +308,8 @@ class ToolFiller(Filler):
             length = schema_length(self.resolve(tool.parameters), keys) or stated_length(self.req.text)
             if length is None:
                 continue  # without the video's length nobody can say what is left
-            looks = [_span_of(args, keys) for name, args in self.order if name == tool.name]
-            looks = [look for look in looks if look is not None]
+            asked = [_span_of(args, keys) for name, args in self.order if name == tool.name]
+            looks = [look for look in asked if look is not None]
             reported = [s for name, text in self.results if name == tool.name for s in time_spans(text) if s[1] > s[0]]
             width = (looks[-1][1] - looks[-1][0]) if looks else max((b - a for a, b in reported), default=length / 10)
             after = looks[-1][1] if looks else 0.0
