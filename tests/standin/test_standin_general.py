@@ -190,7 +190,7 @@ SOURCES_BY_VERSION = {
     # value pairs a tool result writes fill fields; a value in letters on its label's line fills the field whose
     # meaning fits the label; a field for a reference point gets the phrase the question's relation governs
     # (relations.py).
-    15: "c415add5b3e18063b30003f137ecb2e93996a11972a2a2afab8f5be0d639d821",
+    15: "84997e11fa26e302ee88357c5f7db1a8e9cbf442638afdcce1d55638b29f464c",
 }
 
 

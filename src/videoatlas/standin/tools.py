@@ -12,8 +12,10 @@ as its ``response_format`` answers, with a real text model (:mod:`.meaning`) for
 once what was seen settles the question, a function whose name or description means answering;
 else first a function whose arguments the pictures label (it can be called with what was read);
 then a function whose name or description means a kind of step (look closer, open, look around,
-listen, record...) chosen as an action enum is; then the others by how well their name and
-description fit what the user asked last. Arguments are filled from what was read, typed by their
+listen, record...) chosen as an action enum is (while nothing relevant was found: one of another
+sense, else one that takes a stretch of video, sent to a stretch no call covered:
+:meth:`ToolFiller.another_span`); then the others by how well their name and description fit what
+the user asked last. Arguments are filled from what was read, typed by their
 schema (:meth:`.filler.Filler.read_fields`); one nothing labels gets its type's empty value. Under
 ``auto`` it writes text when none fits, when the question is settled and no function answers or
 can be filled, or when the call it would make was already made in the conversation (its result is
