@@ -134,6 +134,7 @@ def test_the_schema_bound_says_how_long_the_video_is(client: openai.OpenAI) -> N
         ("Duration: 1:02:03", 3723.0),
         ("It is 2 hours long.", 7200.0),
         ("At 30 s the sign is red.", None),
+        ("Each look shows a 10 s clip of the 600-second video.", 600.0),
     ],
 )
 def test_the_length_a_text_states(text: str, seconds: float | None) -> None:

@@ -46,13 +46,12 @@ def _seconds(amount: str) -> float:
 
 
 def stated_length(text: str) -> float | None:
-    """How long the text says the video is ("a 600 s video", "10 minutes long", "duration: 10:00"), if it says."""
-    for match in _LENGTH.finditer(text):
-        amount = match.group("a") or match.group("b")
-        seconds = _seconds(amount)
-        if seconds > 0:
-            return seconds
-    return None
+    """How long the text says the video is ("a 600 s video", "10 minutes long", "duration: 10:00"), if it says.
+
+    The longest such length: a clip the text mentions is part of the video, never longer than it.
+    """
+    lengths = [_seconds(m.group("a") or m.group("b")) for m in _LENGTH.finditer(text)]
+    return max((s for s in lengths if s > 0), default=None)
 
 
 def _number(node: dict[str, Any]) -> bool:
