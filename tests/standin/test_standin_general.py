@@ -190,7 +190,7 @@ SOURCES_BY_VERSION = {
     # value pairs a tool result writes fill fields; a value in letters on its label's line fills the field whose
     # meaning fits the label; a field for a reference point gets the phrase the question's relation governs
     # (relations.py).
-    15: "7081f692cd11953a0f68eb3f8547d0cc75368577e171ebca0681be3283b57f6a",
+    15: "c3700e56eb0ac9b9a1070a7b26893f79cd657528bd01461275c918b1fc367eb5",
 }
 
 

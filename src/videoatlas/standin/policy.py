@@ -110,10 +110,7 @@ class Request:
         schema: dict[str, Any] | None = None,
         results: list[str] | None = None,
     ) -> Request:
-        """Find the question, choices and context in the request's text (and, for choices, its schema).
-
-        ``results`` are the texts earlier function calls returned (already among ``texts``).
-        """
+        """Question, choices and context from the text (and schema); ``results``: what earlier calls returned."""
         text = "\n".join(texts)
         question = find_question(texts)
         choices = find_choices(text, question) or _enum_choices(schema or {})
@@ -146,9 +143,8 @@ class Request:
         position = image_position(question, len(sights))
         if position is not None:  # "the second image": only what that one shows answers
             tiles = [t for t in tiles if t.image == position]
-        return cls(
-            text, sights, question, choices, context, names, counting, ordering, direction, tiles, list(results or [])
-        )
+        args = (text, sights, question, choices, context, names, counting, ordering, direction, tiles)
+        return cls(*args, list(results or []))
 
     # -- what a tile shows ---------------------------------------------------------------------
 
@@ -313,22 +309,14 @@ class Request:
         return self._pieces[id(tile)]
 
     def labelled(self) -> list[Labelled]:
-        """The label and value pairs the pictures show (signs, forms, boards), in reading order.
-
-        Then those the functions' results write ("ROOM: 512", "plate KX-4471"): a value a call
-        returned is known as well as one read in a picture.
-        """
+        """The label and value pairs the pictures show (signs, forms, boards), then those calls' results write."""
         if self._labelled is None:
             self._labelled = [pair for tile in self.tiles for pair in labelled(tile)]
             self._labelled += [pair for text in self.results for pair in written_pairs(text)]
         return self._labelled
 
     def letter_pairs(self) -> list[Labelled]:
-        """Lines of the pictures without digits split every way into a short label and the rest (``CITY PARIS``).
-
-        Such a line may be a label and its value in letters, or just words: only a field whose
-        meaning fits the label takes one (:meth:`.filler.Filler.read_fields`).
-        """
+        """Lines without digits split every way into a short label and the rest (``CITY PARIS``): see labels.py."""
         return [pair for tile in self.tiles for pair in letter_pairs(tile)]
 
     def grid_tiles(self) -> list[Tile]:
