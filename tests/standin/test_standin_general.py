@@ -185,6 +185,12 @@ SOURCES_BY_VERSION = {
     # states word for word (the longest); "times" is a function word; words joined by | in a JSON example are an enum;
     # a heading naming the options with none listed under it means no choices (a numbered list of steps is not them).
     14: "20aeec67cb24b7e84b4987446fc5b1e30b7918ded7c9de51b75291e90e706f2f",
+    # 15: another span before ending without evidence (a function that takes a stretch of video is sent to one no
+    # call covered, by its calls' arguments and its results' times, when the length is known: spans.py); label and
+    # value pairs a tool result writes fill fields; a value in letters on its label's line fills the field whose
+    # meaning fits the label; a field for a reference point gets the phrase the question's relation governs
+    # (relations.py).
+    15: "c3700e56eb0ac9b9a1070a7b26893f79cd657528bd01461275c918b1fc367eb5",
 }
 
 

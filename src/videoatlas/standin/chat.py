@@ -122,13 +122,14 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
         sights: list[Sight] = [await loop.run_in_executor(None, see, img) for img in images]
     except ReadCancelled:
         return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
-    understood = Request.understand(texts, sights, schema)
+    results = tools.call_results(body["messages"])
+    understood = Request.understand(texts, sights, schema, [text for _, text in results])
     switch = _enable_thinking(body)
     standin.stats.enable_thinking[json.dumps(switch)] += 1
     thinks = standin.config.reasoning != "off" and switch is not False
     if asked is not None:
         made, latest = tools.made_calls(body["messages"]), tools.latest_request(body["messages"])
-        filler = ToolFiller(understood, standin.config.seed, made, latest)
+        filler = ToolFiller(understood, standin.config.seed, made, latest, results)
         calls = filler.choose(asked)
         if calls:
             standin.stats.tool_calls += len(calls)

@@ -22,9 +22,10 @@ from typing import Any
 from videoatlas.standin.actions import Actions
 from videoatlas.standin.labels import Labelled
 from videoatlas.standin.language import FUNCTION_WORDS, index_base, intent_of, norm, words_of
-from videoatlas.standin.meaning import FITS, phrase, similarity
+from videoatlas.standin.meaning import assign
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import Request
+from videoatlas.standin.relations import reference_field, reference_points
 
 _ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
 _IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}
@@ -48,8 +49,6 @@ _RAW = _WORD | {"text", "content", "string", "reading", "written", "value"}
 """Fields of an item that hold what is written, as written."""
 _GENERIC = {"value", "result", "output", "response", "reply", "answer"}
 """Names that say only that a value is wanted: the question says which."""
-_LEXICAL_FIT = FITS + 0.05
-"""A field and a label that share a word of four letters or more fit at least this well (a spelled-out match)."""
 
 
 def _named(name: str, vocabulary: set[str]) -> bool:
@@ -156,11 +155,13 @@ class Filler(Actions):
 
         A field named by words of its own (``room_number``, ``plate``) wants the pair whose label means
         what its name and description say (by the text model, :mod:`.meaning`; a shared word is a fit
-        too); each label fills one field, the best fits first. A lone field named only by a generic
+        too); each label fills one field, the best fits first; a field left then may take the rest of a
+        line in letters whose first words it fits (``CITY PARIS``). A lone field named only by a generic
         word (``value``, ``result``) wants the pair whose label the question asks about.
         """
         pairs = self.req.labelled()
-        if not pairs:
+        spelled = self.req.letter_pairs()
+        if not pairs and not spelled:
             return {}
         specific: list[tuple[str, dict[str, Any]]] = []
         generic: list[str] = []
@@ -172,22 +173,14 @@ class Filler(Actions):
                 specific.append((key, node))
             elif set(words_of(key)) <= _GENERIC:
                 generic.append(key)
-        labels = list(dict.fromkeys(p.label for p in pairs))
         out: dict[str, Labelled] = {}
-        if specific:
-            queries = [phrase(k, str(n.get("description") or n.get("title") or "")) for k, n in specific]
-            fit = similarity(queries, labels)
-            for i, (key, _) in enumerate(specific):
-                for j, label in enumerate(labels):
-                    if _shares_word(key, label):
-                        fit[i, j] = max(float(fit[i, j]), _LEXICAL_FIT)
-            taken: set[int] = set()
-            ranked = sorted((float(fit[i, j]), i, j) for i in range(len(specific)) for j in range(len(labels)))
-            for score, i, j in reversed(ranked):
-                key = specific[i][0]
-                if score >= FITS and key not in out and j not in taken:
-                    out[key] = next(p for p in pairs if p.label == labels[j])
-                    taken.add(j)
+        # Values labelled as such first; then, for the fields left, lines in letters only split by the field's meaning
+        # (``CITY PARIS``: only a field that asks for a city makes "CITY" a label).
+        for found in (pairs, spelled):
+            left = [(k, str(n.get("description") or n.get("title") or "")) for k, n in specific if k not in out]
+            labels = list(dict.fromkeys(p.label for p in found))
+            for i, j in assign(left, labels).items():
+                out[left[i][0]] = next(p for p in found if p.label == labels[j])
         if len(generic) == 1 and not specific and not self.req.choices:
             asked = self.asked_pair()
             if asked is not None:
@@ -447,7 +440,15 @@ class Filler(Actions):
         return False
 
     def string(self, node: dict[str, Any], name: str) -> str:
-        """A string: a search plan, a description of the tile in hand, an answer, or a summary."""
+        """A string: a reference point, a search plan, a description of the tile in hand, an answer, or a summary.
+
+        A field for the point a time relation is measured from takes the phrase the question's
+        relation governs (:mod:`.relations`), as a model copies it; without a stated relation, nothing.
+        """
+        point = reference_field(name, str(node.get("description") or ""))
+        if point is not None and self.focus is None:
+            points = reference_points(self.req.question)
+            return self._fit_text(points[point] if point < len(points) else "", node)
         if _named(name, _TASK) and not _named(name, _TEXT):
             looks = ", ".join(self.req.context) or "the moment asked about"
             text = f"look for {looks} on screen and read what is shown with it"
@@ -492,12 +493,6 @@ def _scalar(node: dict[str, Any]) -> bool:
     kind = node.get("type")
     kinds = set(kind) - {"null"} if isinstance(kind, list) else {kind}
     return "enum" in node or (bool(kinds) and kinds <= {"string", "integer", "number"})
-
-
-def _shares_word(name: str, label: str) -> bool:
-    """Whether a field's name and a label share a word of four letters or more (a plural counts as the word)."""
-    mine = {w.removesuffix("s") for w in words_of(name) if len(w) >= 4}
-    return bool(mine & {w.removesuffix("s") for w in words_of(label.lower()) if len(w) >= 4})
 
 
 def _smallest(node: dict[str, Any]) -> Any:

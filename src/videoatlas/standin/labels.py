@@ -21,6 +21,10 @@ _LABEL_WORD = re.compile(r"^[A-Za-z][A-Za-z'.-]*#?$|^#$")
 _NUMBER_WORDS = frozenset({"no", "no.", "nr", "nr.", "num", "num.", "number", "#"})
 """Abbreviations that say "number" after a label (``TICKET NO 12``): part of the label, not of the value."""
 _MAX_LABEL_WORDS = 3
+_CLAUSE = re.compile(r"\s*[;,]\s+|(?<=[^\s.])\.\s+|\s+[/|·•]\s+")
+"""Where a sentence of text parts into clauses (a full stop ending a word, a comma, a semicolon, a bar)."""
+WRITTEN = -1
+"""The image index of a pair that a text wrote, not a picture."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +34,7 @@ class Labelled:
     label: str
     value: str
     image: int
-    """Which image of the request it was read in."""
+    """Which image of the request it was read in (:data:`WRITTEN` when a text wrote it)."""
 
 
 def _has_digit(text: str) -> bool:
@@ -92,4 +96,38 @@ def labelled(tile: Tile) -> list[Labelled]:
             lower = tile.lines[min(under, key=lambda m: tile.lines[m].y)]
             if split_pair(lower.text) is None:
                 out.append(Labelled(upper.text.strip().rstrip(":"), lower.text.strip(), tile.image))
+    return out
+
+
+def written_pairs(text: str) -> list[Labelled]:
+    """The label and value pairs a text writes ("ROOM: 512", "The plate reads KX-4471."), in order.
+
+    Each clause of each line is read as a printed line is (:func:`split_pair`), its closing
+    punctuation dropped.
+    """
+    out: list[Labelled] = []
+    for line in text.splitlines():
+        for clause in _CLAUSE.split(line):
+            pair = split_pair(clause.strip().rstrip(".!?;:,"))
+            if pair is not None and pair[1]:
+                out.append(Labelled(pair[0], pair[1], WRITTEN))
+    return out
+
+
+def letter_pairs(tile: Tile) -> list[Labelled]:
+    """Every way a line without digits splits into a label of one to three words and a value (``GATE B``).
+
+    A line that pairs otherwise (:func:`labelled`) is left out; which split, if any, is a label and
+    its value is for the field being filled to say, by what the label means.
+    """
+    if tile.masked:
+        return []
+    out: list[Labelled] = []
+    for line in tile.lines:
+        words = line.text.split()
+        if len(words) < 2 or _has_digit(line.text) or _KEYED.match(line.text):
+            continue
+        for at in range(1, min(_MAX_LABEL_WORDS, len(words) - 1) + 1):
+            if all(_LABEL_WORD.match(w) for w in words[:at]):
+                out.append(Labelled(" ".join(words[:at]), " ".join(words[at:]), tile.image))
     return out

@@ -86,3 +86,35 @@ def similarity(queries: list[str], passages: list[str]) -> np.ndarray:
     usual_passage = (_vectors(_BACKGROUND, True) @ given.T).mean(axis=0)
     fit: np.ndarray = asked @ given.T - (usual_query[:, None] + usual_passage[None, :]) / 2
     return fit
+
+
+LEXICAL_FIT = FITS + 0.05
+"""A field and a label that share a word of four letters or more fit at least this well (a spelled-out match)."""
+
+
+def shares_word(name: str, label: str) -> bool:
+    """Whether a field's name and a label share a word of four letters or more (a plural counts as the word)."""
+    mine = {w.removesuffix("s") for w in words_of(name) if len(w) >= 4}
+    return bool(mine & {w.removesuffix("s") for w in words_of(label.lower()) if len(w) >= 4})
+
+
+def assign(fields: list[tuple[str, str]], labels: list[str]) -> dict[int, int]:
+    """Which label each field wants, by index: the fields as (name, description), each label once, best fits first.
+
+    A field wants a label that means what its name and description say (:data:`FITS`), or that
+    shares a word with its name (:data:`LEXICAL_FIT`).
+    """
+    fit = similarity([phrase(name, described) for name, described in fields], labels)
+    for i, (name, _) in enumerate(fields):
+        for j, label in enumerate(labels):
+            if shares_word(name, label):
+                fit[i, j] = max(float(fit[i, j]), LEXICAL_FIT)
+    out: dict[int, int] = {}
+    taken: set[int] = set()
+    for score, i, j in sorted(
+        ((float(fit[i, j]), i, j) for i in range(len(fields)) for j in range(len(labels))), reverse=True
+    ):
+        if score >= FITS and i not in out and j not in taken:
+            out[i] = j
+            taken.add(j)
+    return out

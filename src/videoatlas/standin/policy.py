@@ -29,7 +29,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from videoatlas.standin.labels import Labelled, labelled
+from videoatlas.standin.labels import Labelled, labelled, letter_pairs, written_pairs
 from videoatlas.standin.language import (
     AFTER,
     BEFORE,
@@ -93,6 +93,8 @@ class Request:
     direction: str | None = None
     """``"after"`` or ``"before"`` for questions about what comes right after or before something."""
     tiles: list[Tile] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
+    """What the functions called earlier returned (the conversation's ``tool`` messages), in order."""
     _words: dict[int, tuple[set[str], str]] = field(default_factory=dict)
     _cells: dict[int, list[Tile]] = field(default_factory=dict)
     _evidence: dict[int, bool] = field(default_factory=dict)
@@ -101,8 +103,14 @@ class Request:
     _labelled: list[Labelled] | None = None
 
     @classmethod
-    def understand(cls, texts: list[str], sights: list[Sight], schema: dict[str, Any] | None = None) -> Request:
-        """Find the question, choices and context in the request's text (and, for choices, its schema)."""
+    def understand(
+        cls,
+        texts: list[str],
+        sights: list[Sight],
+        schema: dict[str, Any] | None = None,
+        results: list[str] | None = None,
+    ) -> Request:
+        """Question, choices and context from the text (and schema); ``results``: what earlier calls returned."""
         text = "\n".join(texts)
         question = find_question(texts)
         choices = find_choices(text, question) or _enum_choices(schema or {})
@@ -135,7 +143,8 @@ class Request:
         position = image_position(question, len(sights))
         if position is not None:  # "the second image": only what that one shows answers
             tiles = [t for t in tiles if t.image == position]
-        return cls(text, sights, question, choices, context, names, counting, ordering, direction, tiles)
+        args = (text, sights, question, choices, context, names, counting, ordering, direction, tiles)
+        return cls(*args, list(results or []))
 
     # -- what a tile shows ---------------------------------------------------------------------
 
@@ -300,10 +309,15 @@ class Request:
         return self._pieces[id(tile)]
 
     def labelled(self) -> list[Labelled]:
-        """The label and value pairs the pictures show (signs, forms, boards), in reading order."""
+        """The label and value pairs the pictures show (signs, forms, boards), then those calls' results write."""
         if self._labelled is None:
             self._labelled = [pair for tile in self.tiles for pair in labelled(tile)]
+            self._labelled += [pair for text in self.results for pair in written_pairs(text)]
         return self._labelled
+
+    def letter_pairs(self) -> list[Labelled]:
+        """Lines without digits split every way into a short label and the rest (``CITY PARIS``): see labels.py."""
+        return [pair for tile in self.tiles for pair in letter_pairs(tile)]
 
     def grid_tiles(self) -> list[Tile]:
         """Grid cells of the images, in reading order."""

@@ -12,8 +12,10 @@ as its ``response_format`` answers, with a real text model (:mod:`.meaning`) for
 once what was seen settles the question, a function whose name or description means answering;
 else first a function whose arguments the pictures label (it can be called with what was read);
 then a function whose name or description means a kind of step (look closer, open, look around,
-listen, record...) chosen as an action enum is; then the others by how well their name and
-description fit what the user asked last. Arguments are filled from what was read, typed by their
+listen, record...) chosen as an action enum is (while nothing relevant was found: one of another
+sense, else one that takes a stretch of video, sent to a stretch no call covered:
+:meth:`ToolFiller.another_span`); then the others by how well their name and description fit what
+the user asked last. Arguments are filled from what was read, typed by their
 schema (:meth:`.filler.Filler.read_fields`); one nothing labels gets its type's empty value. Under
 ``auto`` it writes text when none fits, when the question is settled and no function answers or
 can be filled, or when the call it would make was already made in the conversation (its result is
@@ -23,14 +25,16 @@ in the messages).
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from videoatlas.standin.contract import Refusal
 from videoatlas.standin.filler import Filler
-from videoatlas.standin.language import intent_of, words_of
+from videoatlas.standin.language import budget_left, intent_of, time_spans, words_of
 from videoatlas.standin.meaning import TOOL_FITS, phrase, similarity
+from videoatlas.standin.spans import schema_length, span_keys, stated_length, uncovered
 
 PARSERS = (  # noqa: SIM905 - a list of names reads best as text
     "apertus beam cohere_command3 cohere_command4 deepseek_v3 deepseek_v31 deepseek_v32 deepseek_v4 deepseek_v41 "
@@ -187,13 +191,25 @@ def forced_schema(request: ToolRequest) -> dict[str, Any] | Refusal | None:
 class ToolFiller(Filler):
     """A :class:`.filler.Filler` that also picks the function to call and fills its arguments."""
 
-    def __init__(self, request: Any, seed: int = 0, made: set[tuple[str, str]] | None = None, latest: str = "") -> None:
+    def __init__(
+        self,
+        request: Any,
+        seed: int = 0,
+        made: list[tuple[str, str]] | set[tuple[str, str]] | None = None,
+        latest: str = "",
+        results: list[tuple[str, str]] | None = None,
+    ) -> None:
         super().__init__(request, {}, seed)
-        self.made = made or set()
-        """Calls already made in the conversation: (function name, arguments as canonical JSON)."""
+        self.order = list(made or [])
+        """Calls already made in the conversation, in order: (function name, arguments as canonical JSON)."""
+        self.made = set(self.order)
         self.called = {name for name, _ in self.made}
         self.latest = latest or request.question
         """What the user asked last (the question, or a later turn asking for a function's help)."""
+        self.results = results or []
+        """What the calls' results said: (function name, text), in order."""
+        self.moved: tuple[str, tuple[float, float]] | None = None
+        """A function sent to a stretch of video not looked at yet, and that stretch."""
 
     def filled(self, schema: dict[str, Any]) -> Any:
         """A value for a schema the request wrote itself (a JSON example in its text)."""
@@ -205,7 +221,14 @@ class ToolFiller(Filler):
         self.root = tool.parameters
         self.intent = intent_of(tool.name, tool.description)
         value = self.value(tool.parameters)
-        return value if isinstance(value, dict) else {}
+        if not isinstance(value, dict):
+            return {}
+        keys = span_keys(self.resolve(tool.parameters))
+        if self.moved is not None and self.moved[0] == tool.name and keys is not None:
+            props = self.resolve(tool.parameters).get("properties") or {}
+            for key, at in zip(keys, self.moved[1], strict=True):
+                value[key] = round(at) if props[key].get("type") == "integer" else round(at, 2)
+        return value
 
     def readable(self, tool: Tool) -> int:
         """How many of ``tool``'s arguments the pictures label (values it would fill from what it read)."""
@@ -249,6 +272,11 @@ class ToolFiller(Filler):
         if settled and (answering or (request.mode == "auto" and not readable)):
             return [*answering, *(t for t in readable if t not in answering)]
         ranked: list[Tool] = list(readable)
+        sense = self.other_means([t.name for t in request.tools if t not in answering]) if not settled else None
+        if sense is not None:
+            ranked.append(request.tool(sense))  # another sense first: then another stretch of the same
+        elif not settled and (moved := self.another_span(request)) is not None:
+            ranked.append(moved)
         acting = [t for t in request.tools if t not in answering and t not in ranked and _acts(t)]
         if acting:
             best = self.choose_action([t.name for t in acting])
@@ -257,8 +285,41 @@ class ToolFiller(Filler):
         fits = dict(zip((t.name for t in rest), self._fits(rest), strict=True))
         ranked += [t for t in self._by_meaning(rest) if fits[t.name] >= TOOL_FITS]
         if request.mode == "auto":
-            ranked = [t for t in ranked if t.name not in self.called or _acts(t)]
+            sent = self.moved[0] if self.moved is not None else None
+            ranked = [t for t in ranked if t.name not in self.called or _acts(t) or t.name == sent]
         return ranked
+
+    def another_span(self, request: ToolRequest) -> Tool | None:
+        """A function that looks at a stretch of video, sent to one nobody has looked at yet.
+
+        When calls were made and what they returned bears on nothing the question asks, steps remain
+        (:func:`.language.budget_left`), and the request says how long the video is (the schema's
+        bound on the stretch, or its text), the function takes the next stretch no call covered
+        (:func:`.spans.uncovered`: earlier calls' arguments and the stretches their results report),
+        as wide as the last look. Once every part was looked at, it answers.
+        """
+        if not self.order or self.answer_index() is not None or not budget_left(self.req.text):
+            return None
+        if any(self.req.relevance(t) >= 2 for t in self.req.tiles) or any(
+            s.choices or (s.context and not _NEGATED.search(s.line)) for s in self.req.written_sightings()
+        ):
+            return None  # something bearing on the question was found: look there, not elsewhere
+        spanning = [(t, keys) for t in request.tools if (keys := span_keys(self.resolve(t.parameters)))]
+        spanning.sort(key=lambda pair: pair[0].name not in self.called)  # the look that was tried: another stretch
+        for tool, keys in spanning:
+            length = schema_length(self.resolve(tool.parameters), keys) or stated_length(self.req.text)
+            if length is None:
+                continue  # without the video's length nobody can say what is left
+            asked = [_span_of(args, keys) for name, args in self.order if name == tool.name]
+            looks = [look for look in asked if look is not None]
+            reported = [s for name, text in self.results if name == tool.name for s in time_spans(text) if s[1] > s[0]]
+            width = (looks[-1][1] - looks[-1][0]) if looks else max((b - a for a, b in reported), default=length / 10)
+            after = looks[-1][1] if looks else 0.0
+            span = uncovered(looks + reported, length, width, after)
+            if span is not None:
+                self.moved = (tool.name, span)
+                return tool
+        return None
 
     def _fits(self, offered: list[Tool]) -> list[float]:
         """How well each function's name and description fit what the user asked last."""
@@ -274,6 +335,21 @@ class ToolFiller(Filler):
         return [offered[i] for i in order]
 
 
+_NEGATED = re.compile(r"\b(?:no|not|nothing|none|never|without)\b|n't\b", re.IGNORECASE)
+"""A report that says something was not there."""
+
+
+def _span_of(arguments: str, keys: tuple[str, str]) -> tuple[float, float] | None:
+    """The stretch an earlier call's arguments (canonical JSON) asked for, if they hold one."""
+    args = json.loads(arguments)
+    if not isinstance(args, dict):
+        return None
+    a, b = args.get(keys[0]), args.get(keys[1])
+    if isinstance(a, int | float) and isinstance(b, int | float) and b > a:
+        return float(a), float(b)
+    return None
+
+
 def _answers(tool: Tool) -> bool:
     return bool(_ANSWERING & set(words_of(tool.name) + words_of(tool.description)[:4]))
 
@@ -282,9 +358,9 @@ def _acts(tool: Tool) -> bool:
     return intent_of(tool.name, tool.description) not in (None, "stop")
 
 
-def made_calls(messages: list[Any]) -> set[tuple[str, str]]:
-    """The calls the assistant made earlier in the conversation (its ``tool_calls``)."""
-    made = set()
+def made_calls(messages: list[Any]) -> list[tuple[str, str]]:
+    """The calls the assistant made earlier in the conversation (its ``tool_calls``), in order."""
+    made: list[tuple[str, str]] = []
     for message in messages:
         calls = message.get("tool_calls") if isinstance(message, dict) else None
         for call in calls if isinstance(calls, list) else []:
@@ -295,8 +371,31 @@ def made_calls(messages: list[Any]) -> set[tuple[str, str]]:
                 args = json.loads(function.get("arguments") or "{}")
             except (json.JSONDecodeError, TypeError):
                 continue
-            made.add((str(function.get("name")), json.dumps(args, sort_keys=True)))
+            made.append((str(function.get("name")), json.dumps(args, sort_keys=True)))
     return made
+
+
+def call_results(messages: list[Any]) -> list[tuple[str, str]]:
+    """What each ``tool`` message returned, as (the function called, its text), in order.
+
+    The function is the one the assistant's call with the message's ``tool_call_id`` named ("" if none did).
+    """
+    named: dict[str, str] = {}
+    out: list[tuple[str, str]] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(call.get("id"), str):
+                named[call["id"]] = str(function.get("name"))
+        if message.get("role") == "tool":
+            content = message.get("content")
+            if isinstance(content, list):
+                content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            if isinstance(content, str):
+                out.append((named.get(str(message.get("tool_call_id")), ""), content))
+    return out
 
 
 def latest_request(messages: list[Any]) -> str:

@@ -1,0 +1,118 @@
+"""Which stretch of a video a request has not looked at yet, read from its tools, its calls and their results.
+
+A function that looks at a stretch of video says so in its parameters: two numbers whose names mean
+where the stretch starts and ends (``start``/``end``, ``from``/``to``, ``begin``/``until``), or numbers
+its schema describes as times. The conversation says what was covered: the stretches earlier calls
+asked for (their arguments) and the ones their results report ("frames 0-60 s"). How long the video
+is comes from the same request: the schema's bound on those numbers, or the text ("a 600 s video",
+"duration: 10:00"). From these, :func:`uncovered` finds the next stretch nobody has looked at, the
+width of the last look, as a careful searcher moves on when a look found nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from videoatlas.standin.language import parse_time, words_of
+
+_STARTS = frozenset({"start", "begin", "beginning", "from", "since", "t0", "first"})
+_ENDS = frozenset({"end", "stop", "to", "until", "till", "t1", "last", "finish"})
+_TIMELY = frozenset({"second", "seconds", "time", "timestamp", "sec", "secs", "s", "clock", "offset"})
+"""Words a number's name or description uses when the number is a moment of the video."""
+MIN_GAP_S = 2.5
+"""A stretch left between two looks shorter than this is not worth a look of its own."""
+
+_UNIT = r"(?:s|sec|secs|seconds?|min|mins|minutes?|h|hours?)"
+_AMOUNT = rf"(?:\d{{1,2}}:)?\d{{1,2}}:\d{{2}}(?:\.\d+)?|\d+(?:\.\d+)?[\s-]*{_UNIT}\b"
+_LENGTH = re.compile(
+    rf"(?P<a>{_AMOUNT})[\s-]*(?:long\b|video\b|clip\b|footage\b|recording\b|film\b)"
+    rf"|\b(?:duration|length|lasts|runs\s+for)\s*(?:is|of|:|=)?\s*(?P<b>{_AMOUNT})",
+    re.IGNORECASE,
+)
+
+
+def _seconds(amount: str) -> float:
+    """``"600 s"``, ``"10-minute"``, ``"1 h"`` or ``"10:00"`` in seconds."""
+    unit = re.search(r"[a-z]+\s*$", amount.lower())
+    number = re.sub(r"[a-zA-Z\s-]+$", "", amount.strip())
+    value = parse_time(number)
+    word = unit.group(0).strip() if unit else "s"
+    if word.startswith("h"):
+        return value * 3600
+    if word.startswith("m"):
+        return value * 60
+    return value
+
+
+def stated_length(text: str) -> float | None:
+    """How long the text says the video is ("a 600 s video", "10 minutes long", "duration: 10:00"), if it says.
+
+    The longest such length: a clip the text mentions is part of the video, never longer than it.
+    """
+    lengths = [_seconds(m.group("a") or m.group("b")) for m in _LENGTH.finditer(text)]
+    return max((s for s in lengths if s > 0), default=None)
+
+
+def _number(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    kinds = set(kind) if isinstance(kind, list) else {kind}
+    return bool(kinds & {"number", "integer"})
+
+
+def span_keys(parameters: dict[str, Any]) -> tuple[str, str] | None:
+    """The arguments a function takes a stretch of video by: (where it starts, where it ends), if it takes one.
+
+    Two numbers, one named for a start and one for an end (``start``/``end``, ``from_s``/``to_s``);
+    or, when the names do not say, the first two numbers the schema describes as times.
+    """
+    props = parameters.get("properties") or {}
+    numbers = {k: v for k, v in props.items() if isinstance(v, dict) and _number(v)}
+    starts = [k for k in numbers if _STARTS & set(words_of(k))]
+    ends = [k for k in numbers if _ENDS & set(words_of(k)) and k not in starts]
+    if starts and ends:
+        return starts[0], ends[0]
+    timed = [k for k, v in numbers.items() if _TIMELY & set(words_of(f"{k} {v.get('description', '')}"))]
+    return (timed[0], timed[1]) if len(timed) >= 2 else None
+
+
+def schema_length(parameters: dict[str, Any], keys: tuple[str, str]) -> float | None:
+    """The video's length as the schema bounds the stretch's numbers (their ``maximum``), if it does."""
+    props = parameters.get("properties") or {}
+    bounds = [props[k].get("maximum", props[k].get("exclusiveMaximum")) for k in keys if isinstance(props.get(k), dict)]
+    known = [float(b) for b in bounds if isinstance(b, int | float)]
+    return max(known) if known else None
+
+
+def merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``spans`` sorted and joined where they touch or overlap (a gap under :data:`MIN_GAP_S` joins too)."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted((min(a, b), max(a, b)) for a, b in spans):
+        if out and a - out[-1][1] < MIN_GAP_S:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def uncovered(
+    covered: list[tuple[float, float]], length: float, width: float, after: float
+) -> tuple[float, float] | None:
+    """The next stretch of ``width`` seconds that no look has covered in a video of ``length`` seconds.
+
+    The first gap that starts at or after ``after`` (where the last look ended: a searcher moves on),
+    else the earliest gap; None when every part of the video was looked at.
+    """
+    seen = merged([(max(0.0, a), min(length, b)) for a, b in covered if b > 0 and a < length])
+    gaps: list[tuple[float, float]] = []
+    edge = 0.0
+    for a, b in seen:
+        if a - edge >= MIN_GAP_S:
+            gaps.append((edge, a))
+        edge = max(edge, b)
+    if length - edge >= MIN_GAP_S:
+        gaps.append((edge, length))
+    if not gaps:
+        return None
+    a, b = next((g for g in gaps if g[0] >= after - MIN_GAP_S), gaps[0])
+    return a, min(b, a + max(width, MIN_GAP_S))
