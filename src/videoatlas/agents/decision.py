@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from videoatlas.agents.relation import Anchor, Relation, anchor_label, relation_text, with_time_check
 from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import ask, decision_values, emit, failed_call_cost, labelled
@@ -119,14 +120,21 @@ async def decide_on_evidence(
     thinker: str | None = None,
     extra: dict[str, Any] | None = None,
     record_evidence: bool = True,
+    relation: Relation | None = None,
+    anchor: Anchor | None = None,
 ) -> dict[str, Any]:
     """The final decision over labelled evidence (``[A]``, ``[B]``...), the way most agents end.
 
     The question and choices come from ``state``; ``values`` adds the agent's own template
     variables. The reply may cite the evidence's labels; ``record_evidence``: the result records
-    ``evidence`` as the run's (False: the state's evidence is left as it is).
+    ``evidence`` as the run's (False: the state's evidence is left as it is). With a ``relation``
+    (an agent that asks for one), the template's ``relation`` says it and the ``anchor``'s time when
+    found, and the answer's cited times are checked against the anchor in its reasoning.
     """
-    labels = dict(labelled(evidence))
+    pairs = labelled(evidence)
+    labels = dict(pairs)
+    if relation is not None:
+        values = {**values, "relation": relation_text(relation, anchor, anchor_label(anchor, pairs))}
     choices = state["choices"]
     call = DecisionCall(
         node=node,
@@ -141,7 +149,11 @@ async def decide_on_evidence(
         thinker=thinker,
         extra=extra or {},
     )
-    return await decide_final(ctx, call, cite_labels(labels), evidence if record_evidence else None)
+    result = await decide_final(ctx, call, cite_labels(labels), evidence if record_evidence else None)
+    if relation is None:
+        return result
+    cited = set(result.get("cited") or [])
+    return with_time_check(result, relation, anchor, [e for e in evidence if e.id in cited])
 
 
 def describe_event(event: dict[str, Any]) -> str | None:

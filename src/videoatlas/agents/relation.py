@@ -11,12 +11,12 @@ Plain functions and records; no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.state.models import Evidence, Frozen
+from videoatlas.state.models import Evidence, Frozen, Repair
 from videoatlas.state.schemas import text
 
 RelationKind = Literal["none", "right after", "just before", "between", "first", "last", "how long after"]
@@ -172,3 +172,36 @@ def with_time_check(
     if not check or not result.get("answer"):
         return result
     return {**result, "reasoning": f"{result.get('reasoning', '')}\n{check}".strip()}
+
+
+def inside(start: float, end: float, held: Interval) -> tuple[float, float]:
+    """``start``-``end`` clipped to ``held``; the whole of ``held`` when nothing of the span is left inside."""
+    lo, hi = sorted((min(max(start, held.start), held.end), min(max(end, held.start), held.end)))
+    return (lo, hi) if hi - lo > 0 else (held.start, held.end)
+
+
+def settle_step(
+    call: dict[str, Any],
+    update: dict[str, Any],
+    *,
+    asked: bool,
+    held: Interval | None,
+    hold: Callable[[dict[str, Any], Interval], tuple[dict[str, Any], str]],
+    node: str,
+    step: int,
+) -> dict[str, Any]:
+    """A chosen tool call once the relation is settled: the call to run (``update`` gains the relation, a repair).
+
+    ``asked``: this step's reply was asked for the relation; a reply that gave none leaves the
+    question one without a relation. ``held``: the window the step must look in (the step right
+    after the anchor was seen); ``hold`` moves the call's times inside it and says what it changed,
+    which is recorded as a repair of ``node`` at ``step``.
+    """
+    if asked and "relation" not in update:
+        update["relation"] = Relation()  # no usable first step: searched as a question without a relation
+    if held is None:
+        return call
+    call, note = hold(call, held)
+    if note:
+        update["repairs"] = [*update.get("repairs", []), Repair(node=node, round=step, kind="dropped", detail=note)]
+    return call

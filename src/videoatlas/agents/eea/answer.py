@@ -10,11 +10,11 @@ from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.eea.select import memory_images
 from videoatlas.agents.eea.state import EEAState
 from videoatlas.agents.eea.views import SYSTEM, at, rounds_block
-from videoatlas.agents.relation import Relation, anchor_label, relation_text, with_time_check
+from videoatlas.agents.relation import Relation
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import hear, labelled, said, speech_lines, with_heard
+from videoatlas.runtime.calls import hear, said, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
@@ -63,7 +63,6 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         "evidence": "\n".join(f"[{evidence_label(i)}] {at(e.time)}" for i, e in enumerate(evidence)) or "(none)",
         "history": rounds_block(rounds, state.get("segments") or []),
         "speech": speech_lines(heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)]),
-        "relation": relation_text(relation, anchor, anchor_label(anchor, labelled(evidence))),
     }
     decided = await decide_on_evidence(
         ctx,
@@ -75,6 +74,7 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         stop=state.get("stop_reason") or "the policy answered",
         thinker="searcher",
         extra={"round": len(rounds)},
+        relation=relation,
+        anchor=anchor,
     )
-    cited = [e for e in evidence if e.id in set(decided.get("cited") or [])]
-    return with_heard(with_time_check(decided, relation, anchor, cited), heard)
+    return with_heard(decided, heard)

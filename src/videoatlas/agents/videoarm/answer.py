@@ -7,13 +7,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.relation import Relation, anchor_label, relation_text, with_time_check
+from videoatlas.agents.relation import Relation
 from videoatlas.agents.videoarm.control import anchor_of, focus_images
 from videoatlas.agents.videoarm.render import time_of
 from videoatlas.agents.videoarm.state import ArmState, Entry
 from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, evidence_block, heard_line, memory_text, ranges_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -90,7 +89,6 @@ async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, A
         "duration": format_ts(ctx.atlas.duration, 0),
         "memory": memory_text(memory),
         "evidence": evidence_block(evidence),
-        "relation": relation_text(relation, anchor, anchor_label(anchor, labelled(evidence))),
     }
     decided = await decide_on_evidence(
         ctx,
@@ -102,6 +100,7 @@ async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, A
         stop=state.get("stop_reason") or "the controller answered",
         thinker="controller",
         extra={"round": len(memory)},
+        relation=relation,
+        anchor=anchor,
     )
-    cited = [e for e in evidence if e.id in set(decided.get("cited") or [])]
-    return with_time_check(decided, relation, anchor, cited)
+    return decided

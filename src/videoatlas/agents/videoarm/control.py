@@ -17,7 +17,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.agents.relation import Anchor, Relation, relation_of, window
+from videoatlas.agents.relation import Anchor, Relation, inside, relation_of, settle_step, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets, time_of
 from videoatlas.agents.videoarm.schemas import step_schema
@@ -30,7 +30,6 @@ from videoatlas.environment.timefmt import format_ts
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import as_image, budget_exhausted, choices_block, emit
 from videoatlas.runtime.context import AgentContext
-from videoatlas.state.models import Repair
 
 STEP_EVENT = "arm_step"
 CALLED_EVENT = "arm_called"
@@ -130,13 +129,7 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         instead=instead,
         keep=(lambda value: {"relation": relation_of(value)}) if relation is None else None,
     )
-    if relation is None and "relation" not in update:
-        update["relation"] = Relation()  # no usable first step: the question is searched as one without a relation
-    if held is not None:
-        call, note = held_to(call, held)
-        if note:
-            held_note = Repair(node="control", round=step, kind="dropped", detail=note)
-            update["repairs"] = [*update.get("repairs", []), held_note]
+    call = settle_step(call, update, asked=relation is None, held=held, hold=held_to, node="control", step=step)
     emit(CALLED_EVENT, step=step, tool=call["tool"], reason=reason)
     return next_step(call, update, "act", "controller")
 
@@ -185,17 +178,13 @@ def held_to(call: dict[str, Any], held: Interval) -> tuple[dict[str, Any], str]:
     if call["tool"] == "answer":
         return call, ""
 
-    def inside(a: float, b: float) -> tuple[float, float]:
-        lo, hi = sorted((min(max(a, held.start), held.end), min(max(b, held.start), held.end)))
-        return (lo, hi) if hi - lo > 0 else (held.start, held.end)
-
     if call["tool"] == "clip_analyzer":
-        start, end = inside(float(call["start"]), float(call["end"]))
+        start, end = inside(float(call["start"]), float(call["end"]), held)
         changed = (start, end) != (float(call["start"]), float(call["end"]))
         new = {**call, "start": start, "end": end}
     else:
         asked = [(float(r["start"]), float(r["end"])) for r in call.get("ranges") or []]
-        kept = [inside(a, b) for a, b in asked] or [(held.start, held.end)]
+        kept = [inside(a, b, held) for a, b in asked] or [(held.start, held.end)]
         changed = kept != asked
         new = {**call, "ranges": [{"start": a, "end": b} for a, b in kept]}
     if not changed:

@@ -7,13 +7,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.relation import Relation, anchor_label, relation_text, with_time_check
+from videoatlas.agents.relation import Relation
 from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history, subtitles_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import hear, labelled, with_heard
+from videoatlas.runtime.calls import hear, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
@@ -64,7 +64,6 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         "history": history(turns),
         "evidence": evidence_block(evidence),
         "subtitles": subtitles_text(heard.subtitles, settings.subtitle_chars),
-        "relation": relation_text(relation, anchor, anchor_label(anchor, labelled(evidence))),
     }
     decided = await decide_on_evidence(
         ctx,
@@ -76,6 +75,7 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         stop=state.get("stop_reason") or "the planner answered",
         thinker="planner",
         extra={"round": len(turns)},
+        relation=relation,
+        anchor=anchor,
     )
-    cited = [e for e in evidence if e.id in set(decided.get("cited") or [])]
-    return with_heard(with_time_check(decided, relation, anchor, cited), heard)
+    return with_heard(decided, heard)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.agents.relation import Anchor, Relation, relation_of, window
+from videoatlas.agents.relation import Anchor, Relation, inside, relation_of, settle_step, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.schemas import turn_schema
@@ -25,7 +25,6 @@ from videoatlas.prompts import PromptSet
 from videoatlas.runtime.calls import budget_exhausted, choices_block, emit, hear, said, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
-from videoatlas.state.models import Repair
 
 TOOLS = ("overview", "skim", "focus", "answer")
 
@@ -88,13 +87,7 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         instead=instead if held is None else (skim_of(held), "a skim of the window beside the anchor"),
         keep=(lambda value: {"relation": relation_of(value)}) if relation is None else None,
     )
-    if relation is None and "relation" not in update:
-        update["relation"] = Relation()  # no usable first turn: the question is searched as one without a relation
-    if held is not None:
-        call, note = held_to(call, held)
-        if note:
-            held_note = Repair(node="plan", round=turn_no, kind="dropped", detail=note)
-            update["repairs"] = [*update.get("repairs", []), held_note]
+    call = settle_step(call, update, asked=relation is None, held=held, hold=held_to, node="plan", step=turn_no)
     emit("planned", turn=turn_no, tool=call["tool"], thought=thought)
     return next_step(call, with_heard(update, heard), "look", "planner")
 
@@ -135,9 +128,7 @@ def held_to(call: dict[str, Any], held: Interval) -> tuple[dict[str, Any], str]:
     if call["tool"] not in ("skim", "focus"):
         return call, ""
     start, end = float(call["start"]), float(call["end"])
-    a, b = sorted((min(max(start, held.start), held.end), min(max(end, held.start), held.end)))
-    if b - a <= 0:
-        a, b = held.start, held.end
+    a, b = inside(start, end, held)
     if abs(a - start) < 1e-6 and abs(b - end) < 1e-6:
         return call, ""
     note = f"{call['tool']} span {start:g}-{end:g} s held to {a:.1f}-{b:.1f} s (the window beside the anchor)"
