@@ -193,8 +193,9 @@ SOURCES_BY_VERSION = {
     15: "c3700e56eb0ac9b9a1070a7b26893f79cd657528bd01461275c918b1fc367eb5",
     # 16: another span among a reply schema's choice of actions (a variant that takes a stretch, by two times or an
     # array of ranges, is sent to one no look the text reports covered, while nothing relevant was found and steps
-    # remain; another sense first): spans.span_field / placed / next_look, actions.Actions.another_stretch.
-    16: "cab5317268300930c5eb2aca83f7776d94dea53366c3220256854a8f0bfee545",
+    # remain; another sense first; looks are ranges on lines naming a variant as used and the variant's values in
+    # earlier replies' JSON): spans.span_field / placed / next_look / looks_written, actions.Actions.another_stretch.
+    16: "",
 }
 
 

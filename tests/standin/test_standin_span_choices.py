@@ -20,7 +20,7 @@ import pytest
 from picture_helpers import ask
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.standin.spans import SpanField, placed, span_field
+from videoatlas.standin.spans import SpanField, looks_written, placed, span_field
 
 pytestmark = pytest.mark.e2e
 
@@ -97,6 +97,18 @@ def test_the_schema_bound_alone_says_how_long_the_video_is(client: openai.OpenAI
     assert got == {"act": "peek", "from_s": 60, "to_s": 120}
 
 
+def test_ranges_the_text_writes_for_another_reason_are_not_looks(client: openai.OpenAI) -> None:
+    system = f"The video is 600 s long. You have 4 steps left.\nSubtitles: 01:00-10:00 (music only)\n{ACTIONS}"
+    got = step(client, system, PEEKED, REPLY, PEEK)
+    assert got == {"act": "peek", "from_s": 60, "to_s": 120}
+
+
+def test_a_look_reported_in_words_counts(client: openai.OpenAI) -> None:
+    said = [("I peek at 0-300 s.", f"Frames 0-300 s: {NOTHING}")]
+    got = step(client, f"The video is 600 s long. You have 4 steps left.\n{ACTIONS}", said, REPLY, PEEK)
+    assert got == {"act": "peek", "from_s": 300, "to_s": 600}
+
+
 def test_a_video_looked_at_whole_is_answered(client: openai.OpenAI) -> None:
     looks = [*PEEKED, ('{"step": {"act": "peek", "from_s": 60, "to_s": 600}}', f"Frames 60-600 s: {NOTHING}")]
     got = step(client, f"The video is 600 s long. You have 3 steps left.\n{ACTIONS}", looks, PEEK, REPLY)
@@ -138,5 +150,13 @@ def test_how_an_object_takes_a_stretch() -> None:
     assert span_field({"properties": {"segments": {"type": "array", "items": pair}}}, same) == SpanField(
         "segments", None, 600.0, integer=False
     )
+    peeks = '{"act": "peek", "to_s": 60, "from_s": 0} then {"act":"peek","from_s":60.5,"to_s":90}'
+    assert looks_written(peeks, span_field(PEEK, same) or SpanField(None, None, None, False), []) == [
+        (0, 60),
+        (60.5, 90),
+    ]
+    skims = 'Turn 1: skim 00:10-00:20 found nothing\n- skim: 0-600 s at a glance\n{"clips": [[30, 40], [50, 55]]}'
+    clips = span_field(SKIM, same) or SpanField(None, None, None, False)
+    assert looks_written(skims, clips, ["skim"]) == [(10, 20), (30, 40), (50, 55)]  # not where skim is offered
     counts = {"properties": {"scores": {"type": "array", "items": {"type": "array", "items": TIME}}}}
     assert span_field(counts, same) is None  # pairs of numbers that nothing calls stretches

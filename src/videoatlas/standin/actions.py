@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from videoatlas.standin.answers import Answers
-from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit, time_spans
+from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S
-from videoatlas.standin.spans import Span, SpanField, next_look, span_field, stated_length
+from videoatlas.standin.spans import Span, SpanField, looks_written, next_look, reports_use, span_field, stated_length
 
 COVERED_S = 2.5
 """Seconds between reports below which a stretch counts as seen (text-only planning then looks elsewhere)."""
@@ -195,9 +195,7 @@ class Actions(Answers):
         """
         if value in self.called:
             return True
-        named = re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])")
-        offered = re.compile(rf"^\s*[-*]?\s*{re.escape(value)}\s*[:=(-]")
-        return any(named.search(line) and not offered.match(line) for line in self.req.text.splitlines())
+        return any(reports_use(value, line) for line in self.req.text.splitlines())
 
     def other_means(self, allowed: list[str]) -> str | None:
         """An untried means of another kind, when what was tried found nothing relevant and budget remains.
@@ -238,7 +236,8 @@ class Actions(Answers):
         """A variant of a reply schema's choice of actions that looks at a stretch nobody has looked at yet.
 
         ``variants`` are the choice's object schemas with the constant each is tagged with. When the
-        text reports stretches looked at (ranges it writes: "0-60 s") that found nothing
+        text shows stretches looked at (:func:`.spans.looks_written`: ranges on lines that name a
+        variant as used, the variant's values in earlier replies' JSON) that found nothing
         (:meth:`found_nothing`), and the video's length is known (the schema's bound on the times, or
         the text), a tagged variant that takes a stretch (:func:`.spans.span_field`) and does not reach
         another sense (listening) gets the next stretch no look covered, as wide as the last look
@@ -246,14 +245,15 @@ class Actions(Answers):
         """
         if len(variants) < 2 or not self.found_nothing():
             return None
-        looks = [s for line in self.req.written_lines() for s in time_spans(line) if s[1] > s[0]]
-        if not looks:
-            return None  # nothing looked at yet: the usual first step
         tagged = [(o, t) for o, t in variants if t is not None and intent_of(t, self._described(t)) != "listen"]
-        for option, _ in sorted(tagged, key=lambda pair: not self.tried(str(pair[1]))):
+        names = [t for _, t in tagged]
+        for option, _ in sorted(tagged, key=lambda pair: not self.tried(pair[1])):
             field = span_field(option, resolve)
-            length = field and (field.length or stated_length(self.req.text))
-            if field is not None and length and (span := next_look(looks, [], length)) is not None:
+            if field is None:
+                continue
+            looks = looks_written(self.req.text, field, names)  # none yet: the usual first step
+            length = field.length or stated_length(self.req.text)
+            if looks and length and (span := next_look(looks, [], length)) is not None:
                 return option, field, span
         return None
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from videoatlas.standin.language import parse_time, words_of
+from videoatlas.standin.language import parse_time, time_spans, words_of
 
 _STARTS = frozenset({"start", "begin", "beginning", "from", "since", "t0", "first"})
 _ENDS = frozenset({"end", "stop", "to", "until", "till", "t1", "last", "finish"})
@@ -197,3 +197,39 @@ def placed(value: dict[str, Any], field: SpanField, span: Span) -> dict[str, Any
     first = value.get(field.array) or [{}]
     item = first[0] if isinstance(first[0], dict) else {}
     return value | {field.array: [item | {field.ends[0]: a, field.ends[1]: b}]}
+
+
+def reports_use(value: str, line: str) -> bool:
+    """Whether ``line`` names ``value`` as something used, not where it is offered (``value: what it does``)."""
+    named = re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", line)
+    return bool(named) and not re.match(rf"^\s*[-*]?\s*{re.escape(value)}\s*[:=(-]", line)
+
+
+_NUM = r"-?\d+(?:\.\d+)?"
+
+
+def looks_written(text: str, field: SpanField, names: list[str]) -> list[Span]:
+    """The stretches a conversation shows were looked at, in the order it shows them.
+
+    The ranges a line writes when it names one of ``names`` as used (:func:`reports_use`: "turn 1:
+    skim 35-51 s"), and the values of ``field`` in the JSON it holds (an earlier reply's
+    ``"from_s": 0, "to_s": 60``, ``"clips": [[0, 60]]``).
+    """
+    found: list[tuple[int, Span]] = []
+    at = 0
+    for line in text.splitlines(keepends=True):
+        if any(reports_use(n, line) for n in names):
+            found += [(at, s) for s in time_spans(line) if s[1] > s[0]]
+        at += len(line)
+    if field.ends is not None:
+        a, b = (re.escape(k) for k in field.ends)
+        for first, second, flip in ((a, b, False), (b, a, True)):
+            pattern = rf'"{first}"\s*:\s*(?P<x>{_NUM})[^{{}}]*?"{second}"\s*:\s*(?P<y>{_NUM})'
+            for m in re.finditer(pattern, text):
+                x, y = float(m.group("x")), float(m.group("y"))
+                found.append((m.start(), (y, x) if flip else (x, y)))
+    if field.array is not None and field.ends is None:
+        pair = rf"\[\s*({_NUM})\s*,\s*({_NUM})\s*\]"
+        for m in re.finditer(rf'"{re.escape(field.array)}"\s*:\s*\[(?P<body>(?:\s*{pair}\s*,?)*)\s*\]', text):
+            found += [(m.start(), (float(x), float(y))) for x, y in re.findall(pair, m.group("body"))]
+    return [s for _, s in sorted(found) if s[1] > s[0]]
