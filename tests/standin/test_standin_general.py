@@ -195,7 +195,7 @@ SOURCES_BY_VERSION = {
     # array of ranges, is sent to one no look the text reports covered, while nothing relevant was found and steps
     # remain; another sense first; looks are ranges on lines naming a variant as used and the variant's values in
     # earlier replies' JSON): spans.span_field / placed / next_look / looks_written, actions.Actions.another_stretch.
-    16: "a6b4dc546004381a3f5138d250225cc2e98166120ae5a4b82bc43c243a3b7f86",
+    16: "27ddc4e471d375389d0b53e001ba51b97b902509e879c19cc2726f4698743949",
 }
 
 

@@ -26,7 +26,7 @@ from videoatlas.standin.meaning import assign
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import Request
 from videoatlas.standin.relations import reference_field, reference_points
-from videoatlas.standin.spans import placed
+from videoatlas.standin.spans import placed, tag_of
 
 _ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
 _IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}
@@ -121,36 +121,18 @@ class Filler(Actions):
     def _pick_option(self, options: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
         """A variant of a union: one whose ``action``-like constant matches the chosen intent, else the first.
 
-        While what was looked at found nothing and steps remain, a variant that looks at a stretch of
-        video goes to one nobody looked at (:meth:`.actions.Actions.another_stretch`), unless another
-        sense (listening) is the step to take.
+        While looks found nothing, one that takes a stretch goes where nobody looked (:meth:`another_stretch`).
         """
-        non_null = [o for o in options if o.get("type") != "null"]
-        if not non_null:
-            return None
-        tagged = [(o, self._tag(o)) for o in non_null]
-        wanted = self.choose_action([t for _, t in tagged if t is not None]) if any(t for _, t in tagged) else None
+        tagged = [(o, tag_of(o, self.resolve)) for o in options if o.get("type") != "null"]
+        acting = [t for _, t in tagged if t is not None and intent_of(t, self._described(t)) is not None]
+        wanted = self.choose_action(acting) if acting else None
         heard = wanted is not None and intent_of(wanted, self._described(wanted)) == "listen"  # another sense first
-        if not heard and (moved := self.another_stretch([(o, self._constant(o)) for o in non_null], self.resolve)):
-            self.stretch = moved
-            wanted = self._constant(moved[0])
+        if not heard and (moved := self.another_stretch(tagged, self.resolve)):
+            self.stretch, wanted = moved, tag_of(moved[0], self.resolve)
         if wanted is not None:
             self.intent = intent_of(wanted, self._described(wanted))  # the variant's other fields follow it
-            return next(o for o in non_null if self._constant(o) == wanted)
-        return non_null[0]
-
-    def _tag(self, option: dict[str, Any]) -> str | None:
-        """The constant an object variant is tagged with (a discriminated union's action), if any."""
-        const = self._constant(option)
-        return const if const is not None and intent_of(const, self._described(const)) is not None else None
-
-    def _constant(self, option: dict[str, Any]) -> str | None:
-        """The string constant an object variant is tagged with (``{"tool": {"const": "look"}}``), if any."""
-        for prop in (option.get("properties") or {}).values():
-            const = self.resolve(prop).get("const") if isinstance(prop, dict) else None
-            if isinstance(const, str):
-                return const
-        return None
+            return next(o for o, t in tagged if t == wanted)
+        return tagged[0][0] if tagged else None
 
     # -- composite ---------------------------------------------------------------------------------
 

@@ -233,3 +233,12 @@ def looks_written(text: str, field: SpanField, names: list[str]) -> list[Span]:
         for m in re.finditer(rf'"{re.escape(field.array)}"\s*:\s*\[(?P<body>(?:\s*{pair}\s*,?)*)\s*\]', text):
             found += [(m.start(), (float(x), float(y))) for x, y in re.findall(pair, m.group("body"))]
     return [s for _, s in sorted(found) if s[1] > s[0]]
+
+
+def tag_of(option: dict[str, Any], resolve: Callable[[dict[str, Any]], dict[str, Any]]) -> str | None:
+    """The string constant an object variant of a union is tagged with (``{"tool": {"const": "look"}}``), if any."""
+    for prop in (option.get("properties") or {}).values():
+        const = resolve(prop).get("const") if isinstance(prop, dict) else None
+        if isinstance(const, str):
+            return const
+    return None
