@@ -194,8 +194,9 @@ SOURCES_BY_VERSION = {
     # 16: another span among a reply schema's choice of actions (a variant that takes a stretch, by two times or an
     # array of ranges, is sent to one no look the text reports covered, while nothing relevant was found and steps
     # remain; another sense first; looks are ranges on lines naming a variant as used and the variant's values in
-    # earlier replies' JSON): spans.span_field / placed / next_look / looks_written, actions.Actions.another_stretch.
-    16: "27ddc4e471d375389d0b53e001ba51b97b902509e879c19cc2726f4698743949",
+    # earlier replies' JSON; function tools that take an array of ranges too): spans.span_field / placed / next_look /
+    # looks_written / tag_of, actions.Actions.another_stretch.
+    16: "cb292783fa4a55debac31948f848d21d48950f1c12dee8fe9c679fe09a359d7b",
 }
 
 
