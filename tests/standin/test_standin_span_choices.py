@@ -30,17 +30,11 @@ PEEK = {
     "properties": {"act": {"const": "peek"}, "from_s": TIME, "to_s": TIME},
     "required": ["act", "from_s", "to_s"],
 }
-SKIM = {
-    "type": "object",
-    "properties": {
-        "act": {"const": "skim"},
-        "clips": {"type": "array", "items": {"type": "array", "items": TIME, "minItems": 2, "maxItems": 2}},
-    },
-    "required": ["act", "clips"],
-}
+CLIPS = {"type": "array", "items": {"type": "array", "items": TIME, "minItems": 2, "maxItems": 2}}
+SKIM = {"type": "object", "properties": {"act": {"const": "skim"}, "clips": CLIPS}, "required": ["act", "clips"]}
 HEAR = {
     "type": "object",
-    "properties": {"act": {"const": "hear"}, "clips": SKIM["properties"]["clips"]},
+    "properties": {"act": {"const": "hear"}, "clips": CLIPS},
     "required": ["act", "clips"],
 }
 REPLY = {
