@@ -191,6 +191,12 @@ SOURCES_BY_VERSION = {
     # meaning fits the label; a field for a reference point gets the phrase the question's relation governs
     # (relations.py).
     15: "c3700e56eb0ac9b9a1070a7b26893f79cd657528bd01461275c918b1fc367eb5",
+    # 16: another span among a reply schema's choice of actions (a variant that takes a stretch, by two times or an
+    # array of ranges, is sent to one no look the text reports covered, while nothing relevant was found and steps
+    # remain; another sense first; looks are ranges on lines naming a variant as used and the variant's values in
+    # earlier replies' JSON; function tools that take an array of ranges too): spans.span_field / placed / next_look /
+    # looks_written / tag_of, actions.Actions.another_stretch.
+    16: "cb292783fa4a55debac31948f848d21d48950f1c12dee8fe9c679fe09a359d7b",
 }
 
 

@@ -124,6 +124,27 @@ def test_the_schema_bound_says_how_long_the_video_is(client: openai.OpenAI) -> N
     assert name == "view_span" and args == {"from_s": 30, "to_s": 60}
 
 
+def test_a_function_that_takes_an_array_of_ranges_gets_the_next_one(client: openai.OpenAI) -> None:
+    stretch = {"type": "object", "properties": {"start": SECONDS, "end": SECONDS}, "required": ["start", "end"]}
+    survey = function(
+        "survey", "Look over some stretches of the video.", {"ranges": {"type": "array", "items": stretch}}
+    )
+    tools = [survey, ANSWER]
+    call = {
+        "id": "a",
+        "type": "function",
+        "function": {"name": "survey", "arguments": '{"ranges": [{"start": 0, "end": 60}]}'},
+    }
+    messages = [
+        {"role": "system", "content": "The video is 600 s long. You have 4 calls left."},
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "a", "content": NOTHING},
+    ]
+    [(name, args)] = calls_of(ask(client, messages=messages, tools=tools, tool_choice="required"), tools)
+    assert name == "survey" and args == {"ranges": [{"start": 60, "end": 120}]}
+
+
 @pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "seconds"),

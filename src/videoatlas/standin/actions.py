@@ -11,12 +11,14 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from videoatlas.standin.answers import Answers
 from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S
+from videoatlas.standin.spans import Span, SpanField, looks_written, next_look, reports_use, span_field, stated_length
 
 COVERED_S = 2.5
 """Seconds between reports below which a stretch counts as seen (text-only planning then looks elsewhere)."""
@@ -24,6 +26,11 @@ _UNREAD = re.compile(r"too small|blurr|illegible|unreadable|can(?:no|')t (?:be )
 """What a report says of text it saw but could not make out."""
 
 
+_NEGATED = re.compile(r"\b(?:no|not|nothing|none|never|without)\b|n't\b", re.IGNORECASE)
+"""A report that says something was not there."""
+Resolve = Callable[[dict[str, Any]], dict[str, Any]]
+Moved = tuple[dict[str, Any], SpanField, Span]
+"""A variant of a reply schema, how it takes a stretch, and the stretch it is sent to."""
 _BOOKKEEPING = frozenset({"record", "flag", "stop", "back"})
 """What an action does that finds nothing new by itself (it files, marks, ends or goes back)."""
 
@@ -188,9 +195,7 @@ class Actions(Answers):
         """
         if value in self.called:
             return True
-        named = re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])")
-        offered = re.compile(rf"^\s*[-*]?\s*{re.escape(value)}\s*[:=(-]")
-        return any(named.search(line) and not offered.match(line) for line in self.req.text.splitlines())
+        return any(reports_use(value, line) for line in self.req.text.splitlines())
 
     def other_means(self, allowed: list[str]) -> str | None:
         """An untried means of another kind, when what was tried found nothing relevant and budget remains.
@@ -213,6 +218,44 @@ class Actions(Answers):
         if not tried:
             return None  # nothing tried yet: the usual first step
         return next((v for v, i in means if _sense(i) not in tried and not self.tried(v)), None)
+
+    def found_nothing(self) -> bool:
+        """Whether what was looked at bears on nothing the question asks, unsettled, with steps left to take.
+
+        No choice is backed, the request's budget is not spent (:func:`.language.budget_left`), no tile
+        in view is relevant, and no line of its text reports a choice or the question's subject (one
+        that says the subject was not there reports nothing).
+        """
+        if self.answer_index() is not None or not budget_left(self.req.text):
+            return False
+        if any(self.req.relevance(t) >= 2 for t in self.req.tiles):
+            return False
+        return not any(s.choices or (s.context and not _NEGATED.search(s.line)) for s in self.req.written_sightings())
+
+    def another_stretch(self, variants: list[tuple[dict[str, Any], str | None]], resolve: Resolve) -> Moved | None:
+        """A variant of a reply schema's choice of actions that looks at a stretch nobody has looked at yet.
+
+        ``variants`` are the choice's object schemas with the constant each is tagged with. When the
+        text shows stretches looked at (:func:`.spans.looks_written`: ranges on lines that name a
+        variant as used, the variant's values in earlier replies' JSON) that found nothing
+        (:meth:`found_nothing`), and the video's length is known (the schema's bound on the times, or
+        the text), a tagged variant that takes a stretch (:func:`.spans.span_field`) and does not reach
+        another sense (listening) gets the next stretch no look covered, as wide as the last look
+        (:func:`.spans.next_look`); the variant tried before first. None once every part was looked at.
+        """
+        if len(variants) < 2 or not self.found_nothing():
+            return None
+        tagged = [(o, t) for o, t in variants if t is not None and intent_of(t, self._described(t)) != "listen"]
+        names = [t for _, t in tagged]
+        for option, _ in sorted(tagged, key=lambda pair: not self.tried(pair[1])):
+            field = span_field(option, resolve)
+            if field is None:
+                continue
+            looks = looks_written(self.req.text, field, names)  # none yet: the usual first step
+            length = field.length or stated_length(self.req.text)
+            if looks and length and (span := next_look(looks, [], length)) is not None:
+                return option, field, span
+        return None
 
     def _described(self, value: str) -> str:
         """The description the request gives of a value (a tool's own, else ``VALUE: what it does`` in its text)."""

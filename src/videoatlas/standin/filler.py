@@ -19,13 +19,14 @@ import dataclasses
 import re
 from typing import Any
 
-from videoatlas.standin.actions import Actions
+from videoatlas.standin.actions import Actions, Moved
 from videoatlas.standin.labels import Labelled
 from videoatlas.standin.language import FUNCTION_WORDS, index_base, intent_of, norm, words_of
 from videoatlas.standin.meaning import assign
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import Request
 from videoatlas.standin.relations import reference_field, reference_points
+from videoatlas.standin.spans import placed, tag_of
 
 _ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
 _IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}
@@ -62,6 +63,8 @@ class Filler(Actions):
         super().__init__(request, seed)
         self.root = schema
         self._depth = 0
+        self.stretch: Moved | None = None
+        """A variant sent to a stretch of video no look covered yet (:meth:`.actions.Actions.another_stretch`)."""
 
     def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
         """Follow ``$ref`` into ``$defs`` (a cycle of references resolves to an empty schema)."""
@@ -90,7 +93,10 @@ class Filler(Actions):
             if key in node:
                 options = [self.resolve(o) for o in node[key]]
                 picked = self._pick_option(options, name)
-                return None if picked is None else self.value(picked, name)
+                out = None if picked is None else self.value(picked, name)
+                if self.stretch is not None and self.stretch[0] is picked and isinstance(out, dict):
+                    out = placed(out, self.stretch[1], self.stretch[2])  # sent where nobody looked yet
+                return out
         if node.get("allOf"):
             return self.value(node["allOf"][0], name)
         if "enum" in node:
@@ -113,25 +119,20 @@ class Filler(Actions):
         return None
 
     def _pick_option(self, options: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-        """A variant of a union: one whose ``action``-like constant matches the chosen intent, else the first."""
-        non_null = [o for o in options if o.get("type") != "null"]
-        if not non_null:
-            return None
-        tagged = [(o, self._tag(o)) for o in non_null]
-        if any(tag is not None for _, tag in tagged):
-            wanted = self.choose_action([tag for _, tag in tagged if tag is not None])
-            self.intent = intent_of(wanted, self._described(wanted))  # the variant's other fields follow it
-            return next(o for o, tag in tagged if tag == wanted)
-        return non_null[0]
+        """A variant of a union: one whose ``action``-like constant matches the chosen intent, else the first.
 
-    def _tag(self, option: dict[str, Any]) -> str | None:
-        """The constant an object variant is tagged with (a discriminated union's action), if any."""
-        for prop in (option.get("properties") or {}).values():
-            prop = self.resolve(prop)
-            const = prop.get("const")
-            if isinstance(const, str) and intent_of(const, self._described(const)) is not None:
-                return const
-        return None
+        While looks found nothing, one that takes a stretch goes where nobody looked (:meth:`another_stretch`).
+        """
+        tagged = [(o, tag_of(o, self.resolve)) for o in options if o.get("type") != "null"]
+        acting = [t for _, t in tagged if t is not None and intent_of(t, self._described(t)) is not None]
+        wanted = self.choose_action(acting) if acting else None
+        heard = wanted is not None and intent_of(wanted, self._described(wanted)) == "listen"  # another sense first
+        if not heard and (moved := self.another_stretch(tagged, self.resolve)):
+            self.stretch, wanted = moved, tag_of(moved[0], self.resolve)
+        if wanted is not None:
+            self.intent = intent_of(wanted, self._described(wanted))  # the variant's other fields follow it
+            return next(o for o, t in tagged if t == wanted)
+        return tagged[0][0] if tagged else None
 
     # -- composite ---------------------------------------------------------------------------------
 

@@ -6,20 +6,25 @@ its schema describes as times. The conversation says what was covered: the stret
 asked for (their arguments) and the ones their results report ("frames 0-60 s"). How long the video
 is comes from the same request: the schema's bound on those numbers, or the text ("a 600 s video",
 "duration: 10:00"). From these, :func:`uncovered` finds the next stretch nobody has looked at, the
-width of the last look, as a careful searcher moves on when a look found nothing.
+width of the last look, as a careful searcher moves on when a look found nothing (:func:`next_look`).
+A reply schema takes a stretch the same way, or as an array of them (``ranges: [{start, end}]``,
+``clips: [[a, b]]``): :func:`span_field` says where, :func:`placed` puts the stretch there.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from videoatlas.standin.language import parse_time, words_of
+from videoatlas.standin.language import parse_time, time_spans, words_of
 
 _STARTS = frozenset({"start", "begin", "beginning", "from", "since", "t0", "first"})
 _ENDS = frozenset({"end", "stop", "to", "until", "till", "t1", "last", "finish"})
 _TIMELY = frozenset({"second", "seconds", "time", "timestamp", "sec", "secs", "s", "clock", "offset"})
 """Words a number's name or description uses when the number is a moment of the video."""
+Span = tuple[float, float]
 MIN_GAP_S = 2.5
 """A stretch left between two looks shorter than this is not worth a look of its own."""
 
@@ -116,3 +121,124 @@ def uncovered(
         return None
     a, b = next((g for g in gaps if g[0] >= after - MIN_GAP_S), gaps[0])
     return a, min(b, a + max(width, MIN_GAP_S))
+
+
+def next_look(looks: list[tuple[float, float]], reported: list[tuple[float, float]], length: float) -> Span | None:
+    """Where a searcher looks next when the looks so far found nothing: :func:`uncovered`, as wide as the last look.
+
+    ``looks`` are the stretches asked for, in order; ``reported`` the ones results say they covered
+    (their widest sets the width when nothing was asked for by number).
+    """
+    width = (looks[-1][1] - looks[-1][0]) if looks else max((b - a for a, b in reported), default=length / 10)
+    return uncovered(looks + reported, length, width, looks[-1][1] if looks else 0.0)
+
+
+_STRETCHES = frozenset(
+    {"range", "ranges", "span", "spans", "stretch", "stretches", "segment", "segments", "interval", "intervals"}
+    | {"window", "windows", "clip", "clips", "period", "periods", "part", "parts", "section", "sections"}
+)
+"""Words a field's name or description uses when it holds stretches of a video."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanField:
+    """Where an object takes a stretch of video: two numbers of its own, or an array of stretches.
+
+    ``array`` names the array (None: the object's own ``ends``); its items are objects with ``ends``
+    or, when ``ends`` is None, pairs of numbers ``[start, end]``.
+    """
+
+    array: str | None
+    ends: tuple[str, str] | None
+    length: float | None
+    """The video's length as the schema bounds the times, if it does."""
+    integer: bool
+
+
+def span_field(node: dict[str, Any], resolve: Callable[[dict[str, Any]], dict[str, Any]]) -> SpanField | None:
+    """How the object ``node`` takes a stretch of video (:class:`SpanField`), if it takes one.
+
+    Two numbers named or described as a start and an end (:func:`span_keys`); else an array whose
+    items are such objects, or an array whose name or description says it holds stretches
+    (``ranges``, ``clips``, ``segments``) and whose items are two numbers.
+    """
+    props = {k: resolve(v) for k, v in (node.get("properties") or {}).items() if isinstance(v, dict)}
+    if (ends := span_keys({"properties": props})) is not None:
+        return SpanField(None, ends, schema_length({"properties": props}, ends), _integer(props[ends[0]]))
+    for key, sub in props.items():
+        if sub.get("type") != "array":
+            continue
+        items = resolve(sub.get("items") or {})
+        inner = {k: resolve(v) for k, v in (items.get("properties") or {}).items() if isinstance(v, dict)}
+        if (ends := span_keys({"properties": inner})) is not None:
+            return SpanField(key, ends, schema_length({"properties": inner}, ends), _integer(inner[ends[0]]))
+        first = items.get("items") or (items.get("prefixItems") or [{}])[0]
+        number = resolve(first) if items.get("type") == "array" and isinstance(first, dict) else {}
+        pair = int(items.get("minItems", 0)) <= 2 <= int(items.get("maxItems", 2)) and _number(number)
+        if pair and _STRETCHES & set(words_of(f"{key} {sub.get('description', '')}")):
+            bound = number.get("maximum", number.get("exclusiveMaximum"))
+            return SpanField(key, None, float(bound) if isinstance(bound, int | float) else None, _integer(number))
+    return None
+
+
+def _integer(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    return "integer" in (kind if isinstance(kind, list) else [kind])
+
+
+def placed(value: dict[str, Any], field: SpanField, span: Span) -> dict[str, Any]:
+    """``value`` (an object the schema of ``field`` fills) sent to ``span``: its times, or its one stretch."""
+    a, b = (round(t) if field.integer else round(t, 2) for t in span)
+    if field.array is None and field.ends is not None:
+        return value | {field.ends[0]: a, field.ends[1]: b}
+    assert field.array is not None
+    if field.ends is None:
+        return value | {field.array: [[a, b]]}
+    first = value.get(field.array) or [{}]
+    item = first[0] if isinstance(first[0], dict) else {}
+    return value | {field.array: [item | {field.ends[0]: a, field.ends[1]: b}]}
+
+
+def reports_use(value: str, line: str) -> bool:
+    """Whether ``line`` names ``value`` as something used, not where it is offered (``value: what it does``)."""
+    named = re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", line)
+    return bool(named) and not re.match(rf"^\s*[-*]?\s*{re.escape(value)}\s*[:=(-]", line)
+
+
+_NUM = r"-?\d+(?:\.\d+)?"
+
+
+def looks_written(text: str, field: SpanField, names: list[str]) -> list[Span]:
+    """The stretches a conversation shows were looked at, in the order it shows them.
+
+    The ranges a line writes when it names one of ``names`` as used (:func:`reports_use`: "turn 1:
+    skim 35-51 s"), and the values of ``field`` in the JSON it holds (an earlier reply's
+    ``"from_s": 0, "to_s": 60``, ``"clips": [[0, 60]]``).
+    """
+    found: list[tuple[int, Span]] = []
+    at = 0
+    for line in text.splitlines(keepends=True):
+        if any(reports_use(n, line) for n in names):
+            found += [(at, s) for s in time_spans(line) if s[1] > s[0]]
+        at += len(line)
+    if field.ends is not None:
+        a, b = (re.escape(k) for k in field.ends)
+        for first, second, flip in ((a, b, False), (b, a, True)):
+            pattern = rf'"{first}"\s*:\s*(?P<x>{_NUM})[^{{}}]*?"{second}"\s*:\s*(?P<y>{_NUM})'
+            for m in re.finditer(pattern, text):
+                x, y = float(m.group("x")), float(m.group("y"))
+                found.append((m.start(), (y, x) if flip else (x, y)))
+    if field.array is not None and field.ends is None:
+        pair = rf"\[\s*({_NUM})\s*,\s*({_NUM})\s*\]"
+        for m in re.finditer(rf'"{re.escape(field.array)}"\s*:\s*\[(?P<body>(?:\s*{pair}\s*,?)*)\s*\]', text):
+            found += [(m.start(), (float(x), float(y))) for x, y in re.findall(pair, m.group("body"))]
+    return [s for _, s in sorted(found) if s[1] > s[0]]
+
+
+def tag_of(option: dict[str, Any], resolve: Callable[[dict[str, Any]], dict[str, Any]]) -> str | None:
+    """The string constant an object variant of a union is tagged with (``{"tool": {"const": "look"}}``), if any."""
+    for prop in (option.get("properties") or {}).values():
+        const = resolve(prop).get("const") if isinstance(prop, dict) else None
+        if isinstance(const, str):
+            return const
+    return None

@@ -25,16 +25,15 @@ in the messages).
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from videoatlas.standin.contract import Refusal
 from videoatlas.standin.filler import Filler
-from videoatlas.standin.language import budget_left, intent_of, time_spans, words_of
+from videoatlas.standin.language import intent_of, time_spans, words_of
 from videoatlas.standin.meaning import TOOL_FITS, phrase, similarity
-from videoatlas.standin.spans import schema_length, span_keys, stated_length, uncovered
+from videoatlas.standin.spans import looks_written, next_look, placed, span_field, stated_length
 
 PARSERS = (  # noqa: SIM905 - a list of names reads best as text
     "apertus beam cohere_command3 cohere_command4 deepseek_v3 deepseek_v31 deepseek_v32 deepseek_v4 deepseek_v41 "
@@ -223,11 +222,9 @@ class ToolFiller(Filler):
         value = self.value(tool.parameters)
         if not isinstance(value, dict):
             return {}
-        keys = span_keys(self.resolve(tool.parameters))
-        if self.moved is not None and self.moved[0] == tool.name and keys is not None:
-            props = self.resolve(tool.parameters).get("properties") or {}
-            for key, at in zip(keys, self.moved[1], strict=True):
-                value[key] = round(at) if props[key].get("type") == "integer" else round(at, 2)
+        field = span_field(self.resolve(tool.parameters), self.resolve)
+        if self.moved is not None and self.moved[0] == tool.name and field is not None:
+            return placed(value, field, self.moved[1])
         return value
 
     def readable(self, tool: Tool) -> int:
@@ -292,31 +289,24 @@ class ToolFiller(Filler):
     def another_span(self, request: ToolRequest) -> Tool | None:
         """A function that looks at a stretch of video, sent to one nobody has looked at yet.
 
-        When calls were made and what they returned bears on nothing the question asks, steps remain
+        It takes the stretch as two times or an array of ranges (:func:`.spans.span_field`). When calls
+        were made and what they returned bears on nothing the question asks, steps remain
         (:func:`.language.budget_left`), and the request says how long the video is (the schema's
         bound on the stretch, or its text), the function takes the next stretch no call covered
-        (:func:`.spans.uncovered`: earlier calls' arguments and the stretches their results report),
+        (:func:`.spans.next_look`: earlier calls' arguments and the stretches their results report),
         as wide as the last look. Once every part was looked at, it answers.
         """
-        if not self.order or self.answer_index() is not None or not budget_left(self.req.text):
-            return None
-        if any(self.req.relevance(t) >= 2 for t in self.req.tiles) or any(
-            s.choices or (s.context and not _NEGATED.search(s.line)) for s in self.req.written_sightings()
-        ):
-            return None  # something bearing on the question was found: look there, not elsewhere
-        spanning = [(t, keys) for t in request.tools if (keys := span_keys(self.resolve(t.parameters)))]
+        if not self.order or not self.found_nothing():
+            return None  # nothing tried yet, or something bearing on the question found: look there
+        spanning = [(t, f) for t in request.tools if (f := span_field(self.resolve(t.parameters), self.resolve))]
         spanning.sort(key=lambda pair: pair[0].name not in self.called)  # the look that was tried: another stretch
-        for tool, keys in spanning:
-            length = schema_length(self.resolve(tool.parameters), keys) or stated_length(self.req.text)
+        for tool, field in spanning:
+            length = field.length or stated_length(self.req.text)
             if length is None:
                 continue  # without the video's length nobody can say what is left
-            asked = [_span_of(args, keys) for name, args in self.order if name == tool.name]
-            looks = [look for look in asked if look is not None]
+            looks = [s for name, args in self.order if name == tool.name for s in looks_written(args, field, [])]
             reported = [s for name, text in self.results if name == tool.name for s in time_spans(text) if s[1] > s[0]]
-            width = (looks[-1][1] - looks[-1][0]) if looks else max((b - a for a, b in reported), default=length / 10)
-            after = looks[-1][1] if looks else 0.0
-            span = uncovered(looks + reported, length, width, after)
-            if span is not None:
+            if (span := next_look(looks, reported, length)) is not None:
                 self.moved = (tool.name, span)
                 return tool
         return None
@@ -333,21 +323,6 @@ class ToolFiller(Filler):
         fits = self._fits(offered)
         order = sorted(range(len(offered)), key=lambda i: (offered[i].name in self.called, -fits[i]))
         return [offered[i] for i in order]
-
-
-_NEGATED = re.compile(r"\b(?:no|not|nothing|none|never|without)\b|n't\b", re.IGNORECASE)
-"""A report that says something was not there."""
-
-
-def _span_of(arguments: str, keys: tuple[str, str]) -> tuple[float, float] | None:
-    """The stretch an earlier call's arguments (canonical JSON) asked for, if they hold one."""
-    args = json.loads(arguments)
-    if not isinstance(args, dict):
-        return None
-    a, b = args.get(keys[0]), args.get(keys[1])
-    if isinstance(a, int | float) and isinstance(b, int | float) and b > a:
-        return float(a), float(b)
-    return None
 
 
 def _answers(tool: Tool) -> bool:
