@@ -195,8 +195,9 @@ SOURCES_BY_VERSION = {
     # array of ranges, is sent to one no look the text reports covered, while nothing relevant was found and steps
     # remain; another sense first; looks are ranges on lines naming a variant as used and the variant's values in
     # earlier replies' JSON; function tools that take an array of ranges too): spans.span_field / placed / next_look /
-    # looks_written / tag_of, actions.Actions.another_stretch.
-    16: "cb292783fa4a55debac31948f848d21d48950f1c12dee8fe9c679fe09a359d7b",
+    # looks_written / tag_of, actions.Actions.another_stretch. Recorded again after filler.py's schema facts moved to
+    # fields.py (typed_value, fit_text, is_action_enum and the field-word sets; no behaviour changed).
+    16: "9d250373fda2d2eb06caf1f3a1d3d9c875ee5d5383e1ebf3cd3e14eecac3ef7c",
 }
 
 

@@ -15,45 +15,43 @@ opinion on get the simplest valid value.
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from typing import Any
 
 from videoatlas.standin.actions import Actions, Moved
+from videoatlas.standin.fields import (
+    ANSWER,
+    CITE,
+    CONFIDENCE,
+    COUNT,
+    GENERIC,
+    IDS,
+    LEAVE_OUT,
+    PRESENT,
+    RAW,
+    SUFFICIENT,
+    SUGGEST,
+    TASK,
+    TEXT,
+    TIME,
+    WORD,
+    fit_text,
+    has_own_word,
+    is_action_enum,
+    is_scalar,
+    named_by,
+    nth_distinct,
+    polarity_of,
+    smallest_value,
+    stated_member,
+    typed_value,
+)
 from videoatlas.standin.labels import Labelled
-from videoatlas.standin.language import FUNCTION_WORDS, index_base, intent_of, norm, words_of
+from videoatlas.standin.language import index_base, intent_of, norm, words_of
 from videoatlas.standin.meaning import assign
-from videoatlas.standin.perception import Tile
+from videoatlas.standin.perception import words_of_tile
 from videoatlas.standin.policy import Request
 from videoatlas.standin.relations import reference_field, reference_points
 from videoatlas.standin.spans import placed, tag_of
-
-_ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
-_IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}
-_COUNT = {"count", "number", "total", "quantity", "many", "occurrences"}
-_TEXT = {"summary", "reason", "reasoning", "description", "describe", "note", "notes", "why", "explanation", "text"}
-_TEXT |= {"rationale", "caption", "observation", "observations", "content", "thought", "analysis", "comment"}
-_TASK = {"task", "plan", "query", "search", "target"}
-_SUFFICIENT = {"sufficient", "enough", "done", "complete", "answerable", "settled", "conclusive"}
-_PRESENT = {"found", "visible", "present", "contains", "seen", "shown", "exists"}
-_LEAVE_OUT = {"erase", "drop", "remove", "discard", "delete", "forget", "ignore"}
-_SUGGEST = {"explore", "suggest", "suggestions", "next", "revisit", "later"}
-_CONFIDENCE = {"confidence", "score", "probability", "prob", "certainty", "likelihood"}
-_TIME = {"time", "timestamp", "start", "end", "second", "seconds", "at", "when", "moment"}
-_CITE = {"evidence", "labels", "label", "cite", "cites", "cited", "citations", "references", "sources"}
-_KNOWN = _ANSWER | _IDS | _COUNT | _TEXT | _TASK | _SUFFICIENT | _PRESENT | _LEAVE_OUT | _SUGGEST | _CONFIDENCE
-_KNOWN |= _TIME | _CITE | {"value", "result", "output", "response", "name", "type", "kind", "string", "item", "items"}
-_KNOWN |= {"word", "words", "token", "tokens", "reading", "written"}
-"""Field words whose meaning the rules below give; a field named by other words asks for something read."""
-_WORD = {"word", "words", "token", "tokens"}
-_RAW = _WORD | {"text", "content", "string", "reading", "written", "value"}
-"""Fields of an item that hold what is written, as written."""
-_GENERIC = {"value", "result", "output", "response", "reply", "answer"}
-"""Names that say only that a value is wanted: the question says which."""
-
-
-def _named(name: str, vocabulary: set[str]) -> bool:
-    return bool(vocabulary & set(words_of(name)))
 
 
 class Filler(Actions):
@@ -80,7 +78,7 @@ class Filler(Actions):
         self._depth += 1
         try:
             if self._depth > 24:  # a schema that refers to itself: stop with the smallest value
-                return _smallest(self.resolve(node))
+                return smallest_value(self.resolve(node))
             return self._value(node, name)
         finally:
             self._depth -= 1
@@ -144,7 +142,7 @@ class Filler(Actions):
         out: dict[str, Any] = {}
         order = sorted(props, key=lambda k: (not self._is_action(props[k], k), k))
         for key in order:
-            value = self.read_value(props[key], read[key]) if key in read else None
+            value = typed_value(self.resolve(props[key]), read[key].value) if key in read else None
             if value is None:
                 value = self.value(props[key], key)
             if value is not None or key in required:
@@ -168,11 +166,11 @@ class Filler(Actions):
         generic: list[str] = []
         for key, sub in props.items():
             node = self.resolve(sub)
-            if not _scalar(node) or "const" in node or self._is_action(node, key):
+            if not is_scalar(node) or "const" in node or self._is_action(node, key):
                 continue  # a fixed value, or a step to take: not something printed
-            if _specific(key):
+            if has_own_word(key):
                 specific.append((key, node))
-            elif set(words_of(key)) <= _GENERIC:
+            elif set(words_of(key)) <= GENERIC:
                 generic.append(key)
         out: dict[str, Labelled] = {}
         # Values labelled as such first; then, for the fields left, lines in letters only split by the field's meaning
@@ -188,43 +186,9 @@ class Filler(Actions):
                 out[generic[0]] = asked
         return out
 
-    def read_value(self, node: dict[str, Any], pair: Labelled) -> Any:
-        """The value read, typed by the schema.
-
-        A member of an enum by match, an integer from its digits, a string as read; None when it
-        cannot take that type (the field is then filled as any other).
-        """
-        node = self.resolve(node)
-        kind = node.get("type")
-        kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
-        text = pair.value
-        if "enum" in node:
-            values = list(node["enum"])
-            same = [v for v in values if norm(str(v)) == norm(text)]
-            inside = [v for v in values if len(norm(str(v))) >= 2 and norm(str(v)) in {norm(w) for w in text.split()}]
-            return (same or inside or [None])[0]
-        if kind in ("integer", "number"):
-            found = re.search(r"(?<![A-Za-z0-9])-?\d+(?:\.\d+)?" if kind == "number" else r"\d+", text.replace(",", ""))
-            if found is None:
-                return None
-            number: float = float(found.group()) if kind == "number" else int(found.group())
-            lo, hi = node.get("minimum"), node.get("maximum")
-            if (lo is not None and number < lo) or (hi is not None and number > hi):
-                return None
-            return number
-        if kind == "string":
-            return self._fit_text(text, node)
-        return None
-
     def _is_action(self, node: dict[str, Any], name: str) -> bool:
-        """An enum of things to do: most values mean a kind of step, of at least two kinds (not "before/after")."""
-        node = self.resolve(node)
-        values = [str(v) for v in node.get("enum") or ([node["const"]] if "const" in node else [])]
-        if {"before", "after"} <= {v.lower() for v in values}:
-            return False
-        kinds = [intent_of(v) for v in values]
-        known = [k for k in kinds if k is not None]
-        return len(known) >= max(1, len(values) // 2) and (len(set(known)) >= 2 or len(values) == 1)
+        """An enum of things to do (:func:`.fields.is_action_enum`)."""
+        return is_action_enum(self.resolve(node))
 
     def array(self, node: dict[str, Any], name: str) -> list[Any]:
         """An array: ids ranked by relevance, one object per choice or per sighting, labels cited, or the minimum."""
@@ -233,34 +197,34 @@ class Filler(Actions):
         if node.get("uniqueItems"):
             out = [v for i, v in enumerate(out) if v not in out[:i]]
         if items.get("type") == "string":
-            out = [self._fit_text(str(v), items) for v in out]
+            out = [fit_text(str(v), items) for v in out]
         lo = int(node.get("minItems", 0))
         pad = 0
         # Pad to the minimum as someone listing things does: with values not listed yet, as long as the
         # items allow new ones (an id list has no uniqueItems, which vLLM's backends cannot enforce),
         # then with the simplest value.
         while len(out) < lo and pad < 1000:
-            extra = _distinct(items, pad)
+            extra = nth_distinct(items, pad)
             if extra not in out:
                 out.append(extra)
             pad += 1
-        out += [_smallest(items) for _ in range(lo - len(out))]
+        out += [smallest_value(items) for _ in range(lo - len(out))]
         return out[: int(node["maxItems"])] if "maxItems" in node else out
 
     def _items(self, node: dict[str, Any], name: str) -> list[Any]:
         lo = int(node.get("minItems", 0))
         hi = int(node.get("maxItems", max(lo, 16)))
         items = self.resolve(node.get("items", {}))
-        if _named(name, _LEAVE_OUT):
+        if named_by(name, LEAVE_OUT):
             return [self.value(items, name) for _ in range(lo)]  # a careful model keeps what it has
-        if items.get("type") == "integer" or (_named(name, _IDS) and not items.get("properties")):
-            return self.cell_ids(lo, hi, items, suggest=_named(name, _SUGGEST))
+        if items.get("type") == "integer" or (named_by(name, IDS) and not items.get("properties")):
+            return self.cell_ids(lo, hi, items, suggest=named_by(name, SUGGEST))
         if items.get("type") == "object" or "properties" in items:
             return self._objects(items, name, lo, hi)
-        if items.get("type") == "string" and _named(name, _CITE):
+        if items.get("type") == "string" and named_by(name, CITE):
             listed = items.get("enum")
             return [label for label in self.cited_labels() if listed is None or label in listed][:hi]
-        if items.get("type") == "string" and "enum" not in items and not _named(name, _SUGGEST):
+        if items.get("type") == "string" and "enum" not in items and not named_by(name, SUGGEST):
             read = [t.text for t in self.req.tiles if t.text and not t.masked]
             out = read[:hi] if read else []
             return out + [self.value(items, name) for _ in range(max(0, lo - len(out)))]
@@ -269,20 +233,20 @@ class Filler(Actions):
     def _objects(self, items: dict[str, Any], name: str, lo: int, hi: int) -> list[Any]:
         props = items.get("properties") or {}
         out: list[Any] = []
-        if any(_named(k, {"choice", "option"}) for k in props) and self.req.choices:
+        if any(named_by(k, {"choice", "option"}) for k in props) and self.req.choices:
             for i in range(min(hi, len(self.req.choices))):
                 self.per_choice = i
                 out.append(self.value(items, name))
             self.per_choice = None
-        elif _named(name, _SUGGEST) or self.intent == "listen":
+        elif named_by(name, SUGGEST) or self.intent == "listen":
             out = []  # places to look at next are cells (ranked elsewhere); a small model proposes no ranges
         else:
-            with_ids = any(_named(k, _IDS) for k in props)
+            with_ids = any(named_by(k, IDS) for k in props)
             # Items with ids are what an action records; with no action chosen, they describe what is shown.
             recording = self.intent in ("record", None) or not with_ids
             tiles = self.new_evidence() if with_ids and self.intent is not None else self._described_tiles()
-            if not with_ids and any(_named(k, _WORD) for k in props):
-                tiles = [w for t in tiles for w in _words_of_tile(t)]  # a list of words: one item per word
+            if not with_ids and any(named_by(k, WORD) for k in props):
+                tiles = [w for t in tiles for w in words_of_tile(t)]  # a list of words: one item per word
             for tile in tiles[:hi] if recording else []:
                 self.focus = tile
                 out.append(self.value(items, name))
@@ -298,16 +262,16 @@ class Filler(Actions):
 
         Any other enum takes the member the question states (:func:`_stated_member`), else its first.
         """
-        if _named(name, _IDS) and values and all(isinstance(v, int) for v in values):
+        if named_by(name, IDS) and values and all(isinstance(v, int) for v in values):
             return self.id_value(values)
         text = [str(v) for v in values]
         lower = [v.lower() for v in text]
         names_choices = bool(self.req.choices) and {norm(v) for v in text} == {norm(c) for c in self.req.choices}
         letters = [chr(ord("A") + i) for i in range(len(self.req.choices))]
         labels_choices = bool(self.req.choices) and [v.upper() for v in text] == letters
-        if self.per_choice is not None and _named(name, {"choice", "option", "index"}):
+        if self.per_choice is not None and named_by(name, {"choice", "option", "index"}):
             return self._choice_value(values, text, self.per_choice)  # one item per choice: the one in hand
-        if (_named(name, _ANSWER) or names_choices or labels_choices) and self.req.choices:
+        if (named_by(name, ANSWER) or names_choices or labels_choices) and self.req.choices:
             return self._answer_value(values, text)
         if self._is_action({"enum": values}, name):
             chosen = self.choose_action(text)
@@ -322,12 +286,12 @@ class Filler(Actions):
             wide = self.req.counting or self.req.ordering is not None
             key = ("bfs", "breadth") if wide else ("dfs", "depth")
             return values[next(i for i, v in enumerate(lower) if any(k in v for k in key))]
-        polarity = {v: _polarity(v) for v in lower}
+        polarity = {v: polarity_of(v) for v in lower}
         if "yes" in polarity.values() and "unknown" in polarity.values():
             return values[lower.index(self._verdict(polarity))]
         if not name:
             return self._answer_value(values, text)
-        stated = _stated_member(text, self.req.question)
+        stated = stated_member(text, self.req.question)
         return values[stated] if stated is not None else values[0]
 
     def _answer_value(self, values: list[Any], text: list[str]) -> Any:
@@ -379,23 +343,23 @@ class Filler(Actions):
         lo = node.get("minimum", node["exclusiveMinimum"] + 1 if "exclusiveMinimum" in node else None)
         hi = node.get("maximum", node["exclusiveMaximum"] - 1 if "exclusiveMaximum" in node else None)
         value: int | None = None
-        if self.per_choice is not None and _named(name, {"choice", "option", "index"}):
+        if self.per_choice is not None and named_by(name, {"choice", "option", "index"}):
             value = self.per_choice
-        elif _named(name, _ANSWER) and self.req.choices:
+        elif named_by(name, ANSWER) and self.req.choices:
             value = self.answer_index()
             if value is None:
                 value = self._guess(len(self.req.choices))
-        elif _named(name, {"image", "picture", "photo"}):
+        elif named_by(name, {"image", "picture", "photo"}):
             shown = self.evidence_tiles()
             value = shown[0].image if shown else None
-        elif _named(name, _IDS):
+        elif named_by(name, IDS):
             filed = self.focus if self.focus is None or self.focus.cell is not None else self._cell_of(self.focus)
             if filed is not None:
                 value = filed.cell
             else:
                 ranked = self.ranked_cells()
                 value = ranked[0] if ranked else None
-        elif _named(name, _COUNT) and (self.req.counting or not _specific(name)):
+        elif named_by(name, COUNT) and (self.req.counting or not has_own_word(name)):
             value = self.count()  # "room_number" names a room, not a count: it is read or left empty
         if value is None:
             value = int(lo) if lo is not None else 0
@@ -408,19 +372,19 @@ class Filler(Actions):
     def number(self, node: dict[str, Any], name: str) -> float:
         """A number: a confidence or a time, clamped to the schema's bounds."""
         value = 0.0
-        if _named(name, _CONFIDENCE):
+        if named_by(name, CONFIDENCE):
             tile = self.focus
             value = 0.9 if tile is not None and self.req.is_evidence(tile) else 0.5 if self.evidence_tiles() else 0.2
-        elif _named(name, _TIME) and self.span is not None and self.focus is None:
+        elif named_by(name, TIME) and self.span is not None and self.focus is None:
             value = self.span[1] if "end" in words_of(name) else self.span[0]
-        elif _named(name, _TIME):
+        elif named_by(name, TIME):
             evidence = self.evidence_tiles()
             tile = self.focus or (evidence[0] if evidence else None)
             if tile is not None:
                 start, end = self.req.span_of(tile)
                 pick = end if "end" in words_of(name) else start
                 value = float(pick) if pick is not None else 0.0
-        elif _named(name, _COUNT) and (self.req.counting or not _specific(name)):
+        elif named_by(name, COUNT) and (self.req.counting or not has_own_word(name)):
             value = float(self.count() or 0)
         if "minimum" in node:
             value = max(float(node["minimum"]), value)
@@ -434,9 +398,9 @@ class Filler(Actions):
 
     def boolean(self, name: str) -> bool:
         """A boolean: whether the evidence suffices, or whether what was asked about is in view."""
-        if _named(name, _SUFFICIENT):
+        if named_by(name, SUFFICIENT):
             return self.sufficient()
-        if _named(name, _PRESENT):
+        if named_by(name, PRESENT):
             return bool(self.evidence_tiles())
         return False
 
@@ -449,123 +413,23 @@ class Filler(Actions):
         point = reference_field(name, str(node.get("description") or ""))
         if point is not None and self.focus is None:
             points = reference_points(self.req.question)
-            return self._fit_text(points[point] if point < len(points) else "", node)
-        if _named(name, _TASK) and not _named(name, _TEXT):
+            return fit_text(points[point] if point < len(points) else "", node)
+        if named_by(name, TASK) and not named_by(name, TEXT):
             looks = ", ".join(self.req.context) or "the moment asked about"
             text = f"look for {looks} on screen and read what is shown with it"
             if self.req.choices:
                 text += "; candidates: " + "; ".join(self.req.choices)
         elif self.focus is not None:
-            raw = _named(name, _RAW) and not _named(name, _TEXT - _RAW)  # what is written there, not a sentence on it
+            raw = named_by(name, RAW) and not named_by(name, TEXT - RAW)  # what is written there, not a sentence on it
             text = self.focus.text if raw else self.describe(self.focus)
-        elif _named(name, _ANSWER):
+        elif named_by(name, ANSWER):
             idx = self.answer_index()
             text = self.req.choices[idx] if idx is not None else self.open_answer()
-        elif _named(name, _TEXT) or not name:
+        elif named_by(name, TEXT) or not name:
             text = self.overview()
         else:
             text = ""
-        return self._fit_text(text, node)
-
-    @staticmethod
-    def _fit_text(text: str, node: dict[str, Any]) -> str:
-        """``text`` cut to ``maxLength`` and padded to ``minLength``."""
-        if "maxLength" in node:
-            text = text[: int(node["maxLength"])]
-        return text.ljust(int(node.get("minLength", 0)), ".")
-
-
-def _words_of_tile(tile: Tile) -> list[Tile]:
-    """A tile's text as one tile per word (in reading order), each where its line is."""
-    return [
-        dataclasses.replace(tile, lines=[dataclasses.replace(line, text=word)])
-        for line in tile.lines
-        for word in line.text.split()
-    ]
-
-
-def _specific(name: str) -> bool:
-    """Whether a field's name has a word of its own, beyond the words the fill rules read (``room_number``)."""
-    return any(w not in _KNOWN and w not in FUNCTION_WORDS and len(w) >= 2 for w in words_of(name))
-
-
-def _scalar(node: dict[str, Any]) -> bool:
-    """A schema for one string, number or enum member: what a value printed next to a label can fill."""
-    kind = node.get("type")
-    kinds = set(kind) - {"null"} if isinstance(kind, list) else {kind}
-    return "enum" in node or (bool(kinds) and kinds <= {"string", "integer", "number"})
-
-
-def _smallest(node: dict[str, Any]) -> Any:
-    """The simplest value a schema allows (used only to pad or to stop)."""
-    if "const" in node:
-        return node["const"]
-    if node.get("enum"):
-        return node["enum"][0]
-    kind = node.get("type")
-    kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
-    if kind in ("integer", "number"):
-        low = node.get("minimum", node["exclusiveMinimum"] + 1 if "exclusiveMinimum" in node else 0)
-        return int(low) if kind == "integer" else float(low)
-    if kind == "string":
-        return "".ljust(int(node.get("minLength", 0)), ".")
-    if kind == "boolean":
-        return False
-    if kind == "array":
-        return [_smallest(node.get("items") or {}) for _ in range(int(node.get("minItems", 0)))]
-    if kind == "object" or "properties" in node:
-        props = node.get("properties") or {}
-        return {k: _smallest(props[k]) for k in node.get("required", []) if k in props}
-    return None
-
-
-def _distinct(node: dict[str, Any], n: int) -> Any:
-    """The ``n``-th of a run of different values a schema allows (to pad an array with new items)."""
-    kind = node.get("type")
-    if node.get("enum"):
-        values = node["enum"]
-        return values[n % len(values)]
-    if kind == "integer":
-        return int(node.get("minimum", 0)) + n
-    if kind == "number":
-        return float(node.get("minimum", 0)) + n
-    if kind == "string":
-        return f"item {n + 1}"[: int(node["maxLength"])] if "maxLength" in node else f"item {n + 1}"
-    return _smallest(node)
-
-
-def _stated_member(members: list[str], question: str) -> int | None:
-    """The enum member the question states word for word (the longest, when several are), if any.
-
-    A member must hold a letter and three characters or more: a lone number or letter in a question
-    states nothing about a field.
-    """
-    said = f" {_plain(question)} "
-    stated = [
-        (len(_plain(m)), -i) for i, m in enumerate(members) if _plain(m) and any(ch.isalpha() for ch in _plain(m))
-    ]
-    stated = [(n, j) for n, j in stated if n >= 3 and f" {_plain(members[-j])} " in said]
-    return -max(stated)[1] if stated else None
-
-
-def _plain(text: str) -> str:
-    """Lower-case words and digits of ``text``, one space apart."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def _polarity(value: str) -> str:
-    """Whether a verdict-like value says yes, no, or that it is not known (negations read as such)."""
-    words = words_of(value)
-    if any(w in ("unclear", "unknown", "uncertain", "insufficient", "undetermined", "maybe") for w in words):
-        return "unknown"
-    if "evidence" in words and any(w in ("no", "without", "lacking") for w in words):
-        return "unknown"
-    negated = any(w in ("not", "no", "non") for w in words) or any(w.startswith("un") for w in words)
-    if any(w.startswith(("contradict", "refut", "against", "false", "wrong", "reject")) for w in words):
-        return "no"
-    if any(w.startswith(("support", "confirm", "true", "yes", "consistent", "correct")) for w in words):
-        return "no" if negated else "yes"
-    return "no" if negated else "unknown"
+        return fit_text(text, node)
 
 
 def respond(schema: dict[str, Any] | None, request: Request, seed: int = 0) -> Any:

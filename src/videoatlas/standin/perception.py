@@ -17,6 +17,7 @@ so the stand-in can say what it could not read.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import itertools
@@ -420,3 +421,12 @@ def _owner(tiles: list[Tile], cx: float, cy: float, step_x: float, step_y: float
         ):
             best = tile
     return best
+
+
+def words_of_tile(tile: Tile) -> list[Tile]:
+    """A tile's text as one tile per word (in reading order), each where its line is."""
+    return [
+        dataclasses.replace(tile, lines=[dataclasses.replace(line, text=word)])
+        for line in tile.lines
+        for word in line.text.split()
+    ]
