@@ -70,6 +70,15 @@ async def test_no_sweep_after_a_round_with_evidence_or_when_it_is_off(counter_vi
     assert [t.source for t in _targets(out, 2)] == ["probe", "probe"]
 
 
+async def test_no_sweep_while_the_rounds_left_can_open_every_root_cell(counter_video: Path, tmp_path: Path) -> None:
+    """K=2 (four 20 s root cells), two workers, three rounds: after an empty round 1 the two cells left fit in the
+    rounds left, so round 2 opens them (each seen finer than a sweep would see it) instead of sweeping."""
+    cfg = RunConfig.of(k=2, cell_px=64, workers=2, rounds=3, traversal="dfs", bfs_resolution_s=1.0)
+    out, _, _ = await run_graph(counter_video, tmp_path, default_reply, cfg, question=QUESTION)
+    assert [(t.path, t.source) for t in _targets(out, 1)] == [("0", "probe"), ("1", "probe")]
+    assert [(t.path, t.source) for t in _targets(out, 2)] == [("2", "probe"), ("3", "probe")]
+
+
 async def test_no_sweep_where_the_root_grid_is_already_as_fine(counter_video: Path, tmp_path: Path) -> None:
     """With root frames 1.25 s apart and a 2 s resolution, the root grid has shown every 2 s stretch: no sweep."""
     cfg = RunConfig.of(cell_px=64, workers=2, rounds=2, traversal="dfs", bfs_resolution_s=2.0)

@@ -48,9 +48,10 @@ class VideoRLMSettings(AgentSettings):
     """A DFS question whose rounds have found nothing yet sweeps next: the rounds after an empty one send
     workers to the stretches not yet seen at ``bfs_resolution_s`` (ranges one grid each, as a BFS question's
     first rounds do) instead of opening root cells one by one in the probe's order, when the root grid's frames
-    are further apart than that. A thing shorter than a root cell falls between the root grid's frames; a
-    worker that opens one root cell sees 1/K^2 of the video, a sweep range up to ``bfs_resolution_s * K^2``
-    seconds. Off: every DFS round takes root cells by the probe's ranking (the paper's setting)."""
+    are further apart than that and the rounds left cannot open every root cell left (``workers`` a round). A
+    thing shorter than a root cell falls between the root grid's frames; a worker that opens one root cell sees
+    1/K^2 of the video, a sweep range up to ``bfs_resolution_s * K^2`` seconds, more coarsely. Off: every DFS
+    round takes root cells by the probe's ranking (the paper's setting)."""
     min_expand_span_s: float = Field(default=1.0, gt=0)
     """EXPAND is not offered on cells shorter than this (seconds)."""
     virtual_loss: float = Field(default=64.0, ge=0)

@@ -3,7 +3,8 @@
 A BFS question first covers the timeline at the resolution it needs (``bfs_resolution_s``): while any
 stretch is not yet seen that finely, a round sends workers only to those stretches, as ranges one
 grid each (:mod:`..coverage`). A DFS question sweeps the same way after a round that found nothing
-(``sweep_on_miss``), when the root grid's frames are further apart than that. Otherwise targets come,
+(``sweep_on_miss``), when the root grid's frames are further apart than that and the rounds left cannot
+open every root cell left. Otherwise targets come,
 in order, from the last uncertainty analysis's suggestions, then the BFS frontier (cells workers
 marked promising, first in first out), then the model's ranking of root cells.
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
@@ -67,9 +68,9 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
         1 for i in range(cfg.k * cfg.k) if covered_fraction(cell_interval(duration, (i,), cfg.k), searched) < 0.999
     )
     width = settings.round_width(state["traversal"], unsearched, settings.rounds - round_no + 1)
-    uncovered = bfs_coverage_targets(
-        state, duration, settings.bfs_resolution_s, cfg.k * cfg.k, sweep_on_miss=settings.sweep_on_miss
-    )
+    # A DFS search that cannot open every root cell left in the rounds left sweeps instead (after an empty round).
+    sweep = settings.sweep_on_miss and unsearched > settings.workers * (settings.rounds - round_no + 1)
+    uncovered = bfs_coverage_targets(state, duration, settings.bfs_resolution_s, cfg.k * cfg.k, sweep=sweep)
     if uncovered:
         width = min(width, len(uncovered))  # a round that covers the timeline does only that
     targets: list[Target] = []
@@ -216,19 +217,20 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
 
 
 def bfs_coverage_targets(
-    state: MasterState, duration: float, resolution: float, cells: int, sweep_on_miss: bool = False
+    state: MasterState, duration: float, resolution: float, cells: int, sweep: bool = False
 ) -> list[tuple[float, float]]:
     """The ranges not yet seen at ``resolution`` that this round covers first (none with coverage off).
 
-    A BFS question covers the timeline before anything else. A DFS question does so only with
-    ``sweep_on_miss``, after a round that left no evidence, and only where the root grid's frames
-    are further apart than ``resolution`` (a finer root grid has already shown every such stretch).
+    A BFS question covers the timeline before anything else. A DFS question does so only when it may
+    ``sweep`` (``sweep_on_miss``, and more root cells left than the rounds left can open), after a
+    round that left no evidence, and only where the root grid's frames are further apart than
+    ``resolution`` (a finer root grid has already shown every such stretch).
     """
     if resolution <= 0:
         return []
     if state["traversal"] != "bfs":
         empty_handed = state["round"] >= 1 and not any(not e.erased for e in state["evidence"])
-        if not (sweep_on_miss and empty_handed and duration / max(1, cells) > resolution):
+        if not (sweep and empty_handed and duration / max(1, cells) > resolution):
             return []
     return coverage_targets(state.get("coverage", []), duration, resolution, cells, min_span=MIN_TARGET_S)
 
