@@ -198,6 +198,9 @@ SOURCES_BY_VERSION = {
     # looks_written / tag_of, actions.Actions.another_stretch. Recorded again after filler.py's schema facts moved to
     # fields.py (typed_value, fit_text, is_action_enum and the field-word sets; no behaviour changed).
     16: "9d250373fda2d2eb06caf1f3a1d3d9c875ee5d5383e1ebf3cd3e14eecac3ef7c",
+    # 17: the next stretch is wide enough that the steps the request says are left cover what is not looked at yet
+    # (spans.next_look with language.steps_left), not only as wide as the last look.
+    17: "53a5edcf59444c4f423d81c4a534618343e84d71db1ad36a32c4fe89bbeed50c",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from videoatlas.standin.labels import Labelled, labelled, split_pair
-from videoatlas.standin.language import budget_left, image_position, index_base
+from videoatlas.standin.language import budget_left, image_position, index_base, steps_left
 from videoatlas.standin.perception import TextLine, Tile
 
 pytestmark = pytest.mark.unit
@@ -66,6 +66,20 @@ def test_a_tile_pairs_labels_on_a_line_across_separators_and_above_their_values(
 )
 def test_the_budget_a_request_states(text: str, left: bool) -> None:
     assert budget_left(text) is left
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        ("This is step 2 of 10; answer at step 10.", 8),
+        ("This is step 10 of 10.", 0),
+        ("Turn 3/3.", 0),
+        ("You have 2 calls left.", 2),
+        ("No budget is stated.", None),
+    ],
+)
+def test_how_many_steps_a_request_leaves(text: str, left: int | None) -> None:
+    assert steps_left(text) == left
 
 
 @pytest.mark.parametrize(

@@ -76,23 +76,29 @@ PEEKED = [('{"step": {"act": "peek", "from_s": 0, "to_s": 60}}', f"Frames 0-60 s
 
 
 def test_a_look_that_found_nothing_is_followed_by_a_look_elsewhere(client: openai.OpenAI) -> None:
-    got = step(client, f"The video is 600 s long. You have 4 steps left.\n{ACTIONS}", PEEKED, REPLY, PEEK)
+    got = step(client, f"The video is 600 s long. You have 20 steps left.\n{ACTIONS}", PEEKED, REPLY, PEEK)
     assert got == {"act": "peek", "from_s": 60, "to_s": 120}  # the next minute: as wide as the last look
+
+
+def test_a_look_is_widened_so_that_the_steps_left_cover_what_is_left(client: openai.OpenAI) -> None:
+    """540 s not looked at and 4 steps left: each look takes 135 s, not the last look's 60 s."""
+    got = step(client, f"The video is 600 s long. You have 4 steps left.\n{ACTIONS}", PEEKED, REPLY, PEEK)
+    assert got == {"act": "peek", "from_s": 60, "to_s": 195}
 
 
 def test_an_array_of_ranges_takes_the_stretch(client: openai.OpenAI) -> None:
     skimmed = [('{"step": {"act": "skim", "clips": [[0, 60]]}}', f"Clips 0-60 s: {NOTHING}")]
-    got = step(client, f"The video is 600 s long. You have 4 steps left.\n{ACTIONS}", skimmed, REPLY, SKIM)
+    got = step(client, f"The video is 600 s long. You have 20 steps left.\n{ACTIONS}", skimmed, REPLY, SKIM)
     assert got == {"act": "skim", "clips": [[60, 120]]}
 
 
 def test_the_schema_bound_alone_says_how_long_the_video_is(client: openai.OpenAI) -> None:
-    got = step(client, f"You have 4 steps left.\n{ACTIONS}", PEEKED, REPLY, PEEK)
+    got = step(client, f"You have 20 steps left.\n{ACTIONS}", PEEKED, REPLY, PEEK)
     assert got == {"act": "peek", "from_s": 60, "to_s": 120}
 
 
 def test_ranges_the_text_writes_for_another_reason_are_not_looks(client: openai.OpenAI) -> None:
-    system = f"The video is 600 s long. You have 4 steps left.\nSubtitles: 01:00-10:00 (music only)\n{ACTIONS}"
+    system = f"The video is 600 s long. You have 20 steps left.\nSubtitles: 01:00-10:00 (music only)\n{ACTIONS}"
     got = step(client, system, PEEKED, REPLY, PEEK)
     assert got == {"act": "peek", "from_s": 60, "to_s": 120}
 

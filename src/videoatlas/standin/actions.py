@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from videoatlas.standin.answers import Answers
-from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit
+from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit, steps_left
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S
 from videoatlas.standin.spans import Span, SpanField, looks_written, next_look, reports_use, span_field, stated_length
@@ -253,7 +253,7 @@ class Actions(Answers):
                 continue
             looks = looks_written(self.req.text, field, names)  # none yet: the usual first step
             length = field.length or stated_length(self.req.text)
-            if looks and length and (span := next_look(looks, [], length)) is not None:
+            if looks and length and (span := next_look(looks, [], length, steps_left(self.req.text))) is not None:
                 return option, field, span
         return None
 

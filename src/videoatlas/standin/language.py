@@ -344,6 +344,15 @@ def budget_left(text: str) -> bool:
     return True
 
 
+def steps_left(text: str) -> int | None:
+    """Steps the text leaves after this one ("step 3 of 10": 7; "2 calls left": 2); None when it states none."""
+    steps = list(_STEP_OF.finditer(text))
+    if steps:
+        return max(0, int(steps[-1].group(2)) - int(steps[-1].group(1)))
+    left = list(_LEFT.finditer(text))
+    return int(left[-1].group(1)) if left else None
+
+
 _LIMIT = re.compile(r"\bat\s+(most|least)\s+(\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds)\b", re.IGNORECASE)
 
 

@@ -123,13 +123,19 @@ def uncovered(
     return a, min(b, a + max(width, MIN_GAP_S))
 
 
-def next_look(looks: list[tuple[float, float]], reported: list[tuple[float, float]], length: float) -> Span | None:
+def next_look(
+    looks: list[tuple[float, float]], reported: list[tuple[float, float]], length: float, steps: int | None = None
+) -> Span | None:
     """Where a searcher looks next when the looks so far found nothing: :func:`uncovered`, as wide as the last look.
 
     ``looks`` are the stretches asked for, in order; ``reported`` the ones results say they covered
-    (their widest sets the width when nothing was asked for by number).
+    (their widest sets the width when nothing was asked for by number). With ``steps`` left to look
+    (the request's budget), the look is at least wide enough that what is left is covered in them.
     """
     width = (looks[-1][1] - looks[-1][0]) if looks else max((b - a for a, b in reported), default=length / 10)
+    if steps:
+        seen = sum(b - a for a, b in merged([(max(0.0, a), min(length, b)) for a, b in looks + reported if b > a]))
+        width = max(width, (length - seen) / steps)
     return uncovered(looks + reported, length, width, looks[-1][1] if looks else 0.0)
 
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from videoatlas.standin.contract import Refusal
 from videoatlas.standin.filler import Filler
-from videoatlas.standin.language import intent_of, time_spans, words_of
+from videoatlas.standin.language import intent_of, steps_left, time_spans, words_of
 from videoatlas.standin.meaning import TOOL_FITS, phrase, similarity
 from videoatlas.standin.spans import looks_written, next_look, placed, span_field, stated_length
 
@@ -306,7 +306,7 @@ class ToolFiller(Filler):
                 continue  # without the video's length nobody can say what is left
             looks = [s for name, args in self.order if name == tool.name for s in looks_written(args, field, [])]
             reported = [s for name, text in self.results if name == tool.name for s in time_spans(text) if s[1] > s[0]]
-            if (span := next_look(looks, reported, length)) is not None:
+            if (span := next_look(looks, reported, length, steps_left(self.req.text))) is not None:
                 self.moved = (tool.name, span)
                 return tool
         return None
