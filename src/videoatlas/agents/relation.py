@@ -88,12 +88,14 @@ def relation_of(value: Any) -> Relation:
     )
 
 
-def window(relation: Relation, anchor: Anchor, duration: float, length: float) -> Interval | None:
-    """The stretch of ``length`` s the relation names beside its anchor, clipped to the video (None: empty).
+def window(relation: Relation | None, anchor: Anchor, duration: float, length: float) -> Interval | None:
+    """The stretch of ``length`` s the relation names beside its anchor, clipped to the video.
 
     After the anchor for "right after", "how long after" and "between" (from its first anchor), before
-    it for "just before".
+    it for "just before". None when the stretch is empty, or when there is no relation an anchor bounds.
     """
+    if relation is None or not relation.anchored:
+        return None
     if relation.side == "before":
         start, end = max(0.0, anchor.start - length), min(anchor.start, duration)
     else:

@@ -100,6 +100,11 @@ def merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
+def _seen(covered: list[tuple[float, float]], length: float) -> list[tuple[float, float]]:
+    """The parts of a video of ``length`` seconds that ``covered`` looked at, clipped to it and merged."""
+    return merged([(max(0.0, a), min(length, b)) for a, b in covered if b > 0 and a < length])
+
+
 def uncovered(
     covered: list[tuple[float, float]], length: float, width: float, after: float
 ) -> tuple[float, float] | None:
@@ -108,7 +113,7 @@ def uncovered(
     The first gap that starts at or after ``after`` (where the last look ended: a searcher moves on),
     else the earliest gap; None when every part of the video was looked at.
     """
-    seen = merged([(max(0.0, a), min(length, b)) for a, b in covered if b > 0 and a < length])
+    seen = _seen(covered, length)
     gaps: list[tuple[float, float]] = []
     edge = 0.0
     for a, b in seen:
@@ -134,7 +139,7 @@ def next_look(
     """
     width = (looks[-1][1] - looks[-1][0]) if looks else max((b - a for a, b in reported), default=length / 10)
     if steps:
-        seen = sum(b - a for a, b in merged([(max(0.0, a), min(length, b)) for a, b in looks + reported if b > a]))
+        seen = sum(b - a for a, b in _seen(looks + reported, length))
         width = max(width, (length - seen) / steps)
     return uncovered(looks + reported, length, width, looks[-1][1] if looks else 0.0)
 

@@ -150,8 +150,6 @@ def anchor_window(
     A survey of the whole video (30 frames) shows frames that far apart, and a clip looks at that much
     closely, so what comes right after (or just before) the anchor lies within it.
     """
-    if relation is None or not relation.anchored:
-        return None
     length = max(settings.clip_frames / settings.clip_fps, duration / SNAP_FRAMES[0])
     return window(relation, anchor, duration, length)
 

@@ -100,8 +100,6 @@ def anchor_window(
     Overview frames lie that far apart, so what comes right after (or just before) the anchor is
     shown within it.
     """
-    if relation is None or not relation.anchored:
-        return None
     return window(relation, anchor, duration, max(settings.span_s, duration / settings.overview_frames))
 
 

@@ -70,7 +70,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     width = settings.round_width(state["traversal"], unsearched, settings.rounds - round_no + 1)
     # A DFS search that cannot open every root cell left in the rounds left sweeps instead (after an empty round).
     sweep = settings.sweep_on_miss and unsearched > settings.workers * (settings.rounds - round_no + 1)
-    uncovered = bfs_coverage_targets(state, duration, settings.bfs_resolution_s, cfg.k * cfg.k, sweep=sweep)
+    uncovered = round_coverage_targets(state, duration, settings.bfs_resolution_s, cfg.k * cfg.k, sweep=sweep)
     if uncovered:
         width = min(width, len(uncovered))  # a round that covers the timeline does only that
     targets: list[Target] = []
@@ -216,7 +216,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     return Command(goto=sends, update=update)
 
 
-def bfs_coverage_targets(
+def round_coverage_targets(
     state: MasterState, duration: float, resolution: float, cells: int, sweep: bool = False
 ) -> list[tuple[float, float]]:
     """The ranges not yet seen at ``resolution`` that this round covers first (none with coverage off).
