@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 
+from http_helpers import listening
 from videoatlas.environment.audio import RATE
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
@@ -56,14 +57,8 @@ class Fake:
 async def serve(fake: Fake) -> AsyncIterator[str]:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/audio/transcriptions", fake.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        await runner.cleanup()
+    async with listening(app) as url:
+        yield f"{url}/v1"
 
 
 async def transcribe(fake: Fake, seconds: float, offset: float, **settings: Any) -> Any:

@@ -22,6 +22,7 @@ from aiohttp import web
 from sqlalchemy.engine import Engine
 
 from db_helpers import rows, sqlite_url
+from http_helpers import listening
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.video import probe, video_identity
 from videoatlas.llm.settings import EndpointSettings
@@ -124,15 +125,11 @@ async def _serve(fake: Fake) -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_post("/v1/audio/transcriptions", fake.transcriptions)
     app.router.add_get("/v1/models", fake.models)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        fake.release.set()
-        await runner.cleanup()
+    async with listening(app) as url:
+        try:
+            yield f"{url}/v1"
+        finally:
+            fake.release.set()  # a request still held open returns before the server goes
 
 
 @pytest.fixture
