@@ -200,8 +200,9 @@ SOURCES_BY_VERSION = {
     16: "9d250373fda2d2eb06caf1f3a1d3d9c875ee5d5383e1ebf3cd3e14eecac3ef7c",
     # 17: the next stretch is wide enough that the steps the request says are left cover what is not looked at yet
     # (spans.next_look with language.steps_left), not only as wide as the last look. Recorded again after
-    # spans._seen became the one place that clips and merges the looks (no behaviour changed).
-    17: "8a09d199778fcbc85d8c1e5d784ffc8e64a8389fd42833d32e8f3a20928ee633",
+    # spans._seen became the one place that clips and merges the looks, and after the docstrings that still said
+    # "as wide as the last look" said the steps left too (no behaviour changed).
+    17: "202132a203296ff5c135df18bb108070c4a34e422649dc1981403b703e2346af",
 }
 
 

@@ -240,8 +240,8 @@ class Actions(Answers):
         variant as used, the variant's values in earlier replies' JSON) that found nothing
         (:meth:`found_nothing`), and the video's length is known (the schema's bound on the times, or
         the text), a tagged variant that takes a stretch (:func:`.spans.span_field`) and does not reach
-        another sense (listening) gets the next stretch no look covered, as wide as the last look
-        (:func:`.spans.next_look`); the variant tried before first. None once every part was looked at.
+        another sense (listening) gets the next stretch no look covered, as wide as the last look or as the
+        steps left need (:func:`.spans.next_look`); the variant tried before first. None once every part was looked at.
         """
         if len(variants) < 2 or not self.found_nothing():
             return None

@@ -6,7 +6,8 @@ its schema describes as times. The conversation says what was covered: the stret
 asked for (their arguments) and the ones their results report ("frames 0-60 s"). How long the video
 is comes from the same request: the schema's bound on those numbers, or the text ("a 600 s video",
 "duration: 10:00"). From these, :func:`uncovered` finds the next stretch nobody has looked at, the
-width of the last look, as a careful searcher moves on when a look found nothing (:func:`next_look`).
+width of the last look, or wider when the steps left could not cover the rest at that width, as a
+careful searcher moves on when a look found nothing (:func:`next_look`).
 A reply schema takes a stretch the same way, or as an array of them (``ranges: [{start, end}]``,
 ``clips: [[a, b]]``): :func:`span_field` says where, :func:`placed` puts the stretch there.
 """

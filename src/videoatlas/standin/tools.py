@@ -294,7 +294,7 @@ class ToolFiller(Filler):
         (:func:`.language.budget_left`), and the request says how long the video is (the schema's
         bound on the stretch, or its text), the function takes the next stretch no call covered
         (:func:`.spans.next_look`: earlier calls' arguments and the stretches their results report),
-        as wide as the last look. Once every part was looked at, it answers.
+        as wide as the last look or as the steps left need. Once every part was looked at, it answers.
         """
         if not self.order or not self.found_nothing():
             return None  # nothing tried yet, or something bearing on the question found: look there
