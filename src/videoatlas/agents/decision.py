@@ -120,21 +120,21 @@ async def decide_on_evidence(
     thinker: str | None = None,
     extra: dict[str, Any] | None = None,
     record_evidence: bool = True,
-    relation: Relation | None = None,
     anchor: Anchor | None = None,
 ) -> dict[str, Any]:
     """The final decision over labelled evidence (``[A]``, ``[B]``...), the way most agents end.
 
-    The question and choices come from ``state``; ``values`` adds the agent's own template
-    variables. The reply may cite the evidence's labels; ``record_evidence``: the result records
-    ``evidence`` as the run's (False: the state's evidence is left as it is). With a ``relation``
-    (an agent that asks for one), the template's ``relation`` says it and the ``anchor``'s time when
-    found, and the answer's cited times are checked against the anchor in its reasoning.
+    The question, the choices, the time relation and the stop reason come from ``state`` (``stop``:
+    the reason when the state records none); ``values`` adds the agent's own template variables. The
+    reply may cite the evidence's labels; ``record_evidence``: the result records ``evidence`` as the
+    run's (False: the state's evidence is left as it is). The template's ``relation`` says the state's
+    relation and the ``anchor``'s time when found, and the answer's cited times are checked against the
+    anchor in its reasoning.
     """
     pairs = labelled(evidence)
     labels = dict(pairs)
-    if relation is not None:
-        values = {**values, "relation": relation_text(relation, anchor, anchor_label(anchor, pairs))}
+    relation: Relation = state.get("relation") or Relation()
+    values = {**values, "relation": relation_text(relation, anchor, anchor_label(anchor, pairs))}
     choices = state["choices"]
     call = DecisionCall(
         node=node,
@@ -144,14 +144,12 @@ async def decide_on_evidence(
         values={**decision_values(state["question"], choices), **values},
         choices=choices,
         labels=list(labels),
-        stop=stop,
+        stop=state.get("stop_reason") or stop,
         step=step,
         thinker=thinker,
         extra=extra or {},
     )
     result = await decide_final(ctx, call, cite_labels(labels), evidence if record_evidence else None)
-    if relation is None:
-        return result
     cited = set(result.get("cited") or [])
     return with_time_check(result, relation, anchor, [e for e in evidence if e.id in cited])
 

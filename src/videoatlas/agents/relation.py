@@ -4,7 +4,8 @@ A question may place its answer in time against something else it names, its anc
 right after the banner"). The relation is asked of the model with a JSON schema (:data:`RELATION_FIELDS`,
 read back by :func:`relation_of`), never parsed from the question by word rules here. Each agent finds
 the anchor in its own way and records where it was seen (:class:`Anchor`); the stretch the relation names
-beside it (:func:`window`) is searched next, and the final decision is told the anchor's time
+beside it (:func:`window`) is searched next (an agent that plans its own calls is told so by
+:func:`relation_note`), and the final decision is told the anchor's time
 (:func:`relation_text`) and its answer's cited times are checked against it (:func:`time_check`).
 Plain functions and records; no I/O.
 """
@@ -15,7 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from videoatlas.environment.geometry import Interval
-from videoatlas.environment.timefmt import format_ts
+from videoatlas.environment.timefmt import format_moment, format_ts
+from videoatlas.prompts import PromptSet
 from videoatlas.state.models import Evidence, Frozen, Repair
 from videoatlas.state.schemas import text
 
@@ -32,6 +34,9 @@ RELATION_FIELDS: dict[str, Any] = {
 }
 """The reply fields that ask for the relation (for ``create_model``): its kind, its anchor, the second anchor of
 ``between``. Each has a default, so a reply that leaves them out asks no relation."""
+RELATION_NOTES = frozenset({"relation_ask.note", "relation_seek.note", "relation_window.note", "anchor_request.note"})
+"""The notes an agent that plans its own calls tells its planner of the relation with (see :func:`relation_note`);
+a prompt set that leaves them out takes the agent's defaults."""
 SAME_MOMENT_S = 1e-3
 """Two times this close are one moment (the anchor's own frame among the cited evidence)."""
 
@@ -101,6 +106,24 @@ def window(relation: Relation | None, anchor: Anchor, duration: float, length: f
     else:
         start, end = max(0.0, anchor.end), min(duration, anchor.end + length)
     return Interval(start, end) if end - start > 0 else None
+
+
+def relation_note(prompts: PromptSet, relation: Relation | None, anchor: Anchor | None, beside: Interval | None) -> str:
+    """What a planner is told of the time relation at a step.
+
+    ``relation`` None: not asked yet, so the step asks for it (``relation_ask.note``). An anchored
+    relation: the anchor to find (``relation_seek.note``), or, once ``anchor`` was seen, where and the
+    window ``beside`` it to search (``relation_window.note``). Any other relation: nothing.
+    """
+    if relation is None:
+        return prompts.render("relation_ask.note").strip()
+    if not relation.anchored:
+        return ""
+    values: dict[str, Any] = {"kind": relation.kind, "anchor": relation.anchor, "side": relation.side}
+    if anchor is None or beside is None:
+        return prompts.render("relation_seek.note", **values).strip()
+    found = {"time": format_moment(anchor.time), "start": f"{beside.start:.1f}", "end": f"{beside.end:.1f}"}
+    return prompts.render("relation_window.note", **values, **found).strip()
 
 
 def anchor_label(anchor: Anchor | None, labelled: Sequence[tuple[str, Evidence]]) -> str | None:

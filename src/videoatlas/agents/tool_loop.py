@@ -8,22 +8,45 @@ hands back, and the final decision ends the run.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any, Union
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, JsonValue, create_model
 
+from videoatlas.agents.relation import RELATION_FIELDS
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import ask, fallback
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.tracing import traced
 from videoatlas.state.run import QuestionInput
+from videoatlas.state.schemas import text
 
 ANSWER = "answer"
 """The final decision's node (the thinker's other way out)."""
+SAID_CHARS = 1200
+"""The longest thought or reason a thinker's step may give beside its call."""
+
+
+def seconds_within(duration: float, window: tuple[float, float] | None) -> Any:
+    """The type of a time a call may name: seconds within the video, or within ``window`` when one holds the step."""
+    lo, hi = window if window is not None else (0.0, duration)
+    bound: dict[str, JsonValue] = {"minimum": round(lo, 3), "maximum": round(hi, 3)}
+    return Annotated[float, Field(json_schema_extra=bound)]
+
+
+def step_model(name: str, said: str, variants: Sequence[type[BaseModel]], relation: bool) -> type[BaseModel]:
+    """A thinker's step: ``said`` (why), then ``call``, one of ``variants`` told apart by their ``tool``.
+
+    ``relation``: the step also says the question's time relation (the first step).
+    """
+    union = Union[tuple(variants)] if len(variants) > 1 else variants[0]  # noqa: UP007 - built at run time
+    call: Any = Annotated[union, Field(discriminator="tool")] if len(variants) > 1 else union
+    fields: dict[str, Any] = {said: (text(SAID_CHARS), ...), "call": (call, ...)}
+    model: type[BaseModel] = create_model(name, **fields, **(RELATION_FIELDS if relation else {}))
+    return model
 
 
 def build_tool_loop(

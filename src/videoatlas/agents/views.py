@@ -70,3 +70,16 @@ class AgentViews:
     def explored_intervals(self, state: dict[str, Any]) -> Intervals:
         """What :attr:`explored` makes of ``state`` ([] without it)."""
         return self.explored(state) if self.explored is not None else []
+
+
+def step_head(step: dict[str, Any], said: str, repairs: dict[int, list[str]]) -> list[str]:
+    """The first lines of a thinker's step in ``trace``: its header, what it said, the repairs made at it.
+
+    ``said``: the step's key for what the thinker said (its first 200 characters are shown); ``repairs``: lines by
+    step index.
+    """
+    return [
+        f"  {step['header']}",
+        f"    {said}: {step[said][:200]}",
+        *(f"    {line}" for line in repairs.get(step["index"], [])),
+    ]

@@ -72,3 +72,8 @@ def format_ts(seconds: float, decimals: int = 1) -> str:
     if hours:
         return f"{hours}:{minutes:02d}:{secs:02d}{tail}"
     return f"{minutes:02d}:{secs:02d}{tail}"
+
+
+def format_moment(seconds: float) -> str:
+    """A moment as both clock time and seconds (``01:45.0 (105.0 s)``), so a model or a reader takes either."""
+    return f"{format_ts(seconds, 1)} ({seconds:.1f} s)"

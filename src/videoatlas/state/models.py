@@ -52,9 +52,10 @@ class Evidence(Frozen):
     start: float
     end: float
     """The interval of the cell it was found in."""
-    depth: int | None
-    cell: str | None
-    """Root path of the cell (``12/5``), or None when found in a custom interval."""
+    depth: int | None = None
+    """How deep in the atlas the grid it was found on lies (0: the root), or None when not found on a grid."""
+    cell: str | None = None
+    """Root path of the cell (``12/5``), or None when found in a custom interval or not on a grid."""
     description: str
     confidence: float
     subtitle: str | None = None

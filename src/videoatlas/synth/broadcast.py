@@ -49,7 +49,7 @@ from videoatlas.synth.broadcast_draw import (
     palette,
     title_sprite,
 )
-from videoatlas.synth.encode import Progress, encode_frames, frame_count, stretches, write_synthetic
+from videoatlas.synth.encode import Progress, encode_frames, frame_runs, write_synthetic
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
 log = structlog.get_logger(__name__)
@@ -340,21 +340,16 @@ def render_frames(plan: BroadcastPlan) -> Iterator[av.VideoFrame]:
     spec = tl.spec
     w, h, fps = spec.width, spec.height, spec.fps
     titles = [title_sprite(look, ch.title, w, h) for ch, look in zip(tl.chapters, plan.looks, strict=True)]
-    total = frame_count(spec)
-    index = 0
-    texture: Texture | None = None
-    textured: Scene | None = None
-    for a, b, scene, event in stretches(tl):
-        first, last = max(index, math.ceil(a * fps - 1e-9)), min(total, math.ceil(b * fps - 1e-9))
-        if last <= first:
-            continue
-        if texture is None or scene is not textured:
-            texture, textured = make_texture(scene.layout_seed, plan.looks[scene.chapter].hue, w, h), scene
+
+    def texture_of(scene: Scene) -> Texture:
+        return make_texture(scene.layout_seed, plan.looks[scene.chapter].hue, w, h)
+
+    for frames, scene, event, texture in frame_runs(tl, texture_of):
         look = plan.looks[scene.chapter]
         sprites: list[Sprite | None] = [titles[scene.chapter]]
         if event is not None:
             sprites.append(event_sprite(event, look, plan.slots[event], w, h))
-        for i in range(first, last):
+        for i in frames:
             # A fresh frame each time: the encoder may still hold the previous one.
             frame = av.VideoFrame(w, h, "yuv420p")
             planes = frame_planes(frame)
@@ -363,7 +358,6 @@ def render_frames(plan: BroadcastPlan) -> Iterator[av.VideoFrame]:
                 if sprite is not None:
                     sprite.paint(planes)
             yield frame
-        index = last
 
 
 def narration(plan: BroadcastPlan) -> list[SubtitleLine]:

@@ -63,6 +63,26 @@ def stretches(tl: Timeline) -> Iterator[tuple[float, float, Scene, Event | None]
         yield a, b, tl.scenes[si], event
 
 
+def frame_runs(tl: Timeline, texture_of: Callable[[Scene], T]) -> Iterator[tuple[range, Scene, Event | None, T]]:
+    """Each stretch of one visual state as the frames it holds, with its scene, its event and the scene's texture.
+
+    Frame ``i`` shows time ``i / fps``; a stretch too short to hold a frame is passed over. A scene's
+    texture (``texture_of``) is made once, where the scene starts, and painted afresh on each frame.
+    """
+    fps, total = tl.spec.fps, frame_count(tl.spec)
+    index = 0
+    texture: T | None = None
+    textured: Scene | None = None
+    for a, b, scene, event in stretches(tl):
+        first, last = max(index, math.ceil(a * fps - 1e-9)), min(total, math.ceil(b * fps - 1e-9))
+        if last <= first:
+            continue
+        if texture is None or scene is not textured:
+            texture, textured = texture_of(scene), scene
+        yield range(first, last), scene, event, texture
+        index = last
+
+
 def encoder_options(spec: SynthSpec, fixed_bframes: bool = False) -> tuple[str, dict[str, str]]:
     """The encoder name and options for ``spec``.
 

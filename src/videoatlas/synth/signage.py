@@ -37,7 +37,7 @@ import structlog
 from videoatlas.environment.subtitles import SubtitleLine
 from videoatlas.errors import BadInputError
 from videoatlas.synth.broadcast_draw import Sprite, Texture, frame_planes
-from videoatlas.synth.encode import Progress, encode_frames, frame_count, stretches, write_synthetic
+from videoatlas.synth.encode import Progress, encode_frames, frame_runs, write_synthetic
 from videoatlas.synth.signage_draw import BAYS, card_sprites, hall_texture, status_sprite
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
@@ -273,23 +273,18 @@ def render_frames(plan: SignagePlan) -> Iterator[av.VideoFrame]:
     spec = tl.spec
     w, h, fps = spec.width, spec.height, spec.fps
     strips = [status_sprite(ch.title, ch.color, w, h) for ch in tl.chapters]
-    total = frame_count(spec)
-    index = 0
-    texture: Texture | None = None
-    textured: Scene | None = None
     cards: dict[Event, list[Sprite]] = {}
-    for a, b, scene, event in stretches(tl):
-        first, last = max(index, math.ceil(a * fps - 1e-9)), min(total, math.ceil(b * fps - 1e-9))
-        if last <= first:
-            continue
-        if texture is None or scene is not textured:
-            texture, textured = hall_texture(scene.layout_seed, tl.chapters[scene.chapter].color, w, h), scene
+
+    def texture_of(scene: Scene) -> Texture:
+        return hall_texture(scene.layout_seed, tl.chapters[scene.chapter].color, w, h)
+
+    for frames, scene, event, texture in frame_runs(tl, texture_of):
         slides: list[Sprite] = []
         if event is not None:
             if event not in cards:
                 cards = {event: card_sprites(event, plan.bays[event], w, h)}  # one card on screen at a time
             slides = cards[event]
-        for i in range(first, last):
+        for i in frames:
             frame = av.VideoFrame(w, h, "yuv420p")
             planes = frame_planes(frame)
             texture.paint(i / fps, planes)
@@ -301,7 +296,6 @@ def render_frames(plan: SignagePlan) -> Iterator[av.VideoFrame]:
                 shown = slides[min(len(slides) - 1, max(0, i - math.ceil(event.start * fps - 1e-9)))]
                 shown.paint(planes)
             yield frame
-        index = last
 
 
 def announcements(plan: SignagePlan) -> list[SubtitleLine]:

@@ -9,11 +9,10 @@ from langgraph.runtime import Runtime
 from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.eea.select import memory_images
 from videoatlas.agents.eea.state import EEAState
-from videoatlas.agents.eea.views import SYSTEM, at, rounds_block
-from videoatlas.agents.relation import Relation
+from videoatlas.agents.eea.views import SYSTEM, rounds_block
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
-from videoatlas.environment.timefmt import format_ts
+from videoatlas.environment.timefmt import format_moment, format_ts
 from videoatlas.runtime.calls import hear, said, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
@@ -32,8 +31,6 @@ def memory_evidence(state: EEAState, ctx: AgentContext) -> list[Evidence]:
                 time=m.time,
                 start=m.time,
                 end=m.time,
-                depth=None,
-                cell=None,
                 description=f"frame looked at in round {m.round}, kept with reward {m.reward:.2f}"
                 + (f" (stretch {seen_in.segment} opened)" if seen_in else ""),
                 confidence=m.reward,
@@ -56,11 +53,11 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
     rounds = state.get("rounds") or []
     opened = [Interval(s.start, s.end) for s in state.get("segments") or [] if s.expanded]
     heard = await hear(ctx, opened, Where("answer", len(rounds))) if opened else Heard(said(ctx))
-    relation = state.get("relation") or Relation()
     anchor = state.get("relation_anchor")
     values = {
         "duration": format_ts(ctx.atlas.duration, 0),
-        "evidence": "\n".join(f"[{evidence_label(i)}] {at(e.time)}" for i, e in enumerate(evidence)) or "(none)",
+        "evidence": "\n".join(f"[{evidence_label(i)}] {format_moment(e.time)}" for i, e in enumerate(evidence))
+        or "(none)",
         "history": rounds_block(rounds, state.get("segments") or []),
         "speech": speech_lines(heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)]),
     }
@@ -71,10 +68,9 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         system=SYSTEM,
         images=await memory_images(ctx, [e.time for e in evidence]),
         values=values,
-        stop=state.get("stop_reason") or "the policy answered",
+        stop="the policy answered",
         thinker="searcher",
         extra={"round": len(rounds)},
-        relation=relation,
         anchor=anchor,
     )
     return with_heard(decided, heard)

@@ -11,11 +11,6 @@ from videoatlas.environment.timefmt import format_ts
 SYSTEM = "system"
 
 
-def at(t: float) -> str:
-    """A moment as clock time and seconds (``01:45.0 (105.0 s)``)."""
-    return f"{format_ts(t, 1)} ({t:.1f} s)"
-
-
 def span(start: float, end: float) -> str:
     """A stretch of the video as clock times and seconds."""
     return f"{format_ts(start, 1)}-{format_ts(end, 1)} ({start:.1f}-{end:.1f} s)"

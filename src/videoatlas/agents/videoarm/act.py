@@ -31,6 +31,7 @@ from videoatlas.agents.videoarm.state import ArmState, Entry, Heard
 from videoatlas.agents.videoarm.views import TOOL_SYSTEM, ranges_text, span_text
 from videoatlas.environment.geometry import Interval
 from videoatlas.errors import ModelReplyError
+from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger, hear
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
@@ -103,6 +104,34 @@ def _named(value: Any, frames: Sequence[int]) -> int | None:
     return next((int(f) for f in getattr(value, "anchor", []) if int(f) in frames), None)
 
 
+async def _report(
+    ctx: AgentContext,
+    tool: str,
+    template: str,
+    images: list[ImagePart],
+    values: dict[str, Any],
+    entry: Entry,
+    frames: Sequence[int],
+    sought: str,
+) -> tuple[Any, Cost, Entry, str]:
+    """A tool's report on its frames (``template``: ``snap`` or ``clip``), asking for the anchor's frame while sought.
+
+    Returns the reply (None when it cannot be used), its cost (a fallback counted when unusable), the
+    entry with the anchor frame the report named, and why the reply was unusable ("" when it was not).
+    """
+    schema = sought_schema(template, frames) if sought else (SnapReport if template == "snap" else ClipReport)
+    values = {**values, "anchor_request": _request(ctx, sought)}
+    try:
+        reply, cost = await ask(
+            ctx, schema, tool, template, images, values, system=TOOL_SYSTEM, role="worker", thinker="tools",
+            meta={"round": entry.step},
+        )  # fmt: skip
+    except ModelReplyError as exc:
+        return None, failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images)), entry, str(exc)
+    value: Any = reply.value
+    return value, cost, entry.model_copy(update={"anchor": _named(value, frames) if sought else None}), ""
+
+
 async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, question: str, sought: str) -> dict[str, Any]:
     settings = arm(ctx)
     ranges, notes = clamp_ranges(planned.get("ranges") or [], ctx.atlas.duration)
@@ -115,20 +144,10 @@ async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, questi
     images = [as_image(page, f"mosaic {n + 1}") for n, page in enumerate(pages)]
     entry = entry.model_copy(update={"ranges": ranges, "frames": frames, "mosaics": len(pages)})
     values = {"count": len(frames), "ranges": ranges_text(ranges), "question": question}
-    values["anchor_request"] = _request(ctx, sought)
-    schema = sought_schema("snap", frames) if sought else SnapReport
-    try:
-        reply, cost = await ask(
-            ctx, schema, "scene_snapper", "snap", images, values, system=TOOL_SYSTEM, role="worker",
-            thinker="tools", meta={"round": entry.step},
-        )  # fmt: skip
-        value: Any = reply.value
-        caption = value.caption
-        entry = entry.model_copy(update={"anchor": _named(value, frames) if sought else None})
-    except ModelReplyError as exc:
-        cost = failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images))
-        notes.append(f"scene_snapper caption unusable: {exc}")
-        caption = "(the caption could not be read)"
+    value, cost, entry, unusable = await _report(ctx, "scene_snapper", "snap", images, values, entry, frames, sought)
+    if value is None:
+        notes.append(f"scene_snapper caption unusable: {unusable}")
+    caption = "(the caption could not be read)" if value is None else value.caption
     entry = entry.model_copy(update={"output": caption})
     return {"memory": [entry], "focus": frames, "cost": cost, "repairs": _dropped(entry.step, notes)}
 
@@ -145,21 +164,13 @@ async def _clip(ctx: AgentContext, planned: dict[str, Any], entry: Entry, sought
     entry = entry.model_copy(update={"ranges": [(a, b)], "frames": frames, "mosaics": len(pages), "question": question})
     values = {"count": len(frames), "start": span_text(a, b).split("-")[0], "end": span_text(a, b).split("-")[1]}
     values["question"] = question or "(none given)"
-    values["anchor_request"] = _request(ctx, sought)
-    schema = sought_schema("clip", frames) if sought else ClipReport
     notes: list[str] = []
-    try:
-        reply, cost = await ask(
-            ctx, schema, "clip_analyzer", "clip", images, values, system=TOOL_SYSTEM, role="worker",
-            thinker="tools", meta={"round": entry.step},
-        )  # fmt: skip
-        value: Any = reply.value
-        answer, confidence = value.answer, min(1.0, max(0.0, float(value.confidence)))
-        entry = entry.model_copy(update={"anchor": _named(value, frames) if sought else None})
-    except ModelReplyError as exc:
-        cost = failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images))
-        notes.append(f"clip_analyzer answer unusable: {exc}")
+    value, cost, entry, unusable = await _report(ctx, "clip_analyzer", "clip", images, values, entry, frames, sought)
+    if value is None:
+        notes.append(f"clip_analyzer answer unusable: {unusable}")
         answer, confidence = "(the answer could not be read)", 0.0
+    else:
+        answer, confidence = value.answer, min(1.0, max(0.0, float(value.confidence)))
     entry = entry.model_copy(update={"output": answer, "confidence": confidence})
     return {"memory": [entry], "cost": cost, "repairs": _dropped(entry.step, notes)}
 

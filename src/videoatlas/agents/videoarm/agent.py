@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from videoatlas.agents.base import Agent
+from videoatlas.agents.relation import RELATION_NOTES
 from videoatlas.agents.videoarm import trace
 from videoatlas.agents.videoarm.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.videoarm.settings import Settings
@@ -19,7 +20,5 @@ AGENT = Agent(
         describe_event=trace.describe_event,
         decision_node="answer",
     ),
-    defaulted_templates=frozenset(
-        {"relation_ask.note", "relation_seek.note", "relation_window.note", "anchor_request.note"}
-    ),
+    defaulted_templates=RELATION_NOTES,
 )

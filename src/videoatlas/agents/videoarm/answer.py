@@ -7,7 +7,6 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.relation import Relation
 from videoatlas.agents.videoarm.control import anchor_of, focus_images
 from videoatlas.agents.videoarm.render import time_of
 from videoatlas.agents.videoarm.state import ArmState, Entry
@@ -33,8 +32,6 @@ def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
                 time=t,
                 start=start,
                 end=end,
-                depth=None,
-                cell=None,
                 description=text,
                 confidence=confidence,
                 frame=FrameRef(video=video, time=t, px=256),
@@ -83,7 +80,6 @@ async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, A
     ctx = runtime.context
     memory = state.get("memory") or []
     evidence = memory_evidence(memory, ctx)
-    relation = state.get("relation") or Relation()
     anchor = anchor_of(memory, ctx.atlas)
     values = {
         "duration": format_ts(ctx.atlas.duration, 0),
@@ -97,10 +93,9 @@ async def answer(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, A
         system=CONTROLLER_SYSTEM,
         images=await focus_images(state, ctx),
         values=values,
-        stop=state.get("stop_reason") or "the controller answered",
+        stop="the controller answered",
         thinker="controller",
         extra={"round": len(memory)},
-        relation=relation,
         anchor=anchor,
     )
     return decided

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.agents.relation import Anchor, Relation, inside, relation_of, settle_step, window
+from videoatlas.agents.relation import Anchor, Relation, inside, relation_note, relation_of, settle_step, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets, time_of
 from videoatlas.agents.videoarm.schemas import step_schema
@@ -104,7 +104,7 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         "memory": memory_text(memory),
         "step": step,
         "steps": settings.steps,
-        "relation": relation_note(ctx, relation, anchor, beside),
+        "relation": relation_note(ctx.prompts, relation, anchor, beside),
     }
     emit(STEP_EVENT, step=step)
     # Without a usable step: survey the whole video first, and once something is in memory, answer.
@@ -152,23 +152,6 @@ def anchor_window(
     """
     length = max(settings.clip_frames / settings.clip_fps, duration / SNAP_FRAMES[0])
     return window(relation, anchor, duration, length)
-
-
-def relation_note(ctx: AgentContext, relation: Relation | None, anchor: Anchor | None, beside: Interval | None) -> str:
-    """What the controller is told of the time relation: asked at the first step, then the anchor and its window."""
-    if relation is None:
-        return ctx.prompts.render("relation_ask.note").strip()
-    if not relation.anchored:
-        return ""
-    values: dict[str, Any] = {"kind": relation.kind, "anchor": relation.anchor, "side": relation.side}
-    if anchor is None or beside is None:
-        return ctx.prompts.render("relation_seek.note", **values).strip()
-    found = {
-        "time": f"{format_ts(anchor.time)} ({anchor.time:.1f} s)",
-        "start": f"{beside.start:.1f}",
-        "end": f"{beside.end:.1f}",
-    }
-    return ctx.prompts.render("relation_window.note", **values, **found).strip()
 
 
 def held_to(call: dict[str, Any], held: Interval) -> tuple[dict[str, Any], str]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, JsonValue, create_model
+from pydantic import BaseModel, Field, create_model
 
-from videoatlas.agents.relation import RELATION_FIELDS
+from videoatlas.agents.tool_loop import seconds_within, step_model
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES
 from videoatlas.state.schemas import reply_model, reply_schema, some_of, text
 
@@ -35,9 +35,7 @@ def step_schema(
     relation (the first step); ``window``: times are bounded by it instead (the window beside an anchor
     just seen).
     """
-    lo, hi = window if window is not None else (0.0, duration)
-    bound: dict[str, JsonValue] = {"minimum": round(lo, 3), "maximum": round(hi, 3)}
-    seconds = Annotated[float, Field(json_schema_extra=bound)]
+    seconds = seconds_within(duration, window)
     stretch = create_model("Range", start=(seconds, ...), end=(seconds, ...))
     ranges = Annotated[list[stretch], Field(json_schema_extra={"maxItems": MAX_RANGES})]  # type: ignore[valid-type]
     frames: Any = Literal[SNAP_FRAMES]  # an enum of the allowed counts
@@ -52,11 +50,7 @@ def step_schema(
             fields |= {"ranges": (ranges, ...)}
         name = "".join(part.capitalize() for part in tool.split("_"))
         variants.append(create_model(f"{name}Call", **fields))
-    union = Union[tuple(variants)] if len(variants) > 1 else variants[0]  # noqa: UP007 - built at run time
-    call: Any = Annotated[union, Field(discriminator="tool")] if len(variants) > 1 else union
-    step: dict[str, Any] = {"reason": (text(1200), ...), "call": (call, ...)}
-    model: type[BaseModel] = create_model("ControllerStep", **step, **(RELATION_FIELDS if relation else {}))
-    return model
+    return step_model("ControllerStep", "reason", variants, relation)
 
 
 @reply_model

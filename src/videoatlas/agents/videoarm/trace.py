@@ -13,6 +13,7 @@ from videoatlas.agents import decision
 from videoatlas.agents.page import PageContext, timeline
 from videoatlas.agents.videoarm.control import CALLED_EVENT, STEP_EVENT
 from videoatlas.agents.videoarm.views import entry_header, heard_line
+from videoatlas.agents.views import step_head
 
 
 def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -45,9 +46,7 @@ def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
     """One block per step: the call, its reason, what came back."""
     out = []
     for step in found["steps"]:
-        out.append(f"  {step['header']}")
-        out.append(f"    reason: {step['reason'][:200]}")
-        out += [f"    {line}" for line in repairs.get(step["index"], [])]
+        out += step_head(step, "reason", repairs)
         if step["question"]:
             out.append(f"    | sub-question: {step['question'][:160]}")
         said = step["transcript"] or [step["output"]]

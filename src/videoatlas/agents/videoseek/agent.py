@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from videoatlas.agents import decision
 from videoatlas.agents.base import Agent
+from videoatlas.agents.relation import RELATION_NOTES
 from videoatlas.agents.videoseek import trace
 from videoatlas.agents.videoseek.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.videoseek.settings import Settings
@@ -20,7 +21,5 @@ AGENT = Agent(
         describe_event=decision.describe_event,
         decision_node="answer",
     ),
-    defaulted_templates=frozenset(
-        {"relation_ask.note", "relation_seek.note", "relation_window.note", "anchor_request.note"}
-    ),
+    defaulted_templates=RELATION_NOTES,
 )

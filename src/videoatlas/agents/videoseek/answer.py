@@ -7,7 +7,6 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.relation import Relation
 from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
@@ -33,8 +32,6 @@ def flagged_evidence(turns: list[Turn], ctx: AgentContext, short_px: int) -> lis
                 time=t,
                 start=turn.start if turn.start is not None else t,
                 end=turn.end if turn.end is not None else t,
-                depth=None,
-                cell=None,
                 description=note or f"flagged by {turn.tool} for: {turn.query}",
                 confidence=0.9 if turn.tool == "focus" else 0.6,
                 frame=FrameRef(video=ctx.atlas.source.identity, time=t, px=px),
@@ -57,7 +54,6 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
     duration = ctx.atlas.duration
     looked = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
     heard = await hear(ctx, looked, Where("answer", len(turns))) if looked else Heard(None)
-    relation = state.get("relation") or Relation()
     anchor = anchor_of(turns)
     values = {
         "duration": format_ts(duration, 0),
@@ -72,10 +68,9 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         system=PLANNER_SYSTEM,
         images=[],
         values=values,
-        stop=state.get("stop_reason") or "the planner answered",
+        stop="the planner answered",
         thinker="planner",
         extra={"round": len(turns)},
-        relation=relation,
         anchor=anchor,
     )
     return with_heard(decided, heard)

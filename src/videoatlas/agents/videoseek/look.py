@@ -23,9 +23,9 @@ from langgraph.runtime import Runtime
 from videoatlas.agents.videoseek.schemas import describe_schema, focus_schema
 from videoatlas.agents.videoseek.settings import VideoSeekSettings, seek
 from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
-from videoatlas.agents.videoseek.views import TOOL_SYSTEM, at, subtitles_text
+from videoatlas.agents.videoseek.views import TOOL_SYSTEM, subtitles_text
 from videoatlas.environment.geometry import Interval
-from videoatlas.environment.timefmt import format_ts
+from videoatlas.environment.timefmt import format_moment, format_ts
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger, hear
@@ -180,7 +180,7 @@ def _reported(turn: Turn, value: Any, actual: Sequence[float | None]) -> Turn:
         t = moment(int(frame.id))
         if t is not None:
             notes[int(frame.id)] = frame.description
-            lines.append(f"frame at {at(t)}: {frame.description}")
+            lines.append(f"frame at {format_moment(t)}: {frame.description}")
     flagged, _ = distinct(int(i) for i in getattr(value, "relevant", []) if moment(int(i)) is not None)
     if turn.tool == "focus":
         verdict = "found" if value.found else "not found"
@@ -189,7 +189,7 @@ def _reported(turn: Turn, value: Any, actual: Sequence[float | None]) -> Turn:
         lines.append(f"summary: {value.summary}")
     flagged_times = [t for t in (moment(i) for i in flagged) if t is not None]
     if turn.tool == "skim":
-        lines.append("flagged: " + (", ".join(at(t) for t in flagged_times) if flagged_times else "none"))
+        lines.append("flagged: " + (", ".join(format_moment(t) for t in flagged_times) if flagged_times else "none"))
     lines.append("frames looked at: " + ", ".join(format_ts(t, 1) for t in actual if t is not None))
     described = [notes.get(i, value.description if turn.tool == "focus" else "") for i in flagged]
     return turn.model_copy(update={"observation": "\n".join(lines), "relevant": flagged_times, "notes": described})
@@ -204,7 +204,8 @@ def _anchored(turn: Turn, value: Any, actual: Sequence[float | None], anchor: st
     t = next((x for x in named if x is not None), None)
     if t is None:
         return turn.model_copy(update={"observation": f"{turn.observation}\nanchor ({anchor}): not seen here"})
-    update: dict[str, Any] = {"anchor": t, "observation": f"{turn.observation}\nanchor ({anchor}) seen at {at(t)}"}
+    seen = f"{turn.observation}\nanchor ({anchor}) seen at {format_moment(t)}"
+    update: dict[str, Any] = {"anchor": t, "observation": seen}
     if t not in turn.relevant:
         update |= {"relevant": [*turn.relevant, t], "notes": [*turn.notes, f"shows the anchor: {anchor}"]}
     return turn.model_copy(update=update)

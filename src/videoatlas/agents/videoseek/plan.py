@@ -12,16 +12,15 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.agents.relation import Anchor, Relation, inside, relation_of, settle_step, window
+from videoatlas.agents.relation import Anchor, Relation, inside, relation_note, relation_of, settle_step, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.schemas import turn_schema
 from videoatlas.agents.videoseek.settings import VideoSeekSettings, seek
 from videoatlas.agents.videoseek.state import SeekState, anchor_of
-from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, at, history, subtitles_text
+from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, history, subtitles_text
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.prompts import PromptSet
 from videoatlas.runtime.calls import budget_exhausted, choices_block, emit, hear, said, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
@@ -101,19 +100,6 @@ def anchor_window(
     shown within it.
     """
     return window(relation, anchor, duration, max(settings.span_s, duration / settings.overview_frames))
-
-
-def relation_note(prompts: PromptSet, relation: Relation | None, anchor: Anchor | None, beside: Interval | None) -> str:
-    """What the planner is told of the time relation: asked on the first turn, then the anchor and its window."""
-    if relation is None:
-        return prompts.render("relation_ask.note").strip()
-    if not relation.anchored:
-        return ""
-    values: dict[str, Any] = {"kind": relation.kind, "anchor": relation.anchor, "side": relation.side}
-    if anchor is None or beside is None:
-        return prompts.render("relation_seek.note", **values).strip()
-    found = {"time": at(anchor.time), "start": f"{beside.start:.1f}", "end": f"{beside.end:.1f}"}
-    return prompts.render("relation_window.note", **values, **found).strip()
 
 
 def skim_of(held: Interval) -> dict[str, Any]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, JsonValue, create_model
+from pydantic import BaseModel, Field, create_model
 
-from videoatlas.agents.relation import RELATION_FIELDS
+from videoatlas.agents.tool_loop import seconds_within, step_model
 from videoatlas.state.schemas import one_of, reply_schema, some_of, text
 
 
@@ -33,20 +33,14 @@ def turn_schema(
     ``relation``: the turn also says the question's time relation (:data:`~videoatlas.agents.relation.RELATION_FIELDS`);
     ``window``: the spans are bounded by it instead (the stretch beside an anchor just found).
     """
-    lo, hi = window if window is not None else (0.0, duration)
-    bound: dict[str, JsonValue] = {"minimum": round(lo, 3), "maximum": round(hi, 3)}
-    seconds = Annotated[float, Field(json_schema_extra=bound)]
+    seconds = seconds_within(duration, window)
     variants: list[type[BaseModel]] = []
     for tool in tools:
         fields: dict[str, Any] = {"tool": (Literal[tool], ...)}
         if tool in ("skim", "focus"):
             fields |= {"query": (text(300), ...), "start": (seconds, ...), "end": (seconds, ...)}
         variants.append(create_model(f"{tool.capitalize()}Call", **fields))
-    union = Union[tuple(variants)] if len(variants) > 1 else variants[0]  # noqa: UP007 - built at run time
-    call: Any = Annotated[union, Field(discriminator="tool")] if len(variants) > 1 else union
-    turn: dict[str, Any] = {"thought": (text(1200), ...), "call": (call, ...)}
-    model: type[BaseModel] = create_model("PlannerTurn", **turn, **(RELATION_FIELDS if relation else {}))
-    return model
+    return step_model("PlannerTurn", "thought", variants, relation)
 
 
 @reply_schema(

@@ -10,6 +10,7 @@ from typing import Any
 
 from videoatlas.agents.page import PageContext, timeline
 from videoatlas.agents.videoseek.views import turn_header
+from videoatlas.agents.views import step_head
 
 
 def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -36,9 +37,7 @@ def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
     """One block per turn: call, thought, the first lines of the report."""
     out = []
     for turn in found["turns"]:
-        out.append(f"  {turn['header']}")
-        out.append(f"    thought: {turn['thought'][:200]}")
-        out += [f"    {line}" for line in repairs.get(turn["index"], [])]
+        out += step_head(turn, "thought", repairs)
         report = [ln for ln in turn["observation"].splitlines() if ln.strip()]
         out += [f"    | {ln[:160]}" for ln in report[:6]]
         if len(report) > 6:

@@ -8,16 +8,11 @@ from videoatlas.agents.videoseek.state import Turn
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.subtitles import Subtitles
-from videoatlas.environment.timefmt import format_ts
+from videoatlas.environment.timefmt import format_moment, format_ts
 from videoatlas.state.models import Evidence
 
 PLANNER_SYSTEM = "planner.system"
 TOOL_SYSTEM = "tool.system"
-
-
-def at(t: float) -> str:
-    """A moment as both clock time and seconds (``01:45.0 (105.0 s)``), so it reads either way."""
-    return f"{format_ts(t, 1)} ({t:.1f} s)"
 
 
 def turn_header(turn: Turn) -> str:
@@ -61,5 +56,6 @@ def evidence_block(evidence: Sequence[Evidence]) -> str:
     if not evidence:
         return "(none: no tool flagged a frame)"
     return "\n".join(
-        f"[{evidence_label(i)}] {at(e.time)}, turn {e.round}: {e.description}" for i, e in enumerate(evidence)
+        f"[{evidence_label(i)}] {format_moment(e.time)}, turn {e.round}: {e.description}"
+        for i, e in enumerate(evidence)
     )

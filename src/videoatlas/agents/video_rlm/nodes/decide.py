@@ -7,13 +7,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.relation import Relation, anchor_label, relation_text, with_time_check
 from videoatlas.agents.video_rlm.nodes.prefix import master_prefix
 from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text
 from videoatlas.agents.video_rlm.occurrences import occurrences_block
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.runtime.calls import hear, labelled, speech_lines, with_heard
+from videoatlas.runtime.calls import hear, speech_lines, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
 from videoatlas.state.models import zones_as_intervals
@@ -31,8 +30,6 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     # The same images, in the same order, as the last uncertainty analysis: the prefix comes from the cache.
     root = await ctx.atlas.agrid((), zones_as_intervals(state["dead_zones"]))
     images, shared = await master_prefix(ctx, state, root)
-    relation: Relation = state.get("relation") or Relation()
-    anchor = state.get("anchor")
     # What was said where the search looked: the root grid's cells (as the probe heard them) and each stretch searched.
     probed = [*(c.interval for c in root.grid.cells), *zones_as_intervals(state["searched"])]
     heard = await hear(ctx, probed, Where("decide", state.get("round", 0)))
@@ -47,14 +44,13 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
             **shared,
             "coverage": coverage_text(state, ctx.atlas.duration, rlm(ctx).bfs_resolution_s),
             "occurrences": occurrences_block(state["evidence"]),
-            "relation": relation_text(relation, anchor, anchor_label(anchor, labelled(state["evidence"]))),
             "speech": speech,
         },
-        stop=state.get("stop_reason") or "evidence sufficient",
+        stop="evidence sufficient",
         node="decide",
         template="decide",
         step="final decision",
         record_evidence=False,  # the scratchpad stays the state's evidence
+        anchor=state.get("anchor"),
     )
-    cited = [e for e in state["evidence"] if e.id in set(result.get("cited") or [])]
-    return with_heard(with_time_check(result, relation, anchor, cited), heard)
+    return with_heard(result, heard)

@@ -46,6 +46,14 @@ def _child_path(view: View, index: int) -> str | None:
     return f"{view.path}/{index}" if view.path else str(index)
 
 
+def _descend(
+    state: WorkerState, update: dict[str, Any], child: View, note: str, cell: CellNote
+) -> tuple[dict[str, Any], str, list[int]]:
+    """Go into ``child`` from the current view, which is kept on the stack to come back to (BACKTRACK)."""
+    update.update(view=child, stack=[*state["stack"], state["view"]])
+    return update, note, [cell["index"]]
+
+
 def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any], str, list[int]]:
     """The state update for the decision, a note on what happened, and the cells it touched."""
     decision = state["decision"] or {}
@@ -65,12 +73,8 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
             end=cell["end"],
             depth=view.depth + 1 if view.depth is not None and path is not None else None,
         )
-        update.update(view=child, stack=[*state["stack"], view])
-        return (
-            update,
-            f"opened cell {cell['index']} ({format_ts(cell['start'], 2)}-{format_ts(cell['end'], 2)})",
-            [cell["index"]],
-        )
+        opened = f"opened cell {cell['index']} ({format_ts(cell['start'], 2)}-{format_ts(cell['end'], 2)})"
+        return _descend(state, update, child, opened, cell)
     if action == "BACKTRACK":
         if not state["stack"]:
             raise InvalidAction("there is nothing to go back to")
@@ -100,12 +104,8 @@ def apply_action(state: WorkerState, ctx: AgentContext) -> tuple[dict[str, Any],
         except BadInputError as exc:
             raise InvalidAction(str(exc)) from None
         child = View(kind="investigate", path=None, start=window.start, end=window.end, depth=None)
-        update.update(view=child, stack=[*state["stack"], view])
-        return (
-            update,
-            f"looked {direction} cell {cell['index']}: {format_ts(window.start)}-{format_ts(window.end)}",
-            [cell["index"]],
-        )
+        looked = f"looked {direction} cell {cell['index']}: {format_ts(window.start)}-{format_ts(window.end)}"
+        return _descend(state, update, child, looked, cell)
     if action == "ADD_TO_SCRATCHPAD":
         return _add(state, ctx, decision, update)
     if action == "MARK_PROMISING":
