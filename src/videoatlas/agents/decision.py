@@ -14,8 +14,9 @@ from typing import Any
 from videoatlas.agents.relation import Anchor, Relation, anchor_label, relation_text, with_time_check
 from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import ask, decision_values, emit, failed_call_cost, labelled
+from videoatlas.runtime.calls import ask, decision_values, emit, failed_call_cost, labelled, with_heard
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Heard
 from videoatlas.state.models import Cost, Evidence
 from videoatlas.state.schemas import cited_ids, decided, decision_schema
 
@@ -121,6 +122,7 @@ async def decide_on_evidence(
     extra: dict[str, Any] | None = None,
     record_evidence: bool = True,
     anchor: Anchor | None = None,
+    heard: Heard | None = None,
 ) -> dict[str, Any]:
     """The final decision over labelled evidence (``[A]``, ``[B]``...), the way most agents end.
 
@@ -129,7 +131,8 @@ async def decide_on_evidence(
     reply may cite the evidence's labels; ``record_evidence``: the result records ``evidence`` as the
     run's (False: the state's evidence is left as it is). The template's ``relation`` says the state's
     relation and the ``anchor``'s time when found, and the answer's cited times are checked against the
-    anchor in its reasoning.
+    anchor in its reasoning. ``heard``: the speech the call's values were made from; what hearing it cost
+    and the lines it left join the result.
     """
     pairs = labelled(evidence)
     labels = dict(pairs)
@@ -151,7 +154,8 @@ async def decide_on_evidence(
     )
     result = await decide_final(ctx, call, cite_labels(labels), evidence if record_evidence else None)
     cited = set(result.get("cited") or [])
-    return with_time_check(result, relation, anchor, [e for e in evidence if e.id in cited])
+    checked = with_time_check(result, relation, anchor, [e for e in evidence if e.id in cited])
+    return with_heard(checked, heard) if heard is not None else checked
 
 
 def describe_event(event: dict[str, Any]) -> str | None:

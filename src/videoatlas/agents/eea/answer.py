@@ -13,7 +13,7 @@ from videoatlas.agents.eea.views import SYSTEM, rounds_block
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_moment, format_ts
-from videoatlas.runtime.calls import hear, said, speech_lines, with_heard
+from videoatlas.runtime.calls import hear, said, speech_lines
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
@@ -61,7 +61,7 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         "history": rounds_block(rounds, state.get("segments") or []),
         "speech": speech_lines(heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)]),
     }
-    decided = await decide_on_evidence(
+    return await decide_on_evidence(
         ctx,
         state,
         evidence,
@@ -72,5 +72,5 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         thinker="searcher",
         extra={"round": len(rounds)},
         anchor=anchor,
+        heard=heard,
     )
-    return with_heard(decided, heard)

@@ -12,7 +12,7 @@ from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history, subtitles_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import hear, with_heard
+from videoatlas.runtime.calls import hear
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
@@ -61,7 +61,7 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         "evidence": evidence_block(evidence),
         "subtitles": subtitles_text(heard.subtitles, settings.subtitle_chars),
     }
-    decided = await decide_on_evidence(
+    return await decide_on_evidence(
         ctx,
         state,
         evidence,
@@ -72,5 +72,5 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         thinker="planner",
         extra={"round": len(turns)},
         anchor=anchor,
+        heard=heard,
     )
-    return with_heard(decided, heard)

@@ -12,7 +12,7 @@ from videoatlas.agents.video_rlm.nodes.views import SYSTEM, coverage_text
 from videoatlas.agents.video_rlm.occurrences import occurrences_block
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState
-from videoatlas.runtime.calls import hear, speech_lines, with_heard
+from videoatlas.runtime.calls import hear, speech_lines
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
 from videoatlas.state.models import zones_as_intervals
@@ -34,7 +34,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     probed = [*(c.interval for c in root.grid.cells), *zones_as_intervals(state["searched"])]
     heard = await hear(ctx, probed, Where("decide", state.get("round", 0)))
     speech = speech_lines(heard.subtitles, probed)
-    result = await decide_on_evidence(
+    return await decide_on_evidence(
         ctx,
         state,
         state["evidence"],
@@ -52,5 +52,5 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
         step="final decision",
         record_evidence=False,  # the scratchpad stays the state's evidence
         anchor=state.get("anchor"),
+        heard=heard,
     )
-    return with_heard(result, heard)
