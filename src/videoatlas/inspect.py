@@ -5,7 +5,9 @@ The HTML views of a run (``videoatlas report``, ``videoatlas ui``) are in :mod:`
 
 from __future__ import annotations
 
+import asyncio
 import base64
+from dataclasses import dataclass
 from typing import Any
 
 from videoatlas.agents.registry import get_agent, saved_snapshot
@@ -105,44 +107,62 @@ def _failure_lines(failure: dict[str, Any]) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """What the trace tables hold of a run."""
+
+    row: Any
+    calls: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    failure: dict[str, Any] | None
+
+
+def _read_rows(reader: TraceStore, run_id: str) -> _Rows:
+    row = reader.run(run_id)
+    if row is None:
+        raise BadInputError(f"no run {run_id!r} in {redact_url(reader.url)}")
+    events = [
+        {
+            "node": e.node,
+            "worker": e.worker,
+            "round": e.round,
+            "phase": e.phase,
+            "duration_s": e.duration_s,
+            "error": e.error,
+        }
+        for e in reader.events(row.id)
+        if e.phase == "end"
+    ]
+    return _Rows(row, [_call_dict(c) for c in reader.calls(row.id)], events, _failure(reader, row))
+
+
+def _read_images(reader: TraceStore, calls: list[dict[str, Any]]) -> dict[str, str]:
+    wanted = {sha for c in calls for sha in c["images"]}
+    return {sha: base64.b64encode(art.data).decode("ascii") for sha, art in reader.artifacts(sorted(wanted)).items()}
+
+
 async def load_trace(
     run_id: str, db_url: str | None = None, with_images: bool = False, store: TraceStore | None = None
 ) -> dict[str, Any]:
     """Everything known about a run: its row, checkpointed state, model calls and node events.
 
     ``store``: an open store to read from (the web UI keeps one); by default one is opened and closed.
+    The trace tables are read in a thread: a reader waiting for the SQLite file's lock must not hold
+    up the event loop, which may be the one whose run holds that lock until it commits (a server
+    answering ``trace`` while it runs a question).
     """
     url = store.url if store is not None else resolve_db_url(db_url)
-    reader = store if store is not None else TraceStore(url)
+    reader = store if store is not None else await asyncio.to_thread(TraceStore, url)
     try:
-        row = reader.run(run_id)
-        if row is None:
-            raise BadInputError(f"no run {run_id!r} in {redact_url(url)}")
-        calls = [_call_dict(c) for c in reader.calls(row.id)]
-        events = [
-            {
-                "node": e.node,
-                "worker": e.worker,
-                "round": e.round,
-                "phase": e.phase,
-                "duration_s": e.duration_s,
-                "error": e.error,
-            }
-            for e in reader.events(row.id)
-            if e.phase == "end"
-        ]
+        found = await asyncio.to_thread(_read_rows, reader, run_id)
+        row, calls, events, failure = found.row, found.calls, found.events, found.failure
         agent = get_agent(row.agent)
-        failure = _failure(reader, row)
         snapshot = await saved_snapshot(url, row.agent, row.id)
         values: dict[str, Any] = dict(snapshot.values or {})
-        images: dict[str, str] = {}
-        if with_images:
-            wanted = {sha for c in calls for sha in c["images"]}
-            for sha, art in reader.artifacts(sorted(wanted)).items():
-                images[sha] = base64.b64encode(art.data).decode("ascii")
+        images = await asyncio.to_thread(_read_images, reader, calls) if with_images else {}
     finally:
         if store is None:
-            reader.close()
+            await asyncio.to_thread(reader.close)
     cost = values.get("cost")
     return {
         "run": {
