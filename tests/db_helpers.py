@@ -14,6 +14,7 @@ import psycopg
 from sqlalchemy import create_engine, text
 
 from videoatlas.persistence.db import sqlalchemy_url
+from videoatlas.persistence.tables import RunRow
 
 PG_URL = os.environ.get("VIDEOATLAS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 """The server's maintenance database; tests get databases of their own beside it (:func:`fresh_pg_database`)."""
@@ -59,3 +60,22 @@ def sqlite_url(path: Path) -> str:
     SQLite URL is spelled.
     """
     return f"sqlite:///{path}"
+
+
+def run_row(run_id: str, **fields: Any) -> RunRow:
+    """A run's row as the store keeps it: ``fields`` as given, placeholders for the columns a test does not set."""
+    placeholders: dict[str, Any] = {
+        "status": "finished",
+        "agent": "uniform",
+        "question": f"question of {run_id}",
+        "choices": ["a", "b"],
+        "video_path": "/videos/v.mp4",
+        "video_identity": "x",
+        "config": {},
+        "endpoint": {},
+        "prompt_set": "builtin:default",
+        "prompt_sha": "0",
+        "templates": {},
+        "cost": {},
+    }
+    return RunRow(id=run_id, **{**placeholders, **fields})

@@ -26,7 +26,7 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field
 
 from action_video import Sign, write_signs_video
-from db_helpers import sqlite_url
+from db_helpers import run_row, sqlite_url
 from process_helpers import EXE, bare_env
 from videoatlas.agents.registry import check_thinking, get_agent, knobs
 from videoatlas.errors import BadInputError, ModelReplyError
@@ -36,7 +36,7 @@ from videoatlas.llm.client import VLMClient
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CallRecord, CallTotals
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.persistence.store import RunRow, TraceStore
+from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig, parse_thinking
 from videoatlas.standin.chat import _reply
@@ -467,23 +467,7 @@ def _check_store_upgrade(url: str) -> None:
     """Opening the store adds the missing columns, and a call with reasoning is written and read back."""
     store = TraceStore(url)
     try:
-        store.start_run(
-            RunRow(
-                id="old",
-                status="running",
-                agent="uniform",
-                question="q",
-                choices=[],
-                video_path="v",
-                video_identity="x",
-                config={},
-                endpoint={},
-                prompt_set="default",
-                prompt_sha="x",
-                templates={},
-                cost={},
-            )
-        )
+        store.start_run(run_row("old", status="running"))
         store.model_call("old", _record_with_reasoning())
         store.flush()
         assert store.failed == 0

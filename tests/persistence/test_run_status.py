@@ -16,10 +16,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
+from db_helpers import run_row
 from videoatlas.cli.runs_table import list_runs, runs_lines
 from videoatlas.errors import RunOwnedError
 from videoatlas.persistence.lease import LeaseRow, LeaseTiming
-from videoatlas.persistence.store import RunRow, TraceStore
+from videoatlas.persistence.store import TraceStore
 from videoatlas.ui import runs_list
 
 TIMEOUT_S = 2.0
@@ -42,25 +43,7 @@ def store(db_url: str) -> Iterator[TraceStore]:
 
 def _add_run(store: TraceStore, run_id: str, status: str, minutes_ago: int, agent: str = "uniform") -> None:
     when = datetime.now(UTC) - timedelta(minutes=minutes_ago)
-    store.start_run(
-        RunRow(
-            id=run_id,
-            created_at=when,
-            updated_at=when,
-            status=status,
-            agent=agent,
-            question=f"question of {run_id}",
-            choices=["a", "b"],
-            video_path="/videos/v.mp4",
-            video_identity="x",
-            config={},
-            endpoint={},
-            prompt_set="builtin:default",
-            prompt_sha="0",
-            templates={},
-            cost={},
-        )
-    )
+    store.start_run(run_row(run_id, created_at=when, updated_at=when, status=status, agent=agent))
 
 
 def _dead_pid() -> int:

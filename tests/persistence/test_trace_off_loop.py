@@ -15,10 +15,9 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from db_helpers import sqlite_url
+from db_helpers import run_row, sqlite_url
 from videoatlas.inspect import load_trace
 from videoatlas.persistence.store import TraceStore
-from videoatlas.persistence.tables import RunRow
 
 pytestmark = pytest.mark.unit
 
@@ -26,24 +25,8 @@ pytestmark = pytest.mark.unit
 def _stored_run(url: str) -> None:
     store = TraceStore(url)
     try:
-        store.start_run(
-            RunRow(
-                id="r-lock",
-                status="finished",
-                agent="uniform",
-                question="Which word is shown?",
-                choices=["HERON", "FALCON"],
-                video_path="/videos/birds.mp4",
-                video_identity="0" * 16,
-                config={},
-                endpoint={},
-                prompt_set="default",
-                prompt_sha="0" * 32,
-                templates={},
-                answer="HERON",
-                answer_index=0,
-            )
-        )
+        row = run_row("r-lock", question="Which word is shown?", choices=["HERON", "FALCON"], answer="HERON")
+        store.start_run(row)
     finally:
         store.close()
 
@@ -67,5 +50,6 @@ async def test_a_trace_is_read_while_this_loop_holds_the_write_lock_until_it_com
     assert trace["run"]["id"] == "r-lock"
     assert trace["run"]["answer"] == "HERON"
     assert trace["run"]["choices"] == ["HERON", "FALCON"]
+    assert trace["run"]["question"] == "Which word is shown?"
     assert trace["agent"] == "uniform"
     assert trace["calls"] == [] and trace["evidence"] == []

@@ -16,12 +16,12 @@ import openai
 import pytest
 
 from agent_helpers import ScriptedChat, default_reply, step
-from db_helpers import rows, sqlite_url
+from db_helpers import rows, run_row, sqlite_url
 from process_helpers import EXE
 from videoatlas.cli.runs_table import runs_lines
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.persistence.store import RunRow, TraceStore
+from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
 from videoatlas.textsafe import escape, escape_lines
@@ -114,20 +114,13 @@ def test_runs_lists_errors_cost_so_far_and_stale_runs_in_aligned_columns(counter
     store = TraceStore(db)
     try:  # a run marked running that no process holds: its owner was killed before it could say so
         store.start_run(
-            RunRow(
-                id="ev-" + "f" * 24,
+            run_row(
+                "ev-" + "f" * 24,
                 status="running",
                 agent="video-rlm",
                 question="Which card comes first?",
                 choices=[],
                 video_path=str(counter_video),
-                video_identity="x",
-                config={},
-                endpoint={},
-                prompt_set="default",
-                prompt_sha="x",
-                templates={},
-                cost={},
             )
         )
     finally:

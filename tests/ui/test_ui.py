@@ -24,11 +24,11 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agent_helpers import ScriptedChat, default_reply, step
-from db_helpers import sqlite_url
+from db_helpers import run_row, sqlite_url
 from process_helpers import EXE
 from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.persistence.store import RunRow, TraceStore
+from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
 from videoatlas.synth.counter import write_counter_video
@@ -113,21 +113,13 @@ def add_filler_runs(db: str, n: int) -> None:
     try:
         for i in range(n):
             store.start_run(
-                RunRow(
-                    id=f"filler-{i:03d}",
+                run_row(
+                    f"filler-{i:03d}",
                     created_at=old + timedelta(minutes=i),
                     updated_at=old + timedelta(minutes=i),
                     status="running" if i == 0 else "finished",
-                    agent="uniform",
                     question=f"filler question {i}",
-                    choices=["a", "b"],
                     video_path=f"/videos/set{i % 2}/video.mp4",  # one file name in two folders
-                    video_identity="x",
-                    config={},
-                    endpoint={},
-                    prompt_set="builtin:default",
-                    prompt_sha="0",
-                    templates={},
                     answer="a",
                     answer_index=0,
                     cost={"tokens": 100, "calls": 1, "wall_s": 1.0},
