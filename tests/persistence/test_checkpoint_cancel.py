@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -69,4 +70,38 @@ async def test_a_write_cancelled_before_its_commit_is_rolled_back(write: str, tm
         await saver.aput_writes(config, [("y", 2)], "task-2")  # type: ignore[arg-type]
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)  # the cancelled aput
+        assert db.execute("SELECT task_id FROM writes").fetchall() == [("task-2",)]
+
+
+@pytest.mark.parametrize("write", ["aput", "aput_writes"])
+async def test_a_write_cancelled_while_its_insert_waits_on_the_connection_thread_is_rolled_back(
+    write: str, tmp_path: Path
+) -> None:
+    """The cancel lands before the connection's thread has run the INSERT: it runs afterwards, and is undone."""
+    path = tmp_path / "runs.db"
+    async with open_checkpointer(sqlite_url(path)) as saver:
+        conn: Any = saver.conn  # type: ignore[attr-defined]
+        # The connection's one thread is held in a query until released, so the write's INSERT waits behind it.
+        release = threading.Event()
+        await conn.create_function("held_here", 0, lambda: release.wait(30))
+        busy = asyncio.ensure_future(conn.execute("SELECT held_here()"))
+        await asyncio.sleep(0.05)
+        config: dict[str, Any] = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c1"}}
+        if write == "aput":
+            task = asyncio.ensure_future(saver.aput(config, empty_checkpoint(), {}, {}))  # type: ignore[arg-type]
+        else:
+            task = asyncio.ensure_future(saver.aput_writes(config, [("x", 1)], "task-1"))  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.sleep(0.05)  # the cancel is delivered while the INSERT still waits on the thread
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await busy
+        await conn.execute("SELECT 1")  # everything queued before this has run on the connection's thread
+        assert not conn.in_transaction
+        assert await asyncio.to_thread(_writer_can_write, path)
+        await saver.aput_writes(config, [("y", 2)], "task-2")  # type: ignore[arg-type]
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
         assert db.execute("SELECT task_id FROM writes").fetchall() == [("task-2",)]

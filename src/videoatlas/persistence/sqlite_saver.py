@@ -57,12 +57,14 @@ class WholeWriteSqliteSaver(AsyncSqliteSaver):
     async def _undo(self) -> None:
         """Roll back the transaction a failed or cancelled write left open (if it did).
 
+        The rollback is queued on the connection's thread behind whatever the write had queued there:
+        a write cancelled before that thread ran its INSERT still runs it afterwards, so whether a
+        transaction is open cannot be known here beforehand. Rolling back with none open does nothing.
         Shielded: a second cancel while it waits for the lock does not stop the rollback.
         """
 
         async def roll_back() -> None:
             async with self.lock:
-                if self.conn.in_transaction:
-                    await self.conn.rollback()
+                await self.conn.rollback()
 
         await asyncio.shield(roll_back())
