@@ -147,7 +147,9 @@ async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, questi
     value, cost, entry, unusable = await _report(ctx, "scene_snapper", "snap", images, values, entry, frames, sought)
     if value is None:
         notes.append(f"scene_snapper caption unusable: {unusable}")
-    caption = "(the caption could not be read)" if value is None else value.caption
+        caption = "(the caption could not be read)"
+    else:
+        caption = value.caption
     entry = entry.model_copy(update={"output": caption})
     return {"memory": [entry], "focus": frames, "cost": cost, "repairs": _dropped(entry.step, notes)}
 
