@@ -16,7 +16,7 @@ from typing import Any
 
 from videoatlas.logging import library_defaults
 from videoatlas.synth import broadcast, chapters, signage
-from videoatlas.synth.encode import Progress
+from videoatlas.synth.encode import Progress, StyleKit
 from videoatlas.synth.spec import CODECS, STYLES, Codec, Style, SynthSpec, default_fps
 
 library_defaults()  # "synthesized" and other lines go to stderr when a script calls synthesize()
@@ -35,15 +35,15 @@ __all__ = [
 ]
 
 
+KITS: dict[Style, StyleKit[Any]] = {kit.style: kit for kit in (chapters.STYLE, broadcast.STYLE, signage.STYLE)}
+"""What each style brings: its drawing version, its planner, its encoder, its speech."""
+
+
 def synthesize(
     spec: SynthSpec, out_dir: str | Path, name: str = "video", progress: Progress | None = None
 ) -> dict[str, Any]:
     """Write ``name.mp4``, ``name.json`` (ground truth) and maybe ``name.srt`` into ``out_dir``, in ``spec.style``."""
-    if spec.style == "broadcast":
-        return broadcast.synthesize(spec, out_dir, name, progress)
-    if spec.style == "signage":
-        return signage.synthesize(spec, out_dir, name, progress)
-    return chapters.synthesize(spec, out_dir, name, progress)
+    return KITS[spec.style].make(spec, out_dir, name, progress)
 
 
 def planned_questions(spec: SynthSpec) -> list[dict[str, Any]]:
@@ -51,20 +51,8 @@ def planned_questions(spec: SynthSpec) -> list[dict[str, Any]]:
 
     A video's timeline and questions are planned from its spec and seed alone; only the drawing takes time.
     """
-    if spec.style == "broadcast":
-        timeline = broadcast.plan_broadcast(spec).timeline
-    elif spec.style == "signage":
-        timeline = signage.plan_signage(spec).timeline
-    else:
-        timeline = chapters.plan_timeline(spec)
-    return [{**asdict(q), "answer": q.answer} for q in timeline.questions]
-
-
-def schema_version(style: Style) -> int:
-    """The current drawing version of ``style`` (a video of an older one is made again)."""
-    return {"broadcast": broadcast.SCHEMA_VERSION, "signage": signage.SCHEMA_VERSION}.get(
-        style, chapters.SCHEMA_VERSION
-    )
+    kit = KITS[spec.style]
+    return [{**asdict(q), "answer": q.answer} for q in kit.timeline(kit.plan(spec)).questions]
 
 
 def load_current(out_dir: str | Path, name: str = "video", style: Style = "chapters") -> dict[str, Any] | None:
@@ -78,5 +66,5 @@ def load_current(out_dir: str | Path, name: str = "video", style: Style = "chapt
         return None
     truth: dict[str, Any] = json.loads(truth_path.read_text(encoding="utf-8"))
     # Records written before styles existed carry no "style": they are all chapters videos.
-    current = truth.get("style", "chapters") == style and truth.get("schema") == schema_version(style)
+    current = truth.get("style", "chapters") == style and truth.get("schema") == KITS[style].schema
     return truth if current else None

@@ -26,9 +26,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
 
 import av
 import structlog
@@ -49,7 +47,7 @@ from videoatlas.synth.broadcast_draw import (
     palette,
     title_sprite,
 )
-from videoatlas.synth.encode import Progress, encode_frames, frame_runs, write_synthetic
+from videoatlas.synth.encode import drawn_style, frame_runs
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
 log = structlog.get_logger(__name__)
@@ -371,18 +369,5 @@ def narration(plan: BroadcastPlan) -> list[SubtitleLine]:
     return lines
 
 
-def synthesize(
-    spec: SynthSpec, out_dir: str | Path, name: str = "video", progress: Progress | None = None
-) -> dict[str, Any]:
-    """Write ``name.mp4``, ``name.json`` (ground truth) and optionally ``name.srt`` into ``out_dir``."""
-    spec = replace(spec, style="broadcast")  # so the record says what was drawn, however this was called
-    plan = plan_broadcast(spec)
-    return write_synthetic(
-        out_dir,
-        name,
-        plan.timeline,
-        SCHEMA_VERSION,
-        lambda tmp: encode_frames(tmp, spec, render_frames(plan), progress),
-        lambda: narration(plan),
-        min_event_s(spec),
-    )
+STYLE = drawn_style("broadcast", SCHEMA_VERSION, plan_broadcast, render_frames, narration, min_event_s)
+"""How :func:`videoatlas.synth.synthesize` makes a broadcast-style video."""

@@ -26,9 +26,7 @@ own vocabulary and wordings, for measuring the agent on video it was not develop
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import structlog
 from PIL import Image, ImageDraw
@@ -36,7 +34,7 @@ from PIL import Image, ImageDraw
 from videoatlas.environment.render import draw_centered_text, load_font
 from videoatlas.environment.subtitles import SubtitleLine
 from videoatlas.errors import BadInputError
-from videoatlas.synth.encode import Progress, stretches, write_frames, write_synthetic
+from videoatlas.synth.encode import Progress, StyleKit, stretches, write_frames
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
 log = structlog.get_logger(__name__)
@@ -319,22 +317,19 @@ def narration(tl: Timeline) -> list[SubtitleLine]:
     return lines
 
 
-def synthesize(
-    spec: SynthSpec, out_dir: str | Path, name: str = "video", progress: Progress | None = None
-) -> dict[str, Any]:
-    """Write a chapters-style ``name.mp4``, ``name.json`` (ground truth) and maybe ``name.srt`` into ``out_dir``."""
-    tl = plan_timeline(spec)
+def _write_video(path: Path, spec: SynthSpec, tl: Timeline, progress: Progress | None) -> int:
+    """Encode the chapters-style pictures: one drawn per stretch of frames that look the same."""
+    states = ((a, b, draw_state(tl, scene, event)) for a, b, scene, event in stretches(tl))
+    return write_frames(path, spec, states, progress)
 
-    def states() -> Iterator[tuple[float, float, Image.Image]]:
-        for a, b, scene, event in stretches(tl):
-            yield a, b, draw_state(tl, scene, event)
 
-    return write_synthetic(
-        out_dir,
-        name,
-        tl,
-        SCHEMA_VERSION,
-        lambda tmp: write_frames(tmp, spec, states(), progress),
-        lambda: narration(tl),
-        spec.event_duration,
-    )
+STYLE = StyleKit(
+    "chapters",
+    SCHEMA_VERSION,
+    plan_timeline,
+    lambda tl: tl,
+    _write_video,
+    narration,
+    lambda spec: spec.event_duration,
+)
+"""How :func:`videoatlas.synth.synthesize` makes a chapters-style video."""

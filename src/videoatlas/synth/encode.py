@@ -8,9 +8,9 @@ import math
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import av
 import numpy as np
@@ -19,7 +19,7 @@ from PIL import Image
 
 from videoatlas.environment.subtitles import SubtitleLine, write_srt
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.synth.spec import Event, Scene, SynthSpec, Timeline
+from videoatlas.synth.spec import Event, Scene, Style, SynthSpec, Timeline
 
 log = structlog.get_logger(__name__)
 
@@ -228,32 +228,74 @@ def ground_truth(
     }
 
 
-def write_synthetic(
-    out_dir: str | Path,
-    name: str,
-    tl: Timeline,
-    schema: int,
-    write_video: Callable[[Path], int],
-    narration: Callable[[], Iterable[SubtitleLine]],
-    event_duration: float,
-) -> dict[str, Any]:
-    """Write a synthetic video's files into ``out_dir``, as every style makes them.
+P = TypeVar("P")
 
-    ``name.mp4`` (``write_video`` encodes it and returns its frame count), ``name.srt`` when the spec asks for
-    subtitles, and ``name.json`` (:func:`ground_truth`). Each file is written under a temporary name and moved
-    into place, and the record last: a reader takes a video as made once its record is there.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    video = out / f"{name}.mp4"
-    frames = write_into_place(video, write_video)
-    srt = None
-    if tl.spec.subtitles:
-        srt = out / f"{name}.srt"
-        write_into_place(srt, lambda tmp: write_srt(tmp, list(narration())))
-    truth = ground_truth(tl, schema, video, srt, frames, event_duration)
-    text = json.dumps(truth, indent=1)
-    write_into_place(out / f"{name}.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    duration = format_ts(tl.spec.duration, 0)
-    log.info("synthesized", style=tl.spec.style, video=str(video), duration=duration, frames=frames)
-    return truth
+
+@dataclass(frozen=True, slots=True)
+class StyleKit(Generic[P]):
+    """What one style of synthetic video brings; :meth:`make` writes its files the way every style does."""
+
+    style: Style
+    schema: int
+    """The style's drawing version, recorded with each video (one drawn by an older version is made again)."""
+    plan: Callable[[SynthSpec], P]
+    """The whole video planned from its spec and seed alone: its timeline, questions and what to draw where."""
+    timeline: Callable[[P], Timeline]
+    write_video: Callable[[Path, SynthSpec, P, Progress | None], int]
+    """Encode the planned video into a file; returns its frame count."""
+    speech: Callable[[P], list[SubtitleLine]]
+    """The lines spoken over the video (its subtitles)."""
+    event_length: Callable[[SynthSpec], float]
+    """How long the style's events last (recorded with the ground truth)."""
+
+    def make(self, spec: SynthSpec, out_dir: str | Path, name: str, progress: Progress | None) -> dict[str, Any]:
+        """Write ``name.mp4``, ``name.srt`` when the spec asks for subtitles, and ``name.json`` into ``out_dir``.
+
+        Each file is written under a temporary name and moved into place, and the record (:func:`ground_truth`)
+        last: a reader takes a video as made once its record is there.
+        """
+        spec = replace(spec, style=self.style)  # so the record says what was drawn, whatever the spec said
+        plan = self.plan(spec)
+        tl = self.timeline(plan)
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        video = out / f"{name}.mp4"
+        frames = write_into_place(video, lambda tmp: self.write_video(tmp, spec, plan, progress))
+        srt = None
+        if spec.subtitles:
+            srt = out / f"{name}.srt"
+            write_into_place(srt, lambda tmp: write_srt(tmp, self.speech(plan)))
+        truth = ground_truth(tl, self.schema, video, srt, frames, self.event_length(spec))
+        text = json.dumps(truth, indent=1)
+        write_into_place(out / f"{name}.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        duration = format_ts(spec.duration, 0)
+        log.info("synthesized", style=spec.style, video=str(video), duration=duration, frames=frames)
+        return truth
+
+
+class _Planned(Protocol):
+    @property
+    def timeline(self) -> Timeline: ...
+
+
+D = TypeVar("D", bound=_Planned)
+
+
+def drawn_style(
+    style: Style,
+    schema: int,
+    plan: Callable[[SynthSpec], D],
+    render: Callable[[D], Iterable[av.VideoFrame]],
+    speech: Callable[[D], list[SubtitleLine]],
+    event_length: Callable[[SynthSpec], float],
+) -> StyleKit[D]:
+    """The kit of a style whose plan carries its timeline and whose every frame is drawn (``render``)."""
+    return StyleKit(
+        style,
+        schema,
+        plan,
+        lambda planned: planned.timeline,
+        lambda tmp, spec, planned, progress: encode_frames(tmp, spec, render(planned), progress),
+        speech,
+        event_length,
+    )

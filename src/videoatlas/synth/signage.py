@@ -27,9 +27,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
 
 import av
 import structlog
@@ -37,7 +35,7 @@ import structlog
 from videoatlas.environment.subtitles import SubtitleLine
 from videoatlas.errors import BadInputError
 from videoatlas.synth.broadcast_draw import Sprite, Texture, frame_planes
-from videoatlas.synth.encode import Progress, encode_frames, frame_runs, write_synthetic
+from videoatlas.synth.encode import drawn_style, frame_runs
 from videoatlas.synth.signage_draw import BAYS, card_sprites, hall_texture, status_sprite
 from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
 
@@ -310,18 +308,5 @@ def announcements(plan: SignagePlan) -> list[SubtitleLine]:
     return lines
 
 
-def synthesize(
-    spec: SynthSpec, out_dir: str | Path, name: str = "video", progress: Progress | None = None
-) -> dict[str, Any]:
-    """Write ``name.mp4``, ``name.json`` (ground truth) and optionally ``name.srt`` into ``out_dir``."""
-    spec = replace(spec, style="signage")
-    plan = plan_signage(spec)
-    return write_synthetic(
-        out_dir,
-        name,
-        plan.timeline,
-        SCHEMA_VERSION,
-        lambda tmp: encode_frames(tmp, spec, render_frames(plan), progress),
-        lambda: announcements(plan),
-        event_length(spec),
-    )
+STYLE = drawn_style("signage", SCHEMA_VERSION, plan_signage, render_frames, announcements, event_length)
+"""How :func:`videoatlas.synth.synthesize` makes a signage-style video."""
