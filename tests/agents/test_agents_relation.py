@@ -18,12 +18,20 @@ import pytest
 
 from agent_helpers import default_reply, make_context
 from videoatlas.agents.eea.search import expansion_frames
-from videoatlas.agents.relation import Anchor, Relation, anchor_label, relation_of, relation_text, window
+from videoatlas.agents.relation import (
+    Anchor,
+    Relation,
+    RelationStep,
+    anchor_label,
+    relation_of,
+    relation_text,
+    window,
+)
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.frame_index import FrameIndex
-from videoatlas.state.models import Evidence, FrameRef, IndexInfo
+from videoatlas.state.models import Evidence, FrameRef, IndexInfo, Repair
 
 DURATION = 80.0  # the counter video
 QUESTION = "Which number is shown right after the 3?"
@@ -296,3 +304,38 @@ async def test_videoarms_controller_finds_the_anchor_then_looks_right_after_it(
     )
     assert f"{clip_t - anchor_t:.1f} s after it." in out["reasoning"] and "wrong side" not in out["reasoning"]
     assert out["answer_index"] == 1
+
+
+def _clip(call: dict[str, Any], held: Interval) -> tuple[dict[str, Any], str]:
+    """A hold for the test: a call's span clipped to ``held``, with a note when it moved."""
+    start, end = max(call["start"], held.start), min(call["end"], held.end)
+    moved = (start, end) != (call["start"], call["end"])
+    return {**call, "start": start, "end": end}, f"held to {start:g}-{end:g}" if moved else ""
+
+
+@pytest.mark.unit
+def test_a_thinker_step_settles_the_relation_it_was_asked_and_the_window_it_is_held_to() -> None:
+    class Reply:  # a step reply that names a relation (the fields RELATION_FIELDS adds)
+        relation, anchor, other_anchor = "right after", "the 3", ""
+
+    first = RelationStep(asked=True, held=None, hold=_clip)
+    assert first.window is None
+    assert first.kept(Reply()) == {"relation": Relation(kind="right after", anchor="the 3")}
+    # A first step with no usable reply: the question is searched as one without a relation.
+    update: dict[str, Any] = {"repairs": []}
+    call = {"tool": "skim", "start": 0.0, "end": 80.0}
+    assert first.settle(call, update, "plan", 1) == call and update["relation"] == Relation()
+    # A relation the reply gave is kept as it is.
+    given = {"relation": Relation(kind="first")}
+    assert first.settle(call, given, "plan", 1) == call and given["relation"] == Relation(kind="first")
+
+    held = RelationStep(asked=False, held=Interval(22.5, 30.5), hold=_clip)
+    assert held.window == (22.5, 30.5) and held.kept(Reply()) == {}
+    earlier = Repair(node="plan", round=2, kind="fallback", detail="the first reply could not be used")
+    update = {"repairs": [earlier]}
+    assert held.settle(call, update, "plan", 2) == {"tool": "skim", "start": 22.5, "end": 30.5}
+    assert "relation" not in update
+    assert update["repairs"] == [earlier, Repair(node="plan", round=2, kind="dropped", detail="held to 22.5-30.5")]
+    # A call already inside the window runs as chosen, and no repair is recorded.
+    inside_call, update = {"tool": "skim", "start": 24.0, "end": 26.0}, {}
+    assert held.settle(inside_call, update, "plan", 3) == inside_call and update == {}

@@ -13,6 +13,7 @@ Plain functions and records; no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from videoatlas.environment.geometry import Interval
@@ -205,28 +206,37 @@ def inside(start: float, end: float, held: Interval) -> tuple[float, float]:
     return (lo, hi) if hi - lo > 0 else (held.start, held.end)
 
 
-def settle_step(
-    call: dict[str, Any],
-    update: dict[str, Any],
-    *,
-    asked: bool,
-    held: Interval | None,
-    hold: Callable[[dict[str, Any], Interval], tuple[dict[str, Any], str]],
-    node: str,
-    step: int,
-) -> dict[str, Any]:
-    """A chosen tool call once the relation is settled: the call to run (``update`` gains the relation, a repair).
+@dataclass(frozen=True, slots=True)
+class RelationStep:
+    """What one step of a thinker that plans its own calls owes the question's time relation.
 
-    ``asked``: this step's reply was asked for the relation; a reply that gave none leaves the
-    question one without a relation. ``held``: the window the step must look in (the step right
-    after the anchor was seen); ``hold`` moves the call's times inside it and says what it changed,
-    which is recorded as a repair of ``node`` at ``step``.
+    ``asked``: the step's reply is asked for the relation (the first step: none is known yet); a reply
+    that gives none, or no usable reply, leaves the question one without a relation. ``held``: the window
+    the step must look in (the step right after the anchor was seen); ``hold`` moves a call's times inside
+    it and says what it changed.
     """
-    if asked and "relation" not in update:
-        update["relation"] = Relation()  # no usable first step: searched as a question without a relation
-    if held is None:
+
+    asked: bool
+    held: Interval | None
+    hold: Callable[[dict[str, Any], Interval], tuple[dict[str, Any], str]]
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        """The span the step's schema bounds its times to (None: the whole video)."""
+        return (self.held.start, self.held.end) if self.held is not None else None
+
+    def kept(self, value: Any) -> dict[str, Any]:
+        """The state a usable reply sets for the relation: the relation it gave, when it was asked for one."""
+        return {"relation": relation_of(value)} if self.asked else {}
+
+    def settle(self, call: dict[str, Any], update: dict[str, Any], node: str, step: int) -> dict[str, Any]:
+        """The call to run once the relation is settled; ``update`` gains the relation and a repair of ``node``."""
+        if self.asked and "relation" not in update:
+            update["relation"] = Relation()  # no usable first step: searched as a question without a relation
+        if self.held is None:
+            return call
+        call, note = self.hold(call, self.held)
+        if note:
+            repair = Repair(node=node, round=step, kind="dropped", detail=note)
+            update["repairs"] = [*update.get("repairs", []), repair]
         return call
-    call, note = hold(call, held)
-    if note:
-        update["repairs"] = [*update.get("repairs", []), Repair(node=node, round=step, kind="dropped", detail=note)]
-    return call

@@ -15,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, Field, JsonValue, create_model
 
-from videoatlas.agents.relation import RELATION_FIELDS
+from videoatlas.agents.relation import RELATION_FIELDS, RelationStep
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import ask, fallback
@@ -82,13 +82,13 @@ async def choose_tool(
     turn: int,
     said: str,
     instead: tuple[dict[str, Any], str],
-    keep: Callable[[Any], dict[str, Any]] | None = None,
+    relation: RelationStep,
 ) -> tuple[dict[str, Any], str, dict[str, Any]]:
     """Ask the thinker for its turn: the tool call, its words (the reply's ``said`` field), and the state update.
 
     A reply that cannot be used even after repair and a re-ask is never guessed at: ``instead`` is
     the (call, rule) the turn takes then; the rule stands as its words and the repair is recorded.
-    ``keep``: the state keys a usable reply sets beyond the call and its words (from the reply's value).
+    The call is then settled against the question's time ``relation`` (:meth:`RelationStep.settle`).
     """
     try:
         reply, cost = await ask(
@@ -98,10 +98,12 @@ async def choose_tool(
         call, rule = instead
         cost, repair = fallback(exc, node, turn, rule)
         words = f"(no usable {template}: {rule})"
-        return call, words, {"cost": cost, "repairs": [repair], said: words}
-    value: Any = reply.value
-    words = getattr(value, said)
-    return value.call.model_dump(), words, {"cost": cost, said: words, **(keep(value) if keep else {})}
+        update: dict[str, Any] = {"cost": cost, "repairs": [repair], said: words}
+    else:
+        value: Any = reply.value
+        call, words = value.call.model_dump(), getattr(value, said)
+        update = {"cost": cost, said: words, **relation.kept(value)}
+    return relation.settle(call, update, node, turn), words, update
 
 
 def next_step(call: dict[str, Any], update: dict[str, Any], tool: str, who: str) -> Command[Any]:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.agents.relation import Anchor, Relation, inside, relation_note, relation_of, settle_step, window
+from videoatlas.agents.relation import Anchor, Relation, RelationStep, inside, relation_note, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets, time_of
 from videoatlas.agents.videoarm.schemas import step_schema
@@ -115,9 +115,10 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
     )
     if held is not None:
         instead = ({"tool": "clip_analyzer", "start": held.start, "end": held.end, "question": ""}, "the window")
+    step_relation = RelationStep(asked=relation is None, held=held, hold=held_to)
     call, reason, update = await choose_tool(
         ctx,
-        step_schema(tools, duration, relation=relation is None, window=(held.start, held.end) if held else None),
+        step_schema(tools, duration, relation=step_relation.asked, window=step_relation.window),
         await focus_images(state, ctx),
         values,
         node="control",
@@ -127,9 +128,8 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         turn=step,
         said="reason",
         instead=instead,
-        keep=(lambda value: {"relation": relation_of(value)}) if relation is None else None,
+        relation=step_relation,
     )
-    call = settle_step(call, update, asked=relation is None, held=held, hold=held_to, node="control", step=step)
     emit(CALLED_EVENT, step=step, tool=call["tool"], reason=reason)
     return next_step(call, update, "act", "controller")
 

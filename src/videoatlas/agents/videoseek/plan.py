@@ -12,7 +12,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.agents.relation import Anchor, Relation, inside, relation_note, relation_of, settle_step, window
+from videoatlas.agents.relation import Anchor, Relation, RelationStep, inside, relation_note, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
 from videoatlas.agents.videoseek.look import listened, turn_span
 from videoatlas.agents.videoseek.schemas import turn_schema
@@ -72,9 +72,10 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         else ({"tool": "overview"}, "an overview of the whole video")
     )
     tools = TOOLS if held is None else tuple(t for t in TOOLS if t != "overview")
+    step_relation = RelationStep(asked=relation is None, held=held, hold=held_to)
     call, thought, update = await choose_tool(
         ctx,
-        turn_schema(tools, duration, relation=relation is None, window=(held.start, held.end) if held else None),
+        turn_schema(tools, duration, relation=step_relation.asked, window=step_relation.window),
         [],
         values,
         node="plan",
@@ -84,9 +85,8 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         turn=turn_no,
         said="thought",
         instead=instead if held is None else (skim_of(held), "a skim of the window beside the anchor"),
-        keep=(lambda value: {"relation": relation_of(value)}) if relation is None else None,
+        relation=step_relation,
     )
-    call = settle_step(call, update, asked=relation is None, held=held, hold=held_to, node="plan", step=turn_no)
     emit("planned", turn=turn_no, tool=call["tool"], thought=thought)
     return next_step(call, with_heard(update, heard), "look", "planner")
 
