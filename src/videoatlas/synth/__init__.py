@@ -10,13 +10,12 @@ makes the video whose frames show their own number.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from videoatlas.logging import library_defaults
 from videoatlas.synth import broadcast, chapters, signage
-from videoatlas.synth.encode import Progress, StyleKit
+from videoatlas.synth.encode import Progress, StyleKit, question_records
 from videoatlas.synth.spec import CODECS, STYLES, Codec, Style, SynthSpec, default_fps
 
 library_defaults()  # "synthesized" and other lines go to stderr when a script calls synthesize()
@@ -52,7 +51,7 @@ def planned_questions(spec: SynthSpec) -> list[dict[str, Any]]:
     A video's timeline and questions are planned from its spec and seed alone; only the drawing takes time.
     """
     kit = KITS[spec.style]
-    return [{**asdict(q), "answer": q.answer} for q in kit.timeline(kit.plan(spec)).questions]
+    return question_records(kit.timeline(kit.plan(spec)))
 
 
 def load_current(out_dir: str | Path, name: str = "video", style: Style = "chapters") -> dict[str, Any] | None:

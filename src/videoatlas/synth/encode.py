@@ -204,6 +204,11 @@ def encode_frames(
     return index
 
 
+def question_records(tl: Timeline) -> list[dict[str, Any]]:
+    """A timeline's questions as a video's ground truth lists them (each with its answer's text)."""
+    return [{**asdict(q), "answer": q.answer} for q in tl.questions]
+
+
 def ground_truth(
     tl: Timeline,
     schema: int,
@@ -224,7 +229,7 @@ def ground_truth(
         "event_duration": event_duration,
         "chapters": [asdict(c) for c in tl.chapters],
         "events": [asdict(e) for e in tl.events],
-        "questions": [{**asdict(q), "answer": q.answer} for q in tl.questions],
+        "questions": question_records(tl),
     }
 
 
