@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_moment, format_ts
-from videoatlas.prompts import PromptSet
+from videoatlas.prompts import PromptSet, TemplateSpec
 from videoatlas.state.models import Evidence, Frozen, Repair
 from videoatlas.state.schemas import text
 
@@ -35,9 +35,18 @@ RELATION_FIELDS: dict[str, Any] = {
 }
 """The reply fields that ask for the relation (for ``create_model``): its kind, its anchor, the second anchor of
 ``between``. Each has a default, so a reply that leaves them out asks no relation."""
-RELATION_NOTES = frozenset({"relation_ask.note", "relation_seek.note", "relation_window.note", "anchor_request.note"})
-"""The notes an agent that plans its own calls tells its planner of the relation with (see :func:`relation_note`);
-a prompt set that leaves them out takes the agent's defaults."""
+ANCHOR_REQUEST: TemplateSpec = {"anchor_request.note": (frozenset({"anchor"}), frozenset())}
+"""The note a tool's call adds while the anchor is sought: which of the frames shown has ``anchor`` in it."""
+RELATION_TEMPLATES: TemplateSpec = {
+    "relation_ask.note": (frozenset(), frozenset()),
+    "relation_seek.note": (frozenset({"anchor"}), frozenset({"kind", "side"})),
+    "relation_window.note": (frozenset({"anchor", "start", "end"}), frozenset({"kind", "side", "time"})),
+    **ANCHOR_REQUEST,
+}
+"""The notes an agent that plans its own calls tells its planner of the relation with (:func:`relation_note`
+renders the first three), and its tools' anchor request, with the variables each may use; the text is the agent's."""
+RELATION_NOTES = frozenset(RELATION_TEMPLATES)
+"""Those notes by name: a prompt set that leaves them out takes the agent's defaults."""
 SAME_MOMENT_S = 1e-3
 """Two times this close are one moment (the anchor's own frame among the cited evidence)."""
 

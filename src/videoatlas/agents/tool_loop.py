@@ -15,19 +15,34 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, Field, JsonValue, create_model
 
-from videoatlas.agents.relation import RELATION_FIELDS, RelationStep
+from videoatlas.agents.relation import RELATION_FIELDS, Relation, RelationStep
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import ask, fallback
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.tracing import traced
-from videoatlas.state.run import QuestionInput
+from videoatlas.state.run import AnsweringState, AnswerOutput, QuestionInput
 from videoatlas.state.schemas import text
 
 ANSWER = "answer"
 """The final decision's node (the thinker's other way out)."""
 SAID_CHARS = 1200
 """The longest thought or reason a thinker's step may give beside its call."""
+
+
+class ToolLoopState(AnsweringState):
+    """The keys the loop keeps for every thinker, beside the answer's: the call in hand, the question's relation."""
+
+    planned: dict[str, Any] | None
+    """The call the thinker chose this step, until the tool runs it (:func:`next_step`)."""
+    relation: Relation | None
+    """The time relation the thinker read from the question at its first step (None before it)."""
+
+
+class ToolLoopOutput(AnswerOutput):
+    """What a run of the loop returns: the shared answer keys and the question's time relation."""
+
+    relation: Relation | None
 
 
 def seconds_within(duration: float, window: tuple[float, float] | None) -> Any:

@@ -6,6 +6,7 @@ from videoatlas.agents.base import Agent
 from videoatlas.agents.eea import trace
 from videoatlas.agents.eea.graph import AGENT_NAME, TEMPLATES, build_graph
 from videoatlas.agents.eea.settings import Settings
+from videoatlas.agents.relation import ANCHOR_REQUEST
 from videoatlas.agents.views import AgentViews
 
 AGENT = Agent(
@@ -21,5 +22,5 @@ AGENT = Agent(
         extras=trace.extras,
     ),
     extra_sources=("videoatlas.llm.embeddings", "videoatlas.runtime.frame_index"),
-    defaulted_templates=frozenset({"anchor_request.note"}),
+    defaulted_templates=frozenset(ANCHOR_REQUEST),
 )

@@ -18,6 +18,7 @@ from videoatlas.agents.eea.evaluate import evaluate
 from videoatlas.agents.eea.select import select
 from videoatlas.agents.eea.state import EEAOutput, EEAState
 from videoatlas.agents.eea.update import update
+from videoatlas.agents.relation import ANCHOR_REQUEST
 from videoatlas.prompts import TemplateSpec
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.tracing import traced
@@ -42,7 +43,7 @@ TEMPLATES: TemplateSpec = {
         _ASKED | {"duration", "evidence", "history", "format", "speech", "relation"},
     ),
     # Asked of an expansion while a time relation's anchor is sought (evaluate.py).
-    "anchor_request.note": (frozenset({"anchor"}), frozenset()),
+    **ANCHOR_REQUEST,
 }
 """The prompt templates this agent uses (``agents/eea/prompts/default/``), with their variables."""
 

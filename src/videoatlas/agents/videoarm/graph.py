@@ -10,6 +10,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from videoatlas.agents.relation import RELATION_TEMPLATES
 from videoatlas.agents.tool_loop import build_tool_loop
 from videoatlas.agents.videoarm.act import act
 from videoatlas.agents.videoarm.answer import answer
@@ -40,10 +41,7 @@ TEMPLATES: TemplateSpec = {
         ),
     ),
     # The time relation: asked at the first step, then its anchor sought, then its window (control.py).
-    "relation_ask.note": (frozenset(), frozenset()),
-    "relation_seek.note": (frozenset({"anchor"}), frozenset({"kind", "side"})),
-    "relation_window.note": (frozenset({"anchor", "start", "end"}), frozenset({"kind", "side", "time"})),
-    "anchor_request.note": (frozenset({"anchor"}), frozenset()),
+    **RELATION_TEMPLATES,
     "listen.line": (frozenset(), frozenset()),
     "deaf.line": (frozenset(), frozenset({"why"})),
     "snap.user": (frozenset(), frozenset({"count", "ranges", "question", "anchor_request"})),

@@ -9,13 +9,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from videoatlas.agents.relation import Relation
+from videoatlas.agents.tool_loop import ToolLoopOutput, ToolLoopState
 from videoatlas.state.models import Frozen, merge_by
-from videoatlas.state.run import AnsweringState, AnswerOutput
 
 Tool = Literal["scene_snapper", "clip_analyzer", "audio_transcriber"]
 
@@ -59,23 +58,18 @@ def add_entries(current: Sequence[Entry] | None, update: Sequence[Entry] | None)
     return merge_by(current, update, lambda e: e.step)
 
 
-class ArmState(AnsweringState):
-    """Everything VideoARM keeps between steps (``round``: the steps taken)."""
+class ArmState(ToolLoopState):
+    """Everything VideoARM keeps between steps (``round``: the steps taken; ``planned``: the controller's call)."""
 
     memory: Annotated[list[Entry], add_entries]
     focus: list[int]
     """The long-term pool: frame indices of the current focus (scene_snapper's last frames)."""
-    planned: dict[str, Any] | None
-    """The call the controller chose this step, until the tool runs it."""
     reason: str
     deaf: str
     """Why audio_transcriber was withdrawn for this run ("" while it is offered where there is audio)."""
-    relation: Relation | None
-    """The time relation the controller read from the question at its first step (None before it)."""
 
 
-class ArmOutput(AnswerOutput):
-    """What a run returns: the shared answer keys and the memory."""
+class ArmOutput(ToolLoopOutput):
+    """What a run returns: the shared answer keys, the relation and the memory."""
 
     memory: list[Entry]
-    relation: Relation | None

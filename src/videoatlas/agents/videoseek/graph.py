@@ -10,6 +10,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from videoatlas.agents.relation import RELATION_TEMPLATES
 from videoatlas.agents.tool_loop import build_tool_loop
 from videoatlas.agents.videoseek.answer import answer
 from videoatlas.agents.videoseek.look import look
@@ -19,7 +20,6 @@ from videoatlas.prompts import TemplateSpec
 
 AGENT_NAME = "videoseek"
 _TOOL_VARIABLES = frozenset({"count", "duration", "start", "end", "query", "subtitles", "anchor_request"})
-_RELATION = frozenset({"kind", "anchor", "side"})
 TEMPLATES: TemplateSpec = {
     "planner.system": (frozenset(), frozenset({"k"})),
     "tool.system": (frozenset(), frozenset({"k"})),
@@ -42,10 +42,7 @@ TEMPLATES: TemplateSpec = {
         ),
     ),
     # The time relation: asked on the first turn, then its anchor sought, then its window (plan.py).
-    "relation_ask.note": (frozenset(), frozenset()),
-    "relation_seek.note": (frozenset({"anchor"}), _RELATION),
-    "relation_window.note": (frozenset({"anchor", "start", "end"}), _RELATION | {"time"}),
-    "anchor_request.note": (frozenset({"anchor"}), frozenset()),
+    **RELATION_TEMPLATES,
     "overview.user": (frozenset(), _TOOL_VARIABLES),
     "skim.user": (frozenset({"query"}), _TOOL_VARIABLES),
     "focus.user": (frozenset({"query"}), _TOOL_VARIABLES),

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from videoatlas.agents.relation import Anchor, Relation
+from videoatlas.agents.relation import Anchor
+from videoatlas.agents.tool_loop import ToolLoopOutput, ToolLoopState
 from videoatlas.state.models import Frozen, merge_by
-from videoatlas.state.run import AnsweringState, AnswerOutput
 
 Tool = Literal["overview", "skim", "focus", "answer"]
 
@@ -42,15 +42,11 @@ def add_turns(current: Sequence[Turn] | None, update: Sequence[Turn] | None) -> 
     return merge_by(current, update, lambda t: t.index)
 
 
-class SeekState(AnsweringState):
+class SeekState(ToolLoopState):
     """Everything VideoSeek keeps: the trajectory, the next call planned, the answer (``round``: turns taken)."""
 
     turns: Annotated[list[Turn], add_turns]
-    planned: dict[str, Any] | None
-    """The tool call the planner chose this turn, until the tool runs it."""
     thought: str
-    relation: Relation | None
-    """The time relation the planner read from the question on its first turn (None before it)."""
 
 
 def anchor_of(turns: Sequence[Turn]) -> Anchor | None:
@@ -61,8 +57,7 @@ def anchor_of(turns: Sequence[Turn]) -> Anchor | None:
     return None
 
 
-class SeekOutput(AnswerOutput):
-    """What a run returns: the shared answer keys and the trajectory."""
+class SeekOutput(ToolLoopOutput):
+    """What a run returns: the shared answer keys, the relation and the trajectory."""
 
     turns: list[Turn]
-    relation: Relation | None
