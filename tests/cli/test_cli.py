@@ -178,6 +178,14 @@ def test_usage_errors_are_one_line() -> None:
     assert_one_line_error(run("synth", "--duration", "10", "--out", "/tmp/x"), 2, "at least 30 s")
 
 
+def test_errors_name_the_whole_command(tmp_path: Path) -> None:
+    """An error in ``eval check`` says ``videoatlas eval check``, as argparse's own usage errors there do."""
+    proc = run("eval", "check", "--dataset", "lvbench", "--root", str(tmp_path / "gone"))
+    assert_one_line_error(proc, 2, "does not exist")
+    assert proc.stderr.startswith("videoatlas eval check: error: lvbench: dataset root "), proc.stderr
+    assert run("probe", str(tmp_path / "gone.mp4")).stderr.startswith("videoatlas probe: error: no such file")
+
+
 def test_serve_dry_run_builds_the_vllm_command() -> None:
     proc = run("serve", "--model", "Qwen/Qwen2.5-VL-7B-Instruct", "--gpus", "4", "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr

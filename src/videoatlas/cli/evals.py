@@ -239,7 +239,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
             f"report: {command_name()} eval report {outcome.out}\n"
         )
     if p.errors:
-        sys.stderr.write(f"videoatlas eval: {p.errors} question(s) failed to run; re-run the command to retry them\n")
+        sys.stderr.write(f"videoatlas eval run: {p.errors} question(s) failed to run; re-run the command to retry\n")
         return 1
     return 0
 

@@ -106,17 +106,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging(getattr(args, "log_level", "warning"), bool(getattr(args, "log_json", False)))
     raise_on_sigterm()
+    name = " ".join(["videoatlas", args.command, *filter(None, [getattr(args, "eval_command", None)])])
     try:
         code: int = args.func(args)
         return code
     except VideoAtlasError as exc:
-        sys.stderr.write(f"videoatlas {args.command}: error: {escape(str(exc))}\n")
+        sys.stderr.write(f"{name}: error: {escape(str(exc))}\n")
         return exc.exit_code
     except Interrupted as exc:
-        sys.stderr.write(f"videoatlas {args.command}: {escape(exc.message())}\n")
+        sys.stderr.write(f"{name}: {escape(exc.message())}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write(f"videoatlas {args.command}: interrupted\n")
+        sys.stderr.write(f"{name}: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
