@@ -106,7 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging(getattr(args, "log_level", "warning"), bool(getattr(args, "log_json", False)))
     raise_on_sigterm()
-    name = " ".join(["videoatlas", args.command, *filter(None, [getattr(args, "eval_command", None)])])
+    name = f"videoatlas {args.command}"  # as argparse names it in usage errors: "videoatlas eval check"
+    if getattr(args, "eval_command", None):
+        name += f" {args.eval_command}"
     try:
         code: int = args.func(args)
         return code
