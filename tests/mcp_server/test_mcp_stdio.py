@@ -90,6 +90,12 @@ async def test_stdio_server_answers_reads_back_and_refuses_bad_input(
         [row] = [r for r in runs.structured_content["result"] if r["id"] == run_id]
         assert row["status"] == "finished" and row["answer"] == result["answer"]
         assert (await client.call_tool("list_runs", {"status": "bogus"})).is_error
+        of_rlm = await client.call_tool("list_runs", {"agent": "video-rlm"})
+        assert of_rlm.structured_content is not None
+        assert [r["id"] for r in of_rlm.structured_content["result"]] == [run_id]
+        of_eea = await client.call_tool("list_runs", {"agent": "eea"})
+        assert of_eea.structured_content is not None and of_eea.structured_content["result"] == []
+        assert "unknown agent 'gpt'" in text_of(await client.call_tool("list_runs", {"agent": "gpt"}))
 
         trace = await client.call_tool("trace", {"run_id": run_id})
         assert trace.structured_content is not None

@@ -7,19 +7,23 @@ over exactly the runs they show as stale.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import update
 
 from db_helpers import run_row
+from process_helpers import EXE
 from videoatlas.cli.runs_table import list_runs, runs_lines
 from videoatlas.errors import RunOwnedError
 from videoatlas.persistence.lease import LeaseRow, LeaseTiming
+from videoatlas.persistence.queries import RunSearch
 from videoatlas.persistence.store import TraceStore
 from videoatlas.ui import runs_list
 
@@ -80,7 +84,7 @@ def _ui_page(store: TraceStore, status: str = "") -> dict[str, str]:
 def test_cli_table_ui_listing_and_lease_agree_on_stale_runs(
     store: TraceStore, timing: LeaseTiming, runs: dict[str, str]
 ) -> None:
-    cli = {r["id"]: r["status"] for r in list_runs(store, None, 100, timing)}
+    cli = {r["id"]: r["status"] for r in list_runs(store, RunSearch(), 100, timing)}
     assert cli == runs
     assert _ui_page(store) == runs
     assert {k: v["status"] for k, v in runs_list.runs_by_id(store.engine, list(runs)).items()} == runs
@@ -88,9 +92,9 @@ def test_cli_table_ui_listing_and_lease_agree_on_stale_runs(
     for status in ("stale", "running", "finished"):
         wanted = {k: v for k, v in runs.items() if v == status}
         assert _ui_page(store, status) == wanted, status
-        assert {r["id"]: r["status"] for r in list_runs(store, status, 100, timing)} == wanted, status
+        assert {r["id"]: r["status"] for r in list_runs(store, RunSearch(status=status), 100, timing)} == wanted, status
 
-    stale = list_runs(store, "stale", 100, timing)
+    stale = list_runs(store, RunSearch(status="stale"), 100, timing)
     assert all(r["error"].startswith("owner stopped") for r in stale)
     assert [r["owner"] is None for r in stale] == [False, False, True]  # expired, dead owner, no lease
 
@@ -108,14 +112,14 @@ def test_a_status_filter_is_applied_before_the_limit(
 ) -> None:
     """``runs --status stale --limit 2``: the two newest stale runs, whatever newer runs are doing."""
     newest_stale = [k for k, v in runs.items() if v == "stale"][:2]
-    assert [r["id"] for r in list_runs(store, "stale", 2, timing)] == newest_stale
+    assert [r["id"] for r in list_runs(store, RunSearch(status="stale"), 2, timing)] == newest_stale
 
 
 def test_the_listing_names_each_runs_agent(store: TraceStore, timing: LeaseTiming) -> None:
     tag = uuid.uuid4().hex[:6]
     _add_run(store, f"rlm-{tag}", "finished", 1, agent="video-rlm")
     _add_run(store, f"seek-{tag}", "finished", 0, agent="videoseek")
-    listed = [r for r in list_runs(store, None, 100, timing) if r["id"].endswith(tag)]
+    listed = [r for r in list_runs(store, RunSearch(), 100, timing) if r["id"].endswith(tag)]
     assert [(r["id"], r["agent"]) for r in listed] == [(f"seek-{tag}", "videoseek"), (f"rlm-{tag}", "video-rlm")]
     header, *lines = runs_lines(listed)
     assert header.split()[:4] == ["id", "status", "agent", "created"]
@@ -123,3 +127,53 @@ def test_the_listing_names_each_runs_agent(store: TraceStore, timing: LeaseTimin
         [f"seek-{tag}", "finished", "videoseek"],
         [f"rlm-{tag}", "finished", "video-rlm"],
     ]
+
+
+def test_runs_filters_on_agent_video_prompt_set_and_text_like_the_ui(
+    store: TraceStore, db_url: str, tmp_path: Path
+) -> None:
+    """``videoatlas runs --agent/--video/--prompts/--search``, the real command on each backend."""
+    mine = tmp_path / "my prompts"
+    mine.mkdir()
+    rows = {
+        "seek-1": {
+            "agent": "videoseek",
+            "video_path": "/data/lecture-01.mp4",
+            "question": "Which code is shown?",
+            "answer": "KX-4417",
+        },
+        "rlm-mine": {
+            "agent": "video-rlm",
+            "video_path": "/data/lecture-02.mp4",
+            "question": "How many badges?",
+            "prompt_set": str(mine.resolve()),
+        },
+        "rlm-default": {"agent": "video-rlm", "video_path": "/data/match.mp4", "question": "Who scores first?"},
+    }
+    for minutes_ago, (run_id, fields) in enumerate(rows.items()):
+        when = datetime.now(UTC) - timedelta(minutes=minutes_ago)
+        store.start_run(run_row(run_id, created_at=when, updated_at=when, **fields))
+
+    def listed(*args: str) -> list[str]:
+        proc = subprocess.run(
+            [EXE, "runs", "--db", db_url, "--json", *args], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert proc.returncode == 0, proc.stderr
+        return [r["id"] for r in json.loads(proc.stdout)]
+
+    assert listed() == ["seek-1", "rlm-mine", "rlm-default"]
+    assert listed("--agent", "video-rlm") == ["rlm-mine", "rlm-default"]
+    assert listed("--video", "lecture") == ["seek-1", "rlm-mine"]
+    assert listed("--prompts", "my prompts") == ["rlm-mine"]  # a folder, named as ask --prompts names it
+    assert listed("--prompts", str(mine)) == ["rlm-mine"]
+    assert listed("--prompts", "default") == ["seek-1", "rlm-default"]  # the built-in set
+    assert listed("--search", "kx-4417") == ["seek-1"]  # the answer, any case
+    assert listed("--search", "scores FIRST") == ["rlm-default"]  # the question
+    assert listed("--search", "rlm-") == ["rlm-mine", "rlm-default"]  # the start of the id
+    assert listed("--agent", "video-rlm", "--video", "lecture", "--limit", "5") == ["rlm-mine"]
+    assert listed("--agent", "uniform") == []
+
+    table = subprocess.run([EXE, "runs", "--db", db_url, "--agent", "eea"], capture_output=True, text=True)
+    assert table.returncode == 0 and table.stdout == "no runs match\n"
+    bad = subprocess.run([EXE, "runs", "--db", db_url, "--agent", "gpt"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "invalid choice: 'gpt'" in bad.stderr and "Traceback" not in bad.stderr

@@ -23,6 +23,7 @@ from videoatlas.cli.runs_table import list_runs
 from videoatlas.evals.datasets.synthetic import ensure_video
 from videoatlas.evals.runner import read_rows
 from videoatlas.persistence.lease import LeaseTiming
+from videoatlas.persistence.queries import RunSearch
 from videoatlas.persistence.store import TraceStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -105,7 +106,7 @@ def start_and_wait(cmd: list[str], env: dict[str, str], db: str, question: dict[
 def shown_status(db: str, run_id: str) -> dict[str, Any]:
     store = TraceStore(db)
     try:
-        return next(r for r in list_runs(store, None, 1000, LeaseTiming.from_env(LEASE)) if r["id"] == run_id)
+        return next(r for r in list_runs(store, RunSearch(), 1000, LeaseTiming.from_env(LEASE)) if r["id"] == run_id)
     finally:
         store.close()
 

@@ -196,9 +196,14 @@ def add_listen_options(
     p.add_argument("--port", type=port_type, default=port_default, help=port_help)
 
 
-def add_agent_option(p: Container, help: str, metavar: str | None = None) -> None:
+def add_agent_option(p: Container, help: str, metavar: str | None = None, default: str | None = DEFAULT_AGENT) -> None:
     """``--agent``: which registered agent (the registry is read only for a check or a help page)."""
-    p.add_argument("--agent", choices=Lazy(registered_agents), default=DEFAULT_AGENT, metavar=metavar, help=help)
+    p.add_argument("--agent", choices=Lazy(registered_agents), default=default, metavar=metavar, help=help)
+
+
+def add_prompts_option(p: Container, help: str, default: str | None) -> None:
+    """``--prompts SET|DIR``: a prompt set, by a built-in set's name or a directory's path."""
+    p.add_argument("--prompts", default=default, metavar="SET|DIR", help=help)
 
 
 def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) -> None:
@@ -210,7 +215,7 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
     that does not run this parser.
     """
     add_agent_option(p, "which agent answers: %(choices)s (default %(default)s)")
-    p.add_argument("--prompts", default="default", help="prompt set: the agent's built-in set name or a directory")
+    add_prompts_option(p, "prompt set: the agent's built-in set name or a directory", default="default")
     add_grid_options(p, ", and K x cell-px within the endpoint's image limit")
     p.add_argument("--token-budget", type=positive_int, default=None, help="stop exploring after this many tokens")
     p.add_argument("--call-budget", type=positive_int, default=None, help="stop exploring after this many model calls")

@@ -5,17 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from videoatlas.persistence.lease import LeaseTiming
-from videoatlas.persistence.queries import recent_runs
-from videoatlas.persistence.statuses import RUN_STATUSES
+from videoatlas.persistence.queries import RunSearch, recent_runs
 from videoatlas.persistence.store import TraceStore
 from videoatlas.textsafe import escape
 
-STATUSES = RUN_STATUSES
 
-
-def list_runs(store: TraceStore, status: str | None, limit: int, timing: LeaseTiming) -> list[dict[str, Any]]:
-    """Recent runs as plain data, newest first; ``status`` filters on the status as shown (``stale`` included)."""
-    found = recent_runs(store.engine, status, limit, timing)
+def list_runs(store: TraceStore, search: RunSearch, limit: int, timing: LeaseTiming) -> list[dict[str, Any]]:
+    """The newest runs ``search`` finds, as plain data (its status is the status as shown, ``stale`` included)."""
+    found = recent_runs(store.engine, search, limit, timing)
     spent = store.call_totals([s.row.id for s in found if s.row.status != "finished"])
     data: list[dict[str, Any]] = []
     for s in found:

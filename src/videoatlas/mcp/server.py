@@ -132,10 +132,13 @@ def build_server(service: Service) -> MCPServer:
         async with _progress(ctx) as on_event:
             return await _run_detached(tools.resume(service, run_id, on_event))
 
-    @server.tool(description="List the newest runs with their status (running, finished, interrupted, stale...).")
+    @server.tool(
+        description="List the newest runs with their status (running, finished, interrupted, stale...), "
+        "optionally only those with one status or of one agent."
+    )
     @_one_line
-    async def list_runs(status: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(tools.list_runs, service, status, limit)
+    async def list_runs(status: str | None = None, limit: int = 20, agent: str | None = None) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(tools.list_runs, service, status, limit, agent)
 
     @server.tool(description="Read a run's trace: its question, answer, evidence, node timeline, cost and failure.")
     @_one_line

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from videoatlas.agents.registry import agent_names
 from videoatlas.api import aask
 from videoatlas.environment.concat import open_source
 from videoatlas.environment.render import render_zoom
@@ -23,7 +24,7 @@ from videoatlas.inspect import load_trace
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.mcp.roots import Roots
 from videoatlas.persistence.lease import LeaseTiming
-from videoatlas.persistence.queries import recent_runs
+from videoatlas.persistence.queries import RunSearch, recent_runs
 from videoatlas.persistence.statuses import RUN_STATUSES
 from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import resume_run
@@ -86,15 +87,18 @@ def _run_row(service: Service, run_id: str) -> Any:
     return row
 
 
-def list_runs(service: Service, status: str | None, limit: int) -> list[dict[str, Any]]:
-    """The newest runs, with their status as shown (``stale``: marked running, but its process is gone)."""
+def list_runs(service: Service, status: str | None, limit: int, agent: str | None = None) -> list[dict[str, Any]]:
+    """The newest runs (of one agent, or any), with their status as shown (``stale``: its process is gone)."""
     if status is not None and status not in RUN_STATUSES:
         raise BadInputError(f"unknown status {status!r}; choose one of {', '.join(RUN_STATUSES)}")
+    if agent is not None and agent not in agent_names():
+        raise BadInputError(f"unknown agent {agent!r}; choose one of {', '.join(agent_names())}")
     if not 1 <= limit <= 1000:
         raise BadInputError(f"limit must be between 1 and 1000, got {limit}")
+    search = RunSearch(status=status or "", agent=agent or "")
     store = TraceStore(service.db)
     try:
-        found = recent_runs(store.engine, status, limit, LeaseTiming.from_env())
+        found = recent_runs(store.engine, search, limit, LeaseTiming.from_env())
     finally:
         store.close()
     return [

@@ -110,19 +110,20 @@ def runs_page(
     return RunsPage(shown, total, page, pages, agents, prompt_sets)
 
 
-def recent_runs(engine: Engine, status: str | None, limit: int, timing: LeaseTiming) -> list[ShownRun]:
-    """The ``limit`` newest runs whose status as shown is ``status`` (None: any), each with its lease's holder.
+def recent_runs(engine: Engine, search: RunSearch, limit: int, timing: LeaseTiming) -> list[ShownRun]:
+    """The ``limit`` newest runs ``search`` finds (its status as shown), each with its lease's holder.
 
     A stale run keeps its holder (the owner that stopped), so a listing can say who it was.
     """
     with Session(engine) as session:
         conn = session.connection()
-        clauses = [status_where(status, sorted(live_holders(conn, timing)))] if status else []
-        rows = list(session.scalars(select(RunRow).where(*clauses).order_by(*NEWEST_FIRST).limit(limit)))
+        live = sorted(live_holders(conn, timing)) if search.status else []
+        query = select(RunRow).where(*_where(search, live)).order_by(*NEWEST_FIRST).limit(limit)
+        rows = list(session.scalars(query))
         owners = holders_in(conn, [r.id for r in rows if r.status == "running"], timing)
     shown = [ShownRun(r, effective_status(r.status, owners.get(r.id)), owners.get(r.id)) for r in rows]
     # A lease that changed hands between the two reads: the row is left out rather than shown under another status.
-    return [s for s in shown if status is None or s.status == status]
+    return [s for s in shown if not search.status or s.status == search.status]
 
 
 def runs_by_id(engine: Engine, ids: Sequence[str], timing: LeaseTiming | None = None) -> dict[str, ShownRun]:

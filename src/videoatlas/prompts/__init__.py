@@ -105,7 +105,7 @@ def load_prompt_set(
     check_prompt_source(name_or_path, builtin)
     if candidate.is_dir():
         files = {p.stem: p.read_text(encoding="utf-8") for p in candidate.glob("*.txt")}
-        source, name = str(candidate.resolve()), candidate.name
+        source, name = prompt_source(name_or_path), candidate.name
     else:
         root = builtin.joinpath(name_or_path)
         files = {
@@ -152,6 +152,18 @@ def check_prompt_source(name_or_path: str, builtin: Traversable) -> None:
         f"prompt set {name_or_path!r} is neither a built-in set nor a directory "
         f"(built-in: {', '.join(builtin_sets(builtin))})"
     )
+
+
+def prompt_source(name_or_path: str) -> str:
+    """What a run records as its prompt set: a folder's absolute path, or ``builtin:NAME`` for a built-in set.
+
+    A value naming a folder (one that exists, or any with a ``/`` in it, so that runs of a folder
+    since deleted can still be found) is a folder; anything else is the name of a built-in set.
+    """
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_dir() or "/" in name_or_path:
+        return str(candidate.resolve())
+    return f"builtin:{name_or_path}"
 
 
 def builtin_sets(builtin: Traversable) -> list[str]:
