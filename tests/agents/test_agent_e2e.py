@@ -48,6 +48,28 @@ async def test_needle_question_is_answered_from_pixels(
         assert record.meta["prompt_set"] == "default" and ":" in record.meta["template"]
 
 
+@pytest.mark.parametrize("kind", ["counting", "order"])
+async def test_a_count_or_an_order_of_things_shorter_than_a_root_cell_is_settled_from_evidence(
+    synth_video: tuple[Path, dict[str, Any]], shared_reader: Reader, kind: str
+) -> None:
+    """The badges and words stay 4 s on screen; a 4x4 root grid of the 180-s video has frames 11.25 s apart.
+
+    The BFS scan takes the finest step one round of workers affords (2.8 s: four grids), so every
+    appearance is seen; before, it covered the timeline at the 16 s cap with one look at the root grid's
+    frames, marked everything explored, and answered without evidence.
+    """
+    video, truth = synth_video
+    question = next(q for q in truth["questions"] if q["kind"] == kind)
+    with RunningServer(StandinServer(StandinConfig(), reader=shared_reader)) as server:
+        endpoint = EndpointSettings(base_url=server.base_url, model="")
+        cfg = RunConfig.of(k=4)
+        result = await run_question(video, question["question"], question["choices"], cfg, endpoint)
+    assert result.answer == question["answer"] and result.cited
+    round1 = [e for e in result.evidence if e.round == 1]
+    for start, end in question["evidence"]:  # each appearance asked about is in the evidence
+        assert any(start - 0.5 <= e.time <= end + 0.5 for e in round1), (start, end)
+
+
 def test_ask_command_with_the_stand_in(synth_video: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     video, truth = synth_video
     question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")

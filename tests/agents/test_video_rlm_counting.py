@@ -188,3 +188,19 @@ async def test_a_bfs_question_first_covers_the_timeline_then_reports_coverage(
     assert "coverage (stretch, seconds between frames seen)" in text
     decide_text = next(t for n, t in chat.seen if n == "FinalDecision")
     assert "Distinct occurrences" in decide_text and "100% of the timeline seen" in decide_text
+
+
+@pytest.mark.unit
+def test_the_bfs_step_is_the_finest_one_round_of_workers_affords_within_its_bounds() -> None:
+    from videoatlas.agents.video_rlm.settings import VideoRLMSettings
+
+    default = VideoRLMSettings()  # 4 workers, bfs_resolution_s 16
+    assert default.bfs_step(600.0, 8) == pytest.approx(600.0 / 256)  # 10 minutes: four grids at 2.3 s
+    assert default.bfs_step(3600.0, 8) == pytest.approx(3600.0 / 256)  # 1 hour: 14 s
+    assert default.bfs_step(3 * 3600.0, 8) == 16.0  # 3 hours: no finer than the cap allows
+    assert default.bfs_step(60.0, 8) == 1.0  # 1 minute: not finer than 1 s by itself
+    assert VideoRLMSettings(workers=8).bfs_step(600.0, 8) == pytest.approx(600.0 / 512)
+    assert VideoRLMSettings(bfs_resolution_s=0.1).bfs_step(600.0, 8) == 0.1  # a finer cap is kept
+    assert VideoRLMSettings(bfs_resolution_s=0).bfs_step(600.0, 8) == 0.0  # coverage off
+    assert default.coverage_step("dfs", 600.0, 8) == 16.0  # a DFS sweep keeps the cap
+    assert default.coverage_step("bfs", 600.0, 8) == default.bfs_step(600.0, 8)

@@ -112,7 +112,7 @@ def coverage_line(coverage: Sequence[Seen], duration: float, step: float) -> str
     """One line for prompts and traces: the share covered at ``step``, and the first stretches still open."""
     share = covered_share(coverage, duration, step)
     gaps = uncovered(coverage, duration, step)
-    text = f"{share:.0%} of the timeline seen with frames at most {step:g} s apart"
+    text = f"{share:.0%} of the timeline seen with frames at most {step:.3g} s apart"
     if gaps:
         shown = ", ".join(f"{format_ts(a)}-{format_ts(b)}" for a, b in gaps[:4])
         text += f"; not yet at that resolution: {shown}" + (f" and {len(gaps) - 4} more" if len(gaps) > 4 else "")

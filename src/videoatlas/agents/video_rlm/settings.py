@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from videoatlas.runtime.context import AgentContext
 
 
+FINEST_BFS_STEP_S = 1.0
+"""The finest step a BFS scan picks by itself (a smaller ``bfs_resolution_s`` still sets a finer one): about the
+span of the cells of the deepest level ``max_depth="auto"`` opens."""
+
+
 class VideoRLMSettings(AgentSettings):
     """How Video-RLM searches."""
 
@@ -40,10 +45,12 @@ class VideoRLMSettings(AgentSettings):
     ends the search early. A number fixes the width: 1 is the paper's setting, under which a count at
     the default budget sees a quarter of the video."""
     bfs_resolution_s: float = Field(default=16.0, ge=0)
-    """A BFS question (a count, an order, a first or last) first covers the whole timeline with frames at most
-    this many seconds apart: each round sends workers to ranges not yet seen that finely, each range as long as
-    one grid shows at this step, before any other target. Something on screen for at least this long cannot
-    fall between two frames; shorter things may. 0: off (BFS rounds take root cells by the probe's ranking)."""
+    """The coarsest step a BFS question (a count, an order, a first or last) covers the whole timeline at, in
+    seconds between frames; it covers it finer when one round of ``workers`` grids can (see :meth:`bfs_step`):
+    each round sends workers to ranges not yet seen that finely, each range as long as one grid shows at that
+    step, before any other target. Something on screen for at least that step cannot fall between two frames;
+    shorter things may. Also the step a DFS sweep (``sweep_on_miss``) covers at. 0: off (BFS rounds take root
+    cells by the probe's ranking)."""
     sweep_on_miss: bool = True
     """A DFS question whose rounds have found nothing yet sweeps next: the rounds after an empty one send
     workers to the stretches not yet seen at ``bfs_resolution_s`` (ranges one grid each, as a BFS question's
@@ -105,6 +112,24 @@ class VideoRLMSettings(AgentSettings):
         else:
             per_worker = self.bfs_cells
         return self.workers * per_worker
+
+    def bfs_step(self, duration: float, k: int) -> float:
+        """The step (seconds between frames) a BFS question covers the timeline at; 0 when coverage is off.
+
+        The finest step at which one round of ``workers`` grids of K x K frames shows the whole video,
+        never coarser than ``bfs_resolution_s`` and, by itself, never finer than :data:`FINEST_BFS_STEP_S`:
+        a 10-minute video at K=8 with 4 workers is covered at 2.3 s (four grids), a 1-hour one at 14 s, a
+        3-hour one at the 16 s default. How long the things counted stay on screen is not known in advance;
+        this spends one round on the finest look the run's width affords rather than a fixed step.
+        """
+        if self.bfs_resolution_s <= 0:
+            return 0.0
+        afforded = duration / max(1, self.workers * k * k)
+        return min(self.bfs_resolution_s, max(FINEST_BFS_STEP_S, afforded))
+
+    def coverage_step(self, traversal: str, duration: float, k: int) -> float:
+        """The step coverage is counted at: :meth:`bfs_step` (BFS), ``bfs_resolution_s`` (a DFS sweep)."""
+        return self.bfs_step(duration, k) if traversal == "bfs" else self.bfs_resolution_s
 
     def resolved_max_depth(self, duration: float, k: int) -> int:
         """The deepest grid level workers may reach."""

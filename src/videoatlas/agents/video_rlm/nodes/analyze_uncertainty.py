@@ -62,13 +62,14 @@ async def analyze_uncertainty(
             return Command(goto="decide", update={"stop_reason": f"{settings.rounds} rounds done"})
         return Command(goto="global_probe")
     relation: Relation = state.get("relation") or Relation()
+    step = settings.bfs_step(duration, cfg.k)
     seeking_anchor = relation.anchored and state.get("anchor") is None
     dead = zones_as_intervals(state["dead_zones"])
     root = await ctx.atlas.agrid((), dead)
     images, shared = await master_prefix(ctx, state, root)
     values = {
         **shared,
-        "progress": f"{coverage_text(state, duration, settings.bfs_resolution_s)} after round "
+        "progress": f"{coverage_text(state, duration, step)} after round "
         f"{round_no} of {settings.rounds}; {len(state['evidence'])} evidence items; {state['cost'].calls} model calls",
         "gaps": gaps_text(state["evidence"], state["dead_zones"], duration),
         "occurrences": occurrences_block(state["evidence"]),
@@ -98,12 +99,10 @@ async def analyze_uncertainty(
     if anchor is not None:
         # The anchor found once bounds the search: its window is searched next, before anything else.
         hints = [*window_hints(relation, anchor, duration, cfg.k), *hints]
-    if state["traversal"] == "bfs" and settings.bfs_resolution_s > 0:
-        hints, reread = _uncovered_hints(hints, state.get("coverage", []), settings.bfs_resolution_s, cfg.k, duration)
+    if state["traversal"] == "bfs" and step > 0:
+        hints, reread = _uncovered_hints(hints, state.get("coverage", []), step, cfg.k, duration)
         if reread:
-            dropped.append(
-                f"places already seen at {settings.bfs_resolution_s:g} s or finer (not read again): {reread}"
-            )
+            dropped.append(f"places already seen at {step:.3g} s or finer (not read again): {reread}")
     to_erase, repeated = distinct(lbl.strip("[] ") for lbl in (value.erase if value else []))
     erased = [labels[lbl] for lbl in to_erase if lbl in labels]
     unknown = [lbl for lbl in to_erase if lbl not in labels]

@@ -42,7 +42,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
         images=images,
         values={
             **shared,
-            "coverage": coverage_text(state, ctx.atlas.duration, rlm(ctx).bfs_resolution_s),
+            "coverage": coverage_text(state, ctx.atlas.duration, rlm(ctx).bfs_step(ctx.atlas.duration, ctx.config.k)),
             "occurrences": occurrences_block(state["evidence"]),
             "speech": speech,
         },

@@ -1,12 +1,12 @@
 """Global probing: look at the root grid (explored regions masked) and assign the next cells to workers.
 
-A BFS question first covers the timeline at the resolution it needs (``bfs_resolution_s``): while any
-stretch is not yet seen that finely, a round sends workers only to those stretches, as ranges one
-grid each (:mod:`..coverage`). A DFS question sweeps the same way after a round that found nothing
-(``sweep_on_miss``), when the root grid's frames are further apart than that and the rounds left cannot
-open every root cell left. Otherwise targets come,
-in order, from the last uncertainty analysis's suggestions, then the BFS frontier (cells workers
-marked promising, first in first out), then the model's ranking of root cells.
+A BFS question first covers the timeline at the finest step one round of workers affords, at most
+``bfs_resolution_s`` (``bfs_step``): while any stretch is not yet seen that finely, a round sends
+workers only to those stretches, as ranges one grid each (:mod:`..coverage`). A DFS question sweeps
+the same way, at ``bfs_resolution_s``, after a round that found nothing (``sweep_on_miss``), when the
+root grid's frames are further apart than that and the rounds left cannot open every root cell left.
+Otherwise targets come, in order, from the last uncertainty analysis's suggestions, then the BFS
+frontier (cells workers marked promising, first in first out), then the model's ranking of root cells.
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
 another worker this round) from being picked again while fresher cells are available.
 A DFS round assigns one cell per worker; a BFS round, whose workers take one step each, assigns
@@ -70,7 +70,8 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     width = settings.round_width(state["traversal"], unsearched, settings.rounds - round_no + 1)
     # A DFS search that cannot open every root cell left in the rounds left sweeps instead (after an empty round).
     sweep = settings.sweep_on_miss and unsearched > settings.workers * (settings.rounds - round_no + 1)
-    uncovered = round_coverage_targets(state, duration, settings.bfs_resolution_s, cfg.k * cfg.k, sweep=sweep)
+    step = settings.coverage_step(state["traversal"], duration, cfg.k)
+    uncovered = round_coverage_targets(state, duration, step, cfg.k * cfg.k, sweep=sweep)
     if uncovered:
         width = min(width, len(uncovered))  # a round that covers the timeline does only that
     targets: list[Target] = []
@@ -139,7 +140,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
                 part for part in (anchors_note(ctx, picks), cells_block(root.grid, dead, picks)) if part
             ),
             "progress": f"round {round_no} of {settings.rounds}; "
-            f"{coverage_text(state, duration, settings.bfs_resolution_s)}; "
+            f"{coverage_text(state, duration, step)}; "
             f"{len(state['evidence'])} evidence items",
             "hints": ", ".join(t.key for t in targets) or "(none)",
             "subtitles": subtitles_by_cell(heard.subtitles, [(c.index, c.interval) for c in open_cells]) or "(none)",

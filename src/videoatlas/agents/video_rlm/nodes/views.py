@@ -62,7 +62,7 @@ def explored_share(zones: Sequence[Zone], duration: float) -> float:
 def coverage_text(state: MasterState, duration: float, resolution: float = 0.0) -> str:
     """How much of the video workers have searched, how much of it held nothing, and (BFS) how finely it was seen.
 
-    ``resolution``: the step a BFS question needs (``bfs_resolution_s``; 0: not said).
+    ``resolution``: the step a BFS question covers the timeline at (``bfs_step``; 0: not said).
     """
     covered = explored_share(state.get("searched", []), duration)
     empty = explored_share(state["dead_zones"], duration)
