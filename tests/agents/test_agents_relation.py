@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from agent_helpers import default_reply, make_context
+from videoatlas.agents.eea.agent import AGENT as EEA
 from videoatlas.agents.eea.search import expansion_frames
 from videoatlas.agents.relation import (
     Anchor,
@@ -86,7 +87,7 @@ def test_the_reply_window_label_and_text_are_shared() -> None:
     # an anchor without an evidence id is found among the labelled items by its time
     assert anchor_label(seen, [("A", ev("x", 12.0)), ("B", ev("y", 30.0))]) == "B"
     assert anchor_label(Anchor(evidence="x", time=30.0, start=30.0, end=30.0), [("A", ev("x", 12.0))]) == "A"
-    assert "The anchor is seen at 00:30.0 (30.0 s)" in relation_text(relation, seen, None)
+    assert "The anchor is seen at 00:30.0 (30.0 s)" in relation_text(EEA.load_prompts("default"), relation, seen, None)
 
 
 @pytest.mark.unit

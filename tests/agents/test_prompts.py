@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from prompt_helpers import copy_default
+from videoatlas.agents.relation import Anchor, Relation, relation_text
 from videoatlas.agents.uniform.agent import AGENT as UNIFORM
 from videoatlas.agents.video_rlm.agent import AGENT
+from videoatlas.agents.video_rlm.relation import task_sentence
 from videoatlas.errors import BadInputError
-from videoatlas.prompts import builtin_sets
+from videoatlas.prompts import SHARED_SPEC, builtin_sets
 
 pytestmark = pytest.mark.unit
 
@@ -53,7 +55,7 @@ def test_missing_required_variable_and_missing_file(tmp_path: Path) -> None:
 def test_each_agent_has_its_own_set_and_the_reask_is_shared_unless_a_set_has_its_own(tmp_path: Path) -> None:
     rlm, uniform = AGENT.load_prompts(), UNIFORM.load_prompts()
     assert "probe.user" in rlm.templates and "probe.user" not in uniform.templates
-    assert set(uniform.templates) == {"system", "answer.user", "reask"}
+    assert set(uniform.templates) == {"system", "answer.user", *SHARED_SPEC}
     assert rlm["reask"].text == uniform["reask"].text
     folder = copy_default(tmp_path / "own-reask")
     (folder / "reask.txt").write_text("That did not parse (${error}). Try again, JSON only.")
@@ -81,3 +83,30 @@ def test_rendering_ignores_values_a_template_does_not_use(tmp_path: Path) -> Non
     ps = AGENT.load_prompts(str(folder))
     assert ps.render("search_task.user", question="Q?", choices="A. x") == "Only the question: Q?"
     shutil.rmtree(folder)
+
+
+def test_the_relation_sentences_are_the_prompt_sets_notes(tmp_path: Path) -> None:
+    """What the search task and the final decision say of a time relation comes from template files a set may edit."""
+    after = Relation(kind="right after", anchor="the bell")
+    seen = Anchor.at(75.0)
+    default = AGENT.load_prompts()
+    assert task_sentence(default, after).startswith("Relation: the answer lies right after the bell: find that")
+    assert relation_text(default, after, seen, "C").startswith("Relation: the answer lies right after the bell. ")
+    assert "The anchor is [C] at 01:15.0 (75.0 s)." in relation_text(default, after, seen, "C")
+
+    folder = copy_default(tmp_path / "edited")
+    (folder / "task_side.note.txt").write_text("Look ${side} ${anchor} (${kind}) first.\n")
+    (folder / "relation_side.note.txt").write_text("Time: ${kind} ${anchor}.\n")
+    (folder / "anchor_seen.note.txt").write_text("Anchor at ${time}.\n")
+    edited = AGENT.load_prompts(str(folder))
+    assert task_sentence(edited, after) == "Look after the bell (right after) first."
+    assert relation_text(edited, after, seen, None) == "Time: right after the bell. Anchor at 01:15.0."
+    assert edited.sha256 != default.sha256
+
+    older = copy_default(tmp_path / "older")  # a set copied before the search task's notes were templates
+    for name in ("task_side", "task_between", "task_between_open"):
+        (older / f"{name}.note.txt").unlink()
+    assert task_sentence(AGENT.load_prompts(str(older)), after) == task_sentence(default, after)
+    (older / "relation_side.note.txt").write_text("Time: ${anchor}.\n")
+    with pytest.raises(BadInputError, match=r"relation_side\.note\.txt lacks required variable"):
+        AGENT.load_prompts(str(older))

@@ -9,10 +9,13 @@ import pytest
 
 from agent_helpers import default_reply, run_graph, step
 from videoatlas.agents.relation import Anchor, Relation, relation_text, time_check
+from videoatlas.agents.video_rlm.agent import AGENT
 from videoatlas.agents.video_rlm.relation import task_sentence, window_hints
 from videoatlas.agents.video_rlm.state.models import Hint
 from videoatlas.runtime.context import RunConfig
 from videoatlas.state.models import Evidence, FrameRef
+
+PROMPTS = AGENT.load_prompts("default")
 
 
 def ev(id_: str, time: float) -> Evidence:
@@ -34,15 +37,15 @@ def ev(id_: str, time: float) -> Evidence:
 @pytest.mark.unit
 def test_the_relation_says_what_to_search_and_in_which_window() -> None:
     after = Relation(kind="right after", anchor="the red banner")
-    assert after.anchored and "right after the red banner: find that anchor first" in task_sentence(after)
-    assert "INVESTIGATE after" in task_sentence(after)
-    assert "INVESTIGATE before" in task_sentence(Relation(kind="just before", anchor="the goal"))
+    assert after.anchored and "right after the red banner: find that anchor first" in task_sentence(PROMPTS, after)
+    assert "INVESTIGATE after" in task_sentence(PROMPTS, after)
+    assert "INVESTIGATE before" in task_sentence(PROMPTS, Relation(kind="just before", anchor="the goal"))
     assert "between the intro and the credits" in task_sentence(
-        Relation(kind="between", anchor="the intro", other="the credits")
+        PROMPTS, Relation(kind="between", anchor="the intro", other="the credits")
     )
-    assert "first one in the whole video" in task_sentence(Relation(kind="first"))
-    assert task_sentence(Relation()) == "" and not Relation().anchored
-    assert task_sentence(Relation(kind="right after")) == ""  # no anchor named: nothing to search by
+    assert "first one in the whole video" in task_sentence(PROMPTS, Relation(kind="first"))
+    assert task_sentence(PROMPTS, Relation()) == "" and not Relation().anchored
+    assert task_sentence(PROMPTS, Relation(kind="right after")) == ""  # no anchor named: nothing to search by
 
 
 @pytest.mark.unit
@@ -69,10 +72,10 @@ def test_the_time_check_names_an_answer_on_the_wrong_side_of_the_anchor() -> Non
     assert "4680.0 s before it" in bad and "wrong side of the anchor: 12:00.0" in bad
     assert time_check(Relation(), anchor, [ev("c", 720.0)]) == ""
     assert time_check(relation, None, [ev("c", 720.0)]) == ""
-    text = relation_text(relation, anchor, "B")
+    text = relation_text(PROMPTS, relation, anchor, "B")
     assert "The anchor is [B] at 1:30:00.0" in text and "which side of the anchor" in text
-    assert "not identified" in relation_text(relation, None, None)
-    assert relation_text(Relation(), None, None) == "(the question asks no time relation)"
+    assert "not identified" in relation_text(PROMPTS, relation, None, None)
+    assert relation_text(PROMPTS, Relation(), None, None) == "(the question asks no time relation)"
 
 
 @pytest.mark.e2e

@@ -137,7 +137,7 @@ async def decide_on_evidence(
     pairs = labelled(evidence)
     labels = dict(pairs)
     relation: Relation = state.get("relation") or Relation()
-    values = {**values, "relation": relation_text(relation, anchor, anchor_label(anchor, pairs))}
+    values = {**values, "relation": relation_text(ctx.prompts, relation, anchor, anchor_label(anchor, pairs))}
     choices = state["choices"]
     call = DecisionCall(
         node=node,

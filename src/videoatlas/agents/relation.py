@@ -146,28 +146,33 @@ def anchor_label(anchor: Anchor | None, labelled: Sequence[tuple[str, Evidence]]
     return None
 
 
-def relation_text(relation: Relation, anchor: Anchor | None, label: str | None) -> str:
+def relation_said(prompts: PromptSet, relation: Relation) -> str:
+    """The relation as the prompt set says it: first or last, between two anchors, or a side of one."""
+    if relation.kind in ("first", "last"):
+        return prompts.note("relation_order.note", kind=relation.kind)
+    if relation.kind == "between":
+        if relation.other:
+            return prompts.note("relation_between.note", anchor=relation.anchor, other=relation.other)
+        return prompts.note("relation_between_open.note", anchor=relation.anchor)
+    return prompts.note("relation_side.note", kind=relation.kind, anchor=relation.anchor, side=relation.side)
+
+
+def relation_text(prompts: PromptSet, relation: Relation, anchor: Anchor | None, label: str | None) -> str:
     """What the final decision is told about the relation: the relation, and the anchor's time when found.
 
-    ``label``: the anchor's evidence label in the call (None when no labelled item shows it).
+    ``label``: the anchor's evidence label in the call (None when no labelled item shows it). The
+    sentences are the prompt set's notes (``relation_*.note``, ``anchor_*.note``; shared defaults).
     """
     if relation.kind == "none" or (relation.kind in ANCHORED and not relation.anchored):
-        return "(the question asks no time relation)"
+        return prompts.note("relation_none.note")
+    said = relation_said(prompts, relation)
     if relation.kind in ("first", "last"):
-        return f"Relation: the answer is the {relation.kind} one in the whole video; compare every candidate's time."
-    placed = (
-        f"between {relation.anchor} and {relation.other or 'the second anchor'}"
-        if relation.kind == "between"
-        else f"{relation.kind} {relation.anchor}"
-    )
-    said = f"Relation: the answer lies {placed}."
+        return said
     if anchor is None:
-        return f"{said} The anchor was not identified in the evidence: say so if the answer depends on it."
-    shown = f"[{label}] at" if label else "seen at"
-    return (
-        f"{said} The anchor is {shown} {format_ts(anchor.time)} ({anchor.time:.1f} s). In the reasoning, give "
-        "the chosen answer's time and say on which side of the anchor it lies and how far."
-    )
+        return f"{said} {prompts.note('anchor_unseen.note')}"
+    at = {"time": format_ts(anchor.time), "seconds": f"{anchor.time:.1f}"}
+    shown = prompts.note("anchor_cited.note", label=label, **at) if label else prompts.note("anchor_seen.note", **at)
+    return f"{said} {shown}"
 
 
 def time_check(relation: Relation, anchor: Anchor | None, cited: Sequence[Evidence]) -> str:

@@ -47,7 +47,18 @@ TemplateSpec = dict[str, tuple[frozenset[str], frozenset[str]]]
 """Template name -> (variables that must appear, variables that may appear)."""
 
 SHARED_PACKAGE = "videoatlas.prompts"
-SHARED_SPEC: TemplateSpec = {"reask": (frozenset({"error"}), frozenset())}
+SHARED_SPEC: TemplateSpec = {
+    "reask": (frozenset({"error"}), frozenset()),
+    # What every agent's final decision is told of the question's time relation (agents/relation.py).
+    "relation_none.note": (frozenset(), frozenset()),
+    "relation_order.note": (frozenset({"kind"}), frozenset()),
+    "relation_between.note": (frozenset({"anchor", "other"}), frozenset()),
+    "relation_between_open.note": (frozenset({"anchor"}), frozenset()),
+    "relation_side.note": (frozenset({"kind", "anchor"}), frozenset({"side"})),
+    "anchor_unseen.note": (frozenset(), frozenset()),
+    "anchor_seen.note": (frozenset({"time"}), frozenset({"seconds"})),
+    "anchor_cited.note": (frozenset({"label", "time"}), frozenset({"seconds"})),
+}
 """Templates every prompt set has: a set that lacks one takes the shared copy (``prompts/shared/``)."""
 
 
@@ -80,6 +91,10 @@ class PromptSet:
 
     def __getitem__(self, name: str) -> Template:
         return self.templates[name]
+
+    def note(self, name: str, **values: object) -> str:
+        """A note template filled as :meth:`render` fills it, without its closing newline (it goes inside a line)."""
+        return self.render(name, **values).rstrip("\n")
 
     def render(self, name: str, **values: object) -> str:
         """Fill template ``name`` with the values it uses; values it does not use are ignored.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from videoatlas.agents.base import Agent
 from videoatlas.agents.video_rlm import page, progress, trace
-from videoatlas.agents.video_rlm.graph import AGENT_NAME, TEMPLATES, build_graph
+from videoatlas.agents.video_rlm.graph import AGENT_NAME, LATER_NOTES, TEMPLATES, build_graph
 from videoatlas.agents.video_rlm.history import rounds_after_merge
 from videoatlas.agents.video_rlm.settings import Settings
 from videoatlas.agents.views import AgentViews
@@ -28,5 +28,5 @@ AGENT = Agent(
         explored=trace.explored,
     ),
     extra_sources=("videoatlas.llm.embeddings", "videoatlas.runtime.frame_index"),
-    defaulted_templates=frozenset({"anchor_frames.note", "anchor_marks.note", "relation_anchor.note"}),
+    defaulted_templates=frozenset({"anchor_frames.note", "anchor_marks.note", "relation_anchor.note", *LATER_NOTES}),
 )

@@ -82,8 +82,16 @@ TEMPLATES: TemplateSpec = {
     "anchor_marks.note": (frozenset(), frozenset()),
     # A relation's anchor (right after, just before, ...): asked for in the uncertainty analysis until found.
     "relation_anchor.note": (frozenset(), frozenset()),
+    # The relation as the search task says it (between two anchors, with or without the second; beside one).
+    "task_between.note": (frozenset({"anchor", "other"}), frozenset()),
+    "task_between_open.note": (frozenset({"anchor"}), frozenset()),
+    "task_side.note": (frozenset({"kind", "anchor"}), frozenset({"side"})),
+    # What a worker is told of the close-up it asked for (ZOOM), beside its grid.
+    "zoom.note": (frozenset({"time"}), frozenset()),
 }
 """The prompt templates this agent uses (``agents/video_rlm/prompts/default/``), with their variables."""
+LATER_NOTES = frozenset({"task_between.note", "task_between_open.note", "task_side.note", "zoom.note"})
+"""The search task's relation notes and the zoom note: a set written before they were templates takes the default's."""
 
 
 def build_graph(checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:

@@ -2,33 +2,34 @@
 
 The relation, its anchor, the window arithmetic and the decision's time check are every agent's
 (:mod:`videoatlas.agents.relation`); here the search task says the relation in Video-RLM's own terms
-(its INVESTIGATE action), and the window beside a found anchor becomes the next round's first hint.
+(its INVESTIGATE action, in its ``task_*.note`` templates), and the window beside a found anchor
+becomes the next round's first hint.
 Plain functions; no I/O.
 """
 
 from __future__ import annotations
 
-from videoatlas.agents.relation import ANCHORED, Anchor, Relation, window
+from videoatlas.agents.relation import ANCHORED, Anchor, Relation, relation_said, window
 from videoatlas.agents.video_rlm.schemas import MAX_RANGE_S
 from videoatlas.agents.video_rlm.state.models import Hint
+from videoatlas.prompts import PromptSet
 
 
-def task_sentence(relation: Relation) -> str:
-    """The relation as one sentence for the search task every prompt shows ("" when the question asks none)."""
+def task_sentence(prompts: PromptSet, relation: Relation) -> str:
+    """The relation as one sentence for the search task every prompt shows ("" when the question asks none).
+
+    The sentences are the prompt set's notes: the shared ``relation_order.note`` for first and last,
+    Video-RLM's ``task_between*.note`` and ``task_side.note`` for a relation with an anchor.
+    """
     if relation.kind == "none" or (relation.kind in ANCHORED and not relation.anchored):
         return ""  # an anchored relation without its anchor says nothing to search by
     if relation.kind in ("first", "last"):
-        return f"Relation: the answer is the {relation.kind} one in the whole video; compare every candidate's time."
+        return relation_said(prompts, relation)
     if relation.kind == "between":
-        return (
-            f"Relation: the answer lies between {relation.anchor} and {relation.other or 'the second anchor'}: "
-            "find both anchors first, then search between them."
-        )
-    side = relation.side
-    return (
-        f"Relation: the answer lies {relation.kind} {relation.anchor}: find that anchor first, then "
-        f"search the window {side} it (INVESTIGATE {side}); a candidate on the other side of it is wrong."
-    )
+        if relation.other:
+            return prompts.note("task_between.note", anchor=relation.anchor, other=relation.other)
+        return prompts.note("task_between_open.note", anchor=relation.anchor)
+    return prompts.note("task_side.note", kind=relation.kind, anchor=relation.anchor, side=relation.side)
 
 
 def window_hints(relation: Relation, anchor: Anchor, duration: float, k: int) -> list[Hint]:

@@ -36,7 +36,7 @@ async def extract_search_task(state: MasterState, runtime: Runtime[AgentContext]
         cost, repair = fallback(exc, "extract_search_task", 0, "the question itself is the search task, no relation")
         task, repairs = state["question"], [repair]
     # Every later prompt shows the search task: the relation travels with it, so workers look for the anchor first.
-    said = task_sentence(relation)
+    said = task_sentence(ctx.prompts, relation)
     task = f"{task}\n{said}" if said else task
     emit("search_task_done", search_task=task)
     return {

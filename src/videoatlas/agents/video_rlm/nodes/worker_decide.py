@@ -67,7 +67,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         zoom_time = float(state["zoom_time"])  # type: ignore[arg-type]
         shot = await ctx.atlas.azoom(zoom_time)
         images.append(as_image(shot, f"zoom {zoom_time:.2f}"))
-        zoom_line = f"The second image is a close-up of the frame at {format_ts(zoom_time, 2)}."
+        zoom_line = ctx.prompts.note("zoom.note", time=format_ts(zoom_time, 2))
     duration = ctx.atlas.duration
     cells = state["cells"]
     spoken = [(c["index"], Interval(c["start"], c["end"])) for c in cells if not c["explored"]]
