@@ -33,6 +33,11 @@ def escape(text: str) -> str:
     return "".join(_escaped(ch) if _unsafe(ch) else ch for ch in text)
 
 
+def one_line(text: str) -> str:
+    """The lines of ``text`` joined with `` | `` (a search task and its relation): one line to show, still escaped."""
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def escape_lines(text: str) -> str:
     """Each line of ``text`` escaped, the line breaks kept (for output that is several lines by design)."""
     return "\n".join(escape(line) for line in text.split("\n"))

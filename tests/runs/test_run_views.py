@@ -24,7 +24,7 @@ from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
-from videoatlas.textsafe import escape, escape_lines
+from videoatlas.textsafe import escape, escape_lines, one_line
 
 BAD_REPLY = '{"search_task": "look for the \x1b[31mred\x1b[0m card", '  # cut off: not JSON
 
@@ -202,6 +202,17 @@ def test_escape_writes_control_characters_as_escapes_and_keeps_the_rest() -> Non
     assert escape("a\x1b[31mb\nc\rd\te\x00f\x7fg\x9bh") == "a\\x1b[31mb\\nc\\rd\\te\\x00f\\x7fg\\x9bh"
     assert escape("x\u202ey\u2066z\u2028w") == "x\\u202ey\\u2066z\\u2028w"
     assert "\n" not in escape("one\ntwo") and escape_lines("one\x1b\ntwo") == "one\\x1b\ntwo"
+
+
+@pytest.mark.unit
+def test_a_search_task_and_its_relation_are_shown_on_one_line() -> None:
+    from videoatlas.agents.video_rlm.progress import describe_event
+
+    task = "look for OTTER on screen\nRelation: the answer is the first one in the whole video."
+    assert one_line(task) == "look for OTTER on screen | Relation: the answer is the first one in the whole video."
+    assert one_line("a\r\n\n  b  \u2028c") == "a | b | c" and one_line("plain") == "plain"
+    line = describe_event({"event": "search_task_done", "search_task": task})
+    assert line == "search task: look for OTTER on screen | Relation: the answer is the first one in the whole video."
 
 
 @pytest.mark.unit

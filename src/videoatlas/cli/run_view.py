@@ -14,7 +14,7 @@ from videoatlas.cli.outputs import write_line as _out
 from videoatlas.cli.signals import Interrupted
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import OutageError
-from videoatlas.textsafe import escape
+from videoatlas.textsafe import escape, one_line
 
 if TYPE_CHECKING:
     from videoatlas.runs import RunResult
@@ -107,7 +107,7 @@ def print_result(result: RunResult) -> None:
         )
     for key, value in result.extras.items():  # what this agent reports beyond every agent's figures
         if value not in ("", None, 0, 0.0, [], {}):
-            _out(f"{key.replace('_', ' ')}: {value}")
+            _out(f"{key.replace('_', ' ')}: {one_line(value) if isinstance(value, str) else value}")
     repairs = result.state.get("repairs", [])
     fallbacks = [r for r in repairs if r.kind == "fallback"]
     if repairs:

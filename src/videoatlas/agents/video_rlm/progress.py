@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from videoatlas.agents import decision
+from videoatlas.textsafe import one_line
 
 
 def describe_event(event: dict[str, Any]) -> str | None:
     """One progress line for a streamed event (None: not one of Video-RLM's, or not worth a line)."""
     kind = event.get("event")
     if kind == "search_task_done":
-        return f"search task: {event['search_task']}"
+        return f"search task: {one_line(event['search_task'])}"
     if kind == "traversal":
         return f"traversal: {event['traversal']} ({event['reason']})"
     if kind == "assign":

@@ -7,6 +7,7 @@ from typing import Any
 
 from videoatlas.agents.video_rlm.occurrences import occurrences
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.textsafe import one_line
 
 
 def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -67,7 +68,11 @@ def _brief(call: dict[str, Any] | None) -> str:
 def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
     """Rounds -> workers -> steps, with each round's repairs where they happened."""
     # None: the run stopped before it had one (its failure is shown above).
-    out = [f"  {key.replace('_', ' ')}: {found[key]}" for key in ("search_task", "traversal") if found[key] is not None]
+    out = [
+        f"  {key.replace('_', ' ')}: {one_line(str(found[key]))}"
+        for key in ("search_task", "traversal")
+        if found[key] is not None
+    ]
     checks = {c["round"]: c for c in found["checks"]}
     for rnd in found["rounds"]:
         out.append(f"  round {rnd['round']}: probe {_brief(rnd.get('global_probe'))}")
