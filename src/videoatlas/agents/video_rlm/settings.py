@@ -46,7 +46,7 @@ class VideoRLMSettings(AgentSettings):
     the default budget sees a quarter of the video."""
     bfs_resolution_s: float = Field(default=16.0, ge=0)
     """The coarsest step a BFS question (a count, an order, a first or last) covers the whole timeline at, in
-    seconds between frames; it covers it finer when one round of ``workers`` grids can (see :meth:`bfs_step`):
+    seconds between frames; it covers it finer, down to 1 s, when one round of ``workers`` grids can:
     each round sends workers to ranges not yet seen that finely, each range as long as one grid shows at that
     step, before any other target. Something on screen for at least that step cannot fall between two frames;
     shorter things may. Also the step a DFS sweep (``sweep_on_miss``) covers at. 0: off (BFS rounds take root
