@@ -86,6 +86,7 @@ UNVERSIONED = (
     "videoatlas.logging",
     "videoatlas.paths",
     "videoatlas.persistence",
+    "videoatlas.textsafe",
 )
 """Code the agents import that records or reports a run without changing its answer (a test checks
 that every module an agent's sources import is either among its sources or here)."""
