@@ -72,6 +72,11 @@ class Relation(Frozen):
         return self.kind in ANCHORED and bool(self.anchor.strip())
 
     @property
+    def told(self) -> bool:
+        """Whether there is a relation to tell the model: a kind, with its anchor phrase when the kind needs one."""
+        return self.kind != "none" and (self.kind not in ANCHORED or self.anchored)
+
+    @property
     def side(self) -> Literal["after", "before"]:
         """The side of the anchor the answer lies on (``before`` only for "just before")."""
         return "before" if self.kind == "just before" else "after"
@@ -146,15 +151,25 @@ def anchor_label(anchor: Anchor | None, labelled: Sequence[tuple[str, Evidence]]
     return None
 
 
-def relation_said(prompts: PromptSet, relation: Relation) -> str:
-    """The relation as the prompt set says it: first or last, between two anchors, or a side of one."""
+@dataclass(frozen=True, slots=True)
+class RelationNotes:
+    """The note templates a relation is said with: first or last, between two anchors (or one), beside one."""
+
+    order: str = "relation_order.note"
+    between: str = "relation_between.note"
+    between_open: str = "relation_between_open.note"
+    side: str = "relation_side.note"
+
+
+def relation_said(prompts: PromptSet, relation: Relation, notes: RelationNotes = RelationNotes()) -> str:
+    """The relation as the prompt set says it, with ``notes`` (default: the final decision's shared ones)."""
     if relation.kind in ("first", "last"):
-        return prompts.note("relation_order.note", kind=relation.kind)
+        return prompts.note(notes.order, kind=relation.kind)
     if relation.kind == "between":
         if relation.other:
-            return prompts.note("relation_between.note", anchor=relation.anchor, other=relation.other)
-        return prompts.note("relation_between_open.note", anchor=relation.anchor)
-    return prompts.note("relation_side.note", kind=relation.kind, anchor=relation.anchor, side=relation.side)
+            return prompts.note(notes.between, anchor=relation.anchor, other=relation.other)
+        return prompts.note(notes.between_open, anchor=relation.anchor)
+    return prompts.note(notes.side, kind=relation.kind, anchor=relation.anchor, side=relation.side)
 
 
 def relation_text(prompts: PromptSet, relation: Relation, anchor: Anchor | None, label: str | None) -> str:
@@ -163,7 +178,7 @@ def relation_text(prompts: PromptSet, relation: Relation, anchor: Anchor | None,
     ``label``: the anchor's evidence label in the call (None when no labelled item shows it). The
     sentences are the prompt set's notes (``relation_*.note``, ``anchor_*.note``; shared defaults).
     """
-    if relation.kind == "none" or (relation.kind in ANCHORED and not relation.anchored):
+    if not relation.told:
         return prompts.note("relation_none.note")
     said = relation_said(prompts, relation)
     if relation.kind in ("first", "last"):

@@ -9,27 +9,20 @@ Plain functions; no I/O.
 
 from __future__ import annotations
 
-from videoatlas.agents.relation import ANCHORED, Anchor, Relation, relation_said, window
+from videoatlas.agents.relation import Anchor, Relation, RelationNotes, relation_said, window
 from videoatlas.agents.video_rlm.schemas import MAX_RANGE_S
 from videoatlas.agents.video_rlm.state.models import Hint
 from videoatlas.prompts import PromptSet
 
+TASK_NOTES = RelationNotes(between="task_between.note", between_open="task_between_open.note", side="task_side.note")
+"""How the search task says a relation: the shared note for first and last, Video-RLM's own for an anchor."""
+
 
 def task_sentence(prompts: PromptSet, relation: Relation) -> str:
-    """The relation as one sentence for the search task every prompt shows ("" when the question asks none).
-
-    The sentences are the prompt set's notes: the shared ``relation_order.note`` for first and last,
-    Video-RLM's ``task_between*.note`` and ``task_side.note`` for a relation with an anchor.
-    """
-    if relation.kind == "none" or (relation.kind in ANCHORED and not relation.anchored):
+    """The relation as one sentence for the search task every prompt shows ("" when the question asks none)."""
+    if not relation.told:
         return ""  # an anchored relation without its anchor says nothing to search by
-    if relation.kind in ("first", "last"):
-        return relation_said(prompts, relation)
-    if relation.kind == "between":
-        if relation.other:
-            return prompts.note("task_between.note", anchor=relation.anchor, other=relation.other)
-        return prompts.note("task_between_open.note", anchor=relation.anchor)
-    return prompts.note("task_side.note", kind=relation.kind, anchor=relation.anchor, side=relation.side)
+    return relation_said(prompts, relation, TASK_NOTES)
 
 
 def window_hints(relation: Relation, anchor: Anchor, duration: float, k: int) -> list[Hint]:
