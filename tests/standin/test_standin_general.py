@@ -203,6 +203,12 @@ SOURCES_BY_VERSION = {
     # spans._seen became the one place that clips and merges the looks, and after the docstrings that still said
     # "as wide as the last look" said the steps left too (no behaviour changed).
     17: "202132a203296ff5c135df18bb108070c4a34e422649dc1981403b703e2346af",
+    # 18: what a line says was searched for (a quoted query, the object of "looking for") is left out of what the
+    # line reports (language.unsought in policy.Request.written_lines): an agent's history that repeats its query
+    # beside the stretch it ran on no longer reads as a sighting there (one empty look settled an open question);
+    # a count without choices is settled, like one with choices, only once the text says the whole video was
+    # searched (answers.Answers.sufficient / searched_all).
+    18: "b54a856fb765e0d6208fc4a84e372a445e1ac25be27089d07c025f5ebfaf7cf4",
 }
 
 

@@ -64,6 +64,21 @@ def test_a_count_over_time_counts_separate_appearances_not_notes(client: openai.
     assert reply == "2" and as_number(reply) == 2.0
 
 
+def test_an_open_count_is_settled_only_once_the_whole_video_was_searched(client: openai.OpenAI) -> None:
+    """As with choices (since v18): any part not searched may hold one more appearance."""
+    schema = {"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]}
+    asked = "Question: How many separate times does the TULIP sticker appear?\n" + TIMED_NOTES
+    assert filled(client, asked + "40% of the video searched so far.", schema) == {"sufficient": False}
+    assert filled(client, asked + "100% of the video searched so far.", schema) == {"sufficient": True}
+    assert (
+        said(
+            client,
+            TIMED_NOTES + "100% of the video searched so far.\nHow many separate times does the TULIP sticker appear?",
+        )
+        == "2"
+    )
+
+
 def test_a_what_question_gets_the_words_read_beside_what_it_names(client: openai.OpenAI) -> None:
     assert said(client, "What code is printed on the parcel for HENDRIX?", PARCEL) == "RX-7730"
     assert said(client, "Which word is written beside ORCHID on the sign?", STREET) == "LANE"

@@ -147,22 +147,32 @@ class Answers:
         return max(support, key=lambda i: (support[i], -i)) if support else None
 
     def sufficient(self) -> bool:
-        """Whether what was seen settles the question."""
+        """Whether what was seen settles the question.
+
+        A count, with choices or without, is settled only once the text says the whole video was
+        searched (any part left may hold one more); with choices, a choice must be backed too.
+        """
         if not self.req.choices:
+            if self.req.counting:
+                return self.searched_all()
             noted = any(s.context and s.start is not None for s in self.req.written_sightings())
             return bool(self.evidence_tiles()) or noted
         idx = self.answer_index()
         if idx is None:
             return False
         if self.req.counting:
-            share = searched_share(self.req.text)
-            return share is not None and share >= COUNT_COVERAGE_PCT
+            return self.searched_all()
         seen = [s for s in self.sightings() if s.choices]
         if self.req.ordering is not None:
             return all(any(i in s.choices and s.start is not None for s in seen) for i in range(len(self.req.choices)))
         if self.req.direction is not None:
             return any(s.gap is not None and idx in s.choices for s in seen)
         return any(idx in s.choices and (s.strength == 2 or not self.req.names) for s in seen)
+
+    def searched_all(self) -> bool:
+        """Whether the text says (nearly) all of the video was searched (:data:`.policy.COUNT_COVERAGE_PCT`)."""
+        share = searched_share(self.req.text)
+        return share is not None and share >= COUNT_COVERAGE_PCT
 
     def cited_labels(self) -> list[str]:
         """Labels of tagged tiles that show the chosen answer (or anything relevant, for open questions)."""

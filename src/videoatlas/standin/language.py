@@ -90,6 +90,25 @@ _PERCENT_SEARCHED = re.compile(
     re.IGNORECASE,
 )
 
+_SEARCH_VERB = (
+    r"(?:look(?:s|ed|ing)?|search(?:es|ed|ing)?|seek(?:s|ing)?|sought|scan(?:s|ned|ning)?|hunt(?:s|ed|ing)?|"
+    r"listen(?:s|ed|ing)?|skim(?:s|med|ming)?)"
+)
+SOUGHT = re.compile(
+    r"\b(?:for|quer(?:y|ies|ied))\s*[:=]?\s*[\"“][^\"”]*[\"”]"
+    rf"|\b{_SEARCH_VERB}\s+for\b.*?"
+    r"(?=[.;!?()\[\]\n\"“”]|\b(?:but|found|finds|saw|sees|seen|shows?|showed|showing|reads?|reading)\b|$)",
+    re.IGNORECASE,
+)
+"""What a line says was searched for: a quoted query (``for "..."``, ``query: "..."``) or the object of a
+search verb (``looking for the red sign``), up to where the clause ends or goes on to what was found."""
+
+
+def unsought(line: str) -> str:
+    """``line`` without what it says was searched for: a search names what it hopes to see, not a sighting."""
+    return SOUGHT.sub(" ", line)
+
+
 # What a verb, an enum value or a field name usually means, by the words it is made of.
 INTENTS: dict[str, tuple[str, ...]] = {
     "record": ("add", "record", "save", "note", "collect", "keep", "store", "log", "remember"),

@@ -46,6 +46,7 @@ from videoatlas.standin.language import (
     norm,
     time_spans,
     tokens,
+    unsought,
     words_of,
 )
 from videoatlas.standin.perception import Sight, Tile
@@ -340,7 +341,11 @@ class Request:
     # -- what the text says ----------------------------------------------------------------------
 
     def written_lines(self) -> list[str]:
-        """Lines of the text that report something: not the question, not a line listing the choices."""
+        """Lines of the text that report something: not the question, not a line listing the choices.
+
+        What a line says was searched for (a query, "looking for ...") is left out of it
+        (:func:`.language.unsought`): a search for a thing reports where someone looked, not that it was seen.
+        """
         out = []
         for line in self.text.splitlines():
             if not line.strip() or (self.question and self.question in line) or _is_choice_line(line, self.choices):
@@ -348,7 +353,7 @@ class Request:
             flat = norm(line)
             if sum(1 for c in self.choices if len(norm(c)) >= 3 and norm(c) in flat) >= 2:
                 continue  # a list of options, not a report of one
-            out.append(line)
+            out.append(unsought(line))
         return out
 
     @property
