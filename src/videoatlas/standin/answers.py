@@ -149,12 +149,14 @@ class Answers:
     def sufficient(self) -> bool:
         """Whether what was seen settles the question.
 
-        A count, with choices or without, is settled only once the text says the whole video was
-        searched (any part left may hold one more); with choices, a choice must be backed too.
+        A count over time, with choices or without, is settled only once the text says the whole video
+        was searched (any part left may hold one more); with choices, a choice must be backed too. A
+        count without choices in a picture without time (a board, a page) is settled by the picture.
         """
         if not self.req.choices:
             if self.req.counting:
-                return self.searched_all()
+                still = not self.appearances() and self.count() is not None
+                return still or self.searched_all()
             noted = any(s.context and s.start is not None for s in self.req.written_sightings())
             return bool(self.evidence_tiles()) or noted
         idx = self.answer_index()
