@@ -341,11 +341,7 @@ class Request:
     # -- what the text says ----------------------------------------------------------------------
 
     def written_lines(self) -> list[str]:
-        """Lines of the text that report something: not the question, not a line listing the choices.
-
-        What a line says was searched for (a query, "looking for ...") is left out of it
-        (:func:`.language.unsought`): a search for a thing reports where someone looked, not that it was seen.
-        """
+        """Lines that report something (not the question or the choices), less any search (`.language.unsought`)."""
         out = []
         for line in self.text.splitlines():
             if not line.strip() or (self.question and self.question in line) or _is_choice_line(line, self.choices):
