@@ -184,13 +184,17 @@ def make_context(
     subtitles: Any = None,
     speech_url: str | None = None,
     engine: Any = None,
+    max_images: int = 16,
 ) -> tuple[AgentContext, ScriptedChat, FrameSource]:
-    """A context over ``video`` with a scripted chat model; with ``speech_url``, its speech track heard there."""
+    """A context over ``video`` with a scripted chat model; with ``speech_url``, its speech track heard there.
+
+    ``max_images``: the endpoint's image limit per prompt (vLLM's ``--limit-mm-per-prompt``).
+    """
     source = FrameSource(video)
     cfg = config or RunConfig.of(cell_px=64)
     atlas = VideoAtlas(source, k=cfg.k, cell_px=cfg.cell_px, cache=RenderCache(tmp / "renders"))
     chat = ScriptedChat(script=script, delay=delay, seen=[], usage=usage)
-    settings = EndpointSettings(model="scripted")
+    settings = EndpointSettings(model="scripted", max_images=max_images)
     prompts = get_agent(cfg.agent).load_prompts(cfg.prompts)
     vlm = VLMClient(chat, settings, reask=prompts["reask"])
     speech = None

@@ -25,6 +25,7 @@ from agent_helpers import default_reply, make_context
 from videoatlas.agents.videoarm.graph import build_graph
 from videoatlas.agents.videoarm.schemas import ClipReport, step_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES
+from videoatlas.errors import BadInputError
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.speech import forget as forget_speech
 from videoatlas.standin.perception import Reader
@@ -95,11 +96,13 @@ def controller(calls: list[dict[str, Any]]) -> Any:
 
 
 async def run(
-    video: Path, tmp: Path, calls: list[dict[str, Any]], server: RunningServer, **settings: Any
+    video: Path, tmp: Path, calls: list[dict[str, Any]], server: RunningServer, max_images: int = 16, **settings: Any
 ) -> tuple[dict[str, Any], Any]:
     config = RunConfig.of(agent="videoarm", **settings)
     forget_speech()  # each run hears as a new process would (the track is not in memory yet)
-    ctx, chat, source = make_context(video, tmp, controller(calls), config, speech_url=server.base_url)
+    ctx, chat, source = make_context(
+        video, tmp, controller(calls), config, speech_url=server.base_url, max_images=max_images
+    )
     try:
         out = await build_graph().ainvoke(
             {"question": QUESTION, "choices": CHOICES}, {"recursion_limit": 100}, context=ctx
@@ -222,7 +225,7 @@ def test_the_schemas_hold_num_frames_to_its_set_and_confidence_to_0_1() -> None:
 async def test_at_the_step_limit_the_answer_is_forced(
     videos: dict[str, Path], standin: RunningServer, tmp_path: Path, steps: int
 ) -> None:
-    counts = [90, 150, 30, 60]
+    counts = [90, 60, 30, 60]  # 150 makes 25 mosaics: not offered on an endpoint of 16 images (the next test)
     calls: list[dict[str, Any]] = [
         {"tool": "scene_snapper", "ranges": [], "num_frames": counts[i % 4]} for i in range(12)
     ]  # a controller that never answers by itself
@@ -231,9 +234,39 @@ async def test_at_the_step_limit_the_answer_is_forced(
     # N - 1 steps with a tool, then the forced answer: N controller calls in all, each tool call with its reason.
     assert names == ["ControllerStep", "SnapReport"] * (steps - 1) + ["FinalDecision"]
     assert len(out["memory"]) == steps - 1 and all(e.reason for e in out["memory"])
-    # num_frames as asked, each frame once: 150 of a 96-frame video is all 96.
+    # num_frames as asked, each frame once.
     assert [len(e.frames) for e in out["memory"]] == [min(96, counts[i % 4]) for i in range(steps - 1)]
     assert out["stop_reason"] == f"step {steps} of {steps}: answer forced"
+
+
+async def test_only_the_frame_counts_whose_mosaics_the_endpoint_takes_are_offered(
+    videos: dict[str, Path], standin: RunningServer, tmp_path: Path
+) -> None:
+    """On an endpoint of 10 images a prompt, 90 (15 mosaics) and 150 (25) are not offered; 60 makes 10.
+
+    Before, 150 was always offered, and a run whose controller chose it on a video of 150 frames or
+    more failed with "25 images in one prompt exceed the server's limit of 16".
+    """
+    calls = [{"tool": "scene_snapper", "ranges": [], "num_frames": n} for n in (60, 30)]
+    out, chat = await run(videos["speech"], tmp_path, calls, standin, max_images=10, snap_px=96)
+    steps = step_texts(chat)
+    assert len(steps) == 3
+    for i, text in steps:
+        snap = chat.formats[i]["json_schema"]["schema"]["$defs"]["SceneSnapperCall"]["properties"]
+        assert snap["num_frames"]["enum"] == [30, 60]
+        assert '"num_frames" frames (30 or 60) spread' in text
+    assert [(len(e.frames), e.mosaics) for e in out["memory"]] == [(60, 10), (30, 5)]
+    assert [len(images) for images in chat.images] == [0, 10, 10, 5, 5, 5]
+    assert not out["repairs"]
+
+
+async def test_an_endpoint_too_small_for_the_smallest_survey_is_a_clear_error(
+    videos: dict[str, Path], standin: RunningServer, tmp_path: Path
+) -> None:
+    with pytest.raises(
+        BadInputError, match=r"smallest survey \(30 frames\) needs 5 images in one prompt and the endpoint takes 4"
+    ):
+        await run(videos["speech"], tmp_path, [CALLS[0]], standin, max_images=4)
 
 
 LISTEN = [{"tool": "audio_transcriber", "ranges": []}]

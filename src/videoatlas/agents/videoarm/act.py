@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 from langgraph.runtime import Runtime
 
-from videoatlas.agents.videoarm.control import anchor_of
+from videoatlas.agents.videoarm.control import anchor_of, offered_counts
 from videoatlas.agents.videoarm.render import MOSAIC, SHEET, sheets, spread
 from videoatlas.agents.videoarm.schemas import ClipReport, SnapReport, sought_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES, arm
@@ -135,10 +135,11 @@ async def _report(
 async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, question: str, sought: str) -> dict[str, Any]:
     settings = arm(ctx)
     ranges, notes = clamp_ranges(planned.get("ranges") or [], ctx.atlas.duration)
-    wanted = int(planned.get("num_frames") or SNAP_FRAMES[0])
-    count = min(SNAP_FRAMES, key=lambda n: (abs(n - wanted), n))
+    counts = offered_counts(ctx)
+    wanted = int(planned.get("num_frames") or counts[0])
+    count = min(counts, key=lambda n: (abs(n - wanted), n))
     if count != wanted:
-        notes.append(f"num_frames {wanted} brought to {count} (one of {', '.join(map(str, SNAP_FRAMES))})")
+        notes.append(f"num_frames {wanted} brought to {count} (one of {', '.join(map(str, counts))} on this endpoint)")
     frames = spread(ctx.atlas, ranges, count)
     pages = await sheets(ctx.atlas, frames, *MOSAIC, settings.snap_px)
     images = [as_image(page, f"mosaic {n + 1}") for n, page in enumerate(pages)]

@@ -12,6 +12,7 @@ window the relation names beside it (its call's times bounded by the schema, and
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -19,7 +20,7 @@ from langgraph.types import Command
 
 from videoatlas.agents.relation import Anchor, Relation, RelationStep, inside, relation_note, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
-from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets, time_of
+from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets, snap_counts, time_of
 from videoatlas.agents.videoarm.schemas import step_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES, VideoArmSettings, arm
 from videoatlas.agents.videoarm.state import ArmState, Entry
@@ -27,6 +28,7 @@ from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, memory_text, spa
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.errors import BadInputError
 from videoatlas.llm.images import ImagePart
 from videoatlas.runtime.calls import as_image, budget_exhausted, choices_block, emit
 from videoatlas.runtime.context import AgentContext
@@ -51,6 +53,22 @@ def deafness(state: ArmState, ctx: AgentContext, settings: VideoArmSettings) -> 
     if ctx.subtitles is None and ctx.speech is None:
         return "speech is off for this run (--speech off)"
     return state.get("deaf") or ""
+
+
+def offered_counts(ctx: AgentContext) -> tuple[int, ...]:
+    """scene_snapper's frame counts this run offers: those whose mosaics the endpoint takes in one prompt.
+
+    Raises :class:`BadInputError` when the endpoint takes too few images for even the smallest count.
+    """
+    limit = ctx.vlm.settings.max_images
+    counts = snap_counts(limit)
+    if not counts:
+        need = math.ceil(SNAP_FRAMES[0] / (MOSAIC[0] * MOSAIC[1]))
+        raise BadInputError(
+            f"VideoARM's smallest survey ({SNAP_FRAMES[0]} frames) needs {need} images in one prompt and the "
+            f"endpoint takes {limit} (raise vLLM's --limit-mm-per-prompt and videoatlas' max_images together)"
+        )
+    return counts
 
 
 async def focus_images(state: ArmState, ctx: AgentContext) -> list[ImagePart]:
@@ -84,6 +102,7 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
     if spent:
         return Command(goto="answer", update={"stop_reason": spent})
     tools, why = offered(state, ctx, settings)
+    counts = offered_counts(ctx)
     duration = ctx.atlas.duration
     relation = state.get("relation")
     anchor = anchor_of(memory, ctx.atlas)
@@ -100,6 +119,7 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         "fps": f"{fps_of(ctx.atlas):g}",
         "focus": focus_text(state, ctx),
         "clip_frames": settings.clip_frames,
+        "counts": ", ".join(map(str, counts[:-1])) + f" or {counts[-1]}" if len(counts) > 1 else str(counts[0]),
         "listen": listen.strip(),
         "memory": memory_text(memory),
         "step": step,
@@ -111,14 +131,14 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
     instead = (
         ({"tool": "answer"}, "answer from the memory")
         if memory
-        else ({"tool": "scene_snapper", "ranges": [], "num_frames": 30}, "scene_snapper over the whole video")
+        else ({"tool": "scene_snapper", "ranges": [], "num_frames": counts[0]}, "scene_snapper over the whole video")
     )
     if held is not None:
         instead = ({"tool": "clip_analyzer", "start": held.start, "end": held.end, "question": ""}, "the window")
     step_relation = RelationStep(asked=relation is None, held=held, hold=held_to)
     call, reason, update = await choose_tool(
         ctx,
-        step_schema(tools, duration, relation=step_relation.asked, window=step_relation.window),
+        step_schema(tools, duration, relation=step_relation.asked, window=step_relation.window, counts=counts),
         await focus_images(state, ctx),
         values,
         node="control",

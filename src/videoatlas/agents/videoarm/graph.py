@@ -33,6 +33,7 @@ TEMPLATES: TemplateSpec = {
                 "fps",
                 "focus",
                 "clip_frames",
+                "counts",
                 "listen",
                 "step",
                 "steps",

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from videoatlas.agents.videoarm.settings import SNAP_FRAMES
 from videoatlas.environment.atlas import RenderedImage, VideoAtlas
 from videoatlas.environment.render import encode_jpeg, render_mosaic, time_decimals
 from videoatlas.environment.timefmt import format_ts
@@ -24,6 +26,17 @@ MOSAIC = (3, 2)
 """scene_snapper's mosaics: 3 frames across, 2 down (the paper's 3 x 2)."""
 SHEET = (4, 3)
 """clip_analyzer's contact sheets: 4 frames across, 3 down."""
+
+
+def snap_counts(max_images: int) -> tuple[int, ...]:
+    """The scene_snapper frame counts (:data:`SNAP_FRAMES`) whose mosaics fit in one prompt of ``max_images`` images.
+
+    The focus mosaics go to the controller and to the answer as one prompt each, so a count whose
+    mosaics outnumber the endpoint's image limit (vLLM's ``--limit-mm-per-prompt``; 150 frames make 25
+    mosaics, the default limit is 16) is not offered.
+    """
+    per = MOSAIC[0] * MOSAIC[1]
+    return tuple(n for n in SNAP_FRAMES if math.ceil(n / per) <= max_images)
 
 
 def fps_of(atlas: VideoAtlas) -> float:

@@ -22,15 +22,21 @@ def _step_examples() -> Iterator[dict[str, Any]]:
             yield {"tools": tools, "duration": duration}
             yield {"tools": tools, "duration": duration, "relation": True}
             yield {"tools": tools, "duration": duration, "window": (duration / 4, duration / 2)}
+    yield {"tools": full, "duration": 600.0, "counts": SNAP_FRAMES[:3]}  # an endpoint of 16 images at most
 
 
 @reply_schema(_step_examples)
 def step_schema(
-    tools: Sequence[str], duration: float, relation: bool = False, window: tuple[float, float] | None = None
+    tools: Sequence[str],
+    duration: float,
+    relation: bool = False,
+    window: tuple[float, float] | None = None,
+    counts: Sequence[int] = SNAP_FRAMES,
 ) -> type[BaseModel]:
     """A controller step: ``reason`` (why this call), then ``call``, one variant per tool offered.
 
-    Times are seconds within the video; scene_snapper's ``num_frames`` is one of :data:`SNAP_FRAMES`;
+    Times are seconds within the video; scene_snapper's ``num_frames`` is one of ``counts`` (those of
+    :data:`SNAP_FRAMES` whose mosaics the endpoint takes in one prompt: :func:`.render.snap_counts`);
     an empty ``ranges`` means the whole video. ``relation``: the step also says the question's time
     relation (the first step); ``window``: times are bounded by it instead (the window beside an anchor
     just seen).
@@ -38,7 +44,7 @@ def step_schema(
     seconds = seconds_within(duration, window)
     stretch = create_model("Range", start=(seconds, ...), end=(seconds, ...))
     ranges = Annotated[list[stretch], Field(json_schema_extra={"maxItems": MAX_RANGES})]  # type: ignore[valid-type]
-    frames: Any = Literal[SNAP_FRAMES]  # an enum of the allowed counts
+    frames: Any = Literal[tuple(counts)]  # an enum of the allowed counts
     variants: list[type[BaseModel]] = []
     for tool in tools:
         fields: dict[str, Any] = {"tool": (Literal[tool], ...)}
