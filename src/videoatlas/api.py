@@ -93,6 +93,7 @@ async def aask(
             api_key=api_key,
             standin=standin,
             max_image_pixels=endpoint.max_image_pixels if endpoint is not None else None,
+            max_images=endpoint.max_images if endpoint is not None else None,
         ),
         subtitles=subtitles,
         db=db,

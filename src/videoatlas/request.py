@@ -109,6 +109,8 @@ class EndpointChoice:
     strict_schema: bool | None = None
     max_image_pixels: int | None = None
     """The server's pixel limit per image (for the stand-in: its own, default its configuration's)."""
+    max_images: int | None = None
+    """The server's limit of images per prompt (for the stand-in: its own, default its configuration's)."""
     standin: bool = False
     """Start the stand-in VLM in this process for the run's duration."""
     standin_reasoning: str = "off"
@@ -129,6 +131,7 @@ class EndpointChoice:
             patience_s=self.patience_s,
             strict_schema=self.strict_schema,
             max_image_pixels=self.max_image_pixels,
+            max_images=self.max_images,
         )
 
 
@@ -156,6 +159,8 @@ def open_endpoint(choice: EndpointChoice, config: RunConfig | None = None) -> It
         standin = StandinConfig(reasoning=choice.standin_reasoning)
         if choice.max_image_pixels is not None:
             standin.max_image_pixels = choice.max_image_pixels
+        if choice.max_images is not None:
+            standin.max_images = choice.max_images
         if config is not None:
             limits.check_image_fits(config.k, config.cell_px, standin.max_image_pixels)
         sys.stderr.write(STANDIN_NOTICE + "\n")
@@ -166,6 +171,7 @@ def open_endpoint(choice: EndpointChoice, config: RunConfig | None = None) -> It
                 model=choice.model or "",
                 timeout_s=choice.timeout_s,
                 max_image_pixels=standin.max_image_pixels,
+                max_images=standin.max_images,
                 standin=True,
             )
         return
@@ -318,9 +324,12 @@ def resume_endpoint(run_id: str, db: str | None, choice: EndpointChoice) -> Iter
     named = choice.standin or choice.base_url is not None
     stored = {} if named else _stored_endpoint(run_id, db)
     if choice.standin or stored.get("standin"):
-        pixels = stored.get("max_image_pixels")
+        pixels, images = stored.get("max_image_pixels"), stored.get("max_images")
         standin = replace(
-            choice, standin=True, max_image_pixels=pixels if isinstance(pixels, int) else choice.max_image_pixels
+            choice,
+            standin=True,
+            max_image_pixels=pixels if isinstance(pixels, int) else choice.max_image_pixels,
+            max_images=images if isinstance(images, int) else choice.max_images,
         )
         with open_endpoint(standin) as settings:
             yield settings

@@ -96,6 +96,8 @@ BAD_INPUTS: list[tuple[str, list[str], int, str]] = [
      "cells of at most 448 px fit"),
     ("ask-real-server-limit", ["ask", "{V}", "-q", "why?", "--max-image-pixels", "1000000", "--base-url",
                                "http://127.0.0.1:9/v1"], 2, "limit of 1,000,000 px"),
+    ("ask-max-images-zero", ["ask", "{V}", "-q", "why?", "--max-images", "0", "--standin"], 2,
+     "--max-images: must be at least 1"),
     ("ask-budget-zero", ["ask", "{V}", "-q", "why?", "--call-budget", "0", "--standin"], 2, "at least 1"),
     ("ask-unreachable", ["ask", "{V}", "-q", "why?", "--base-url", "http://127.0.0.1:9/v1", "--timeout", "1"], 5,
      "--standin"),
@@ -122,6 +124,26 @@ def test_bad_input_is_one_line_and_leaves_nothing(
     assert Path(place["FILE"]).read_text() == "keep me"
     runs = run("runs", "--json", home=home)  # a refused question never became a run
     assert runs.returncode == 0 and json.loads(runs.stdout) == [], runs.stdout
+
+
+def test_a_bad_image_limit_in_the_environment_is_one_line_and_no_run(video: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path), "VIDEOATLAS_MAX_IMAGES": "lots"}
+    args = [EXE, "ask", str(video), "-q", "why?", "--base-url", "http://127.0.0.1:9/v1"]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert_one_line(proc, 2, "VIDEOATLAS_MAX_IMAGES must be a positive whole number, got 'lots'")
+    assert json.loads(run("runs", "--json", home=tmp_path).stdout) == []
+
+
+def test_the_image_limit_flag_reaches_the_stand_in_and_the_agent(video: Path, tmp_path: Path) -> None:
+    """``--max-images 4``: VideoARM's smallest survey (30 frames, 5 mosaics) cannot be sent, and it says so."""
+    proc = run("ask", str(video), "-q", "why?", "--agent", "videoarm", "--max-images", "4", "--standin", home=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "videoatlas ask: error: VideoARM's smallest survey (30 frames) needs 5 images in one prompt and the endpoint "
+        "takes 4 (raise vLLM's --limit-mm-per-prompt and videoatlas' --max-images together)"
+    )
+    [failed] = json.loads(run("runs", "--json", home=tmp_path).stdout)
+    assert failed["status"] == "failed" and failed["calls"] == 0
 
 
 def test_unreachable_endpoint_names_both_ways_to_give_one(video: Path, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ ONE_NAME_TWO_OPTIONS = {
     "--question": "ask: the question's text (-q); demo: which of the demo video's questions",
     "--no-subtitles": "synth: write no .srt file; eval run: ignore the benchmark's subtitles",
     "--max-model-len": "standin: the context length it enforces; serve: vLLM's, which may be auto",
+    "--max-images": "serve: the image limit vLLM is started with; ask, eval run: the limit of the endpoint named",
     "--root": "eval: where a benchmark's files are; mcp: a folder the MCP tools may open files under (repeatable)",
 }
 """Flags that name different options in different commands: each is declared once per meaning."""

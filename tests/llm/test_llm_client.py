@@ -138,6 +138,20 @@ def test_settings_from_env_and_redaction() -> None:
     assert "sk-secret" not in str(settings.redacted())
 
 
+def test_the_image_limits_come_from_the_environment_and_flags_win() -> None:
+    assert (EndpointSettings.from_env({}).max_images, EndpointSettings.from_env({}).max_image_pixels) == (
+        16,
+        12_845_056,
+    )
+    env = {"VIDEOATLAS_MAX_IMAGES": "25", "VIDEOATLAS_MAX_IMAGE_PIXELS": "1_000_000"}
+    settings = EndpointSettings.from_env(env)
+    assert (settings.max_images, settings.max_image_pixels) == (25, 1_000_000)
+    assert EndpointSettings.from_env(env, max_images=8).max_images == 8
+    for bad in ("many", "0", "-3", "2.5"):
+        with pytest.raises(BadInputError, match=f"VIDEOATLAS_MAX_IMAGES must be a positive whole number, got '{bad}'"):
+            EndpointSettings.from_env({"VIDEOATLAS_MAX_IMAGES": bad})
+
+
 def _every_object(node: Any) -> list[dict[str, Any]]:
     if isinstance(node, list):
         return [o for n in node for o in _every_object(n)]

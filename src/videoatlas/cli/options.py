@@ -353,6 +353,14 @@ def add_endpoint_options(p: argparse.ArgumentParser) -> None:
         help="pixels per image the server accepts (env VIDEOATLAS_MAX_IMAGE_PIXELS; default 12845056, "
         "Qwen2.5-VL's); K x cell-px squared must fit, checked before the run starts",
     )
+    p.add_argument(
+        "--max-images",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="images per prompt the server accepts, as vLLM's --limit-mm-per-prompt (env VIDEOATLAS_MAX_IMAGES; "
+        "default 16); agents keep within it",
+    )
     add_reasoning_option(
         p,
         "--standin-reasoning",

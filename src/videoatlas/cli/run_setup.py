@@ -62,6 +62,7 @@ def endpoint_choice(args: argparse.Namespace) -> EndpointChoice:
         patience_s=getattr(args, "endpoint_patience", None),
         strict_schema=False if getattr(args, "no_strict_schema", False) else None,
         max_image_pixels=getattr(args, "max_image_pixels", None),
+        max_images=getattr(args, "max_images", None),
         standin=getattr(args, "standin", False),
         standin_reasoning=getattr(args, "standin_reasoning", "off"),
     )

@@ -52,7 +52,7 @@ def check_limits(images: Sequence[ImagePart], settings: EndpointSettings) -> Non
     if len(images) > settings.max_images:
         raise ImageLimitError(
             f"{len(images)} images in one prompt exceed the server's limit of {settings.max_images} "
-            "(raise vLLM's --limit-mm-per-prompt and videoatlas' max_images together)"
+            "(raise vLLM's --limit-mm-per-prompt and videoatlas' --max-images together)"
         )
     for image in images:
         if image.pixels > settings.max_image_pixels:

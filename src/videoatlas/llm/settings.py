@@ -43,7 +43,9 @@ class EndpointSettings:
     and a model that runs out while thinking never answers."""
     temperature: float = 0.0
     max_images: int = 16
-    """Images per prompt the server accepts (vLLM ``--limit-mm-per-prompt``)."""
+    """Images per prompt the server accepts (vLLM ``--limit-mm-per-prompt``, 16 in our serving recipe); a server
+    started with more or fewer: ``VIDEOATLAS_MAX_IMAGES`` or ``--max-images``. Checked before every call; an agent
+    that chooses how many pictures to send (VideoARM's surveys, Video-RLM's decision) keeps within it."""
     max_image_pixels: int = 12_845_056
     """Pixels per image the server accepts (Qwen2.5-VL's default ``max_pixels``, 16384 x 28 x 28); a server
     configured for more or fewer: ``VIDEOATLAS_MAX_IMAGE_PIXELS`` or ``--max-image-pixels``. Checked before a run
@@ -78,7 +80,8 @@ class EndpointSettings:
         """Settings from the ``VIDEOATLAS_*`` environment variables, ``overrides`` on top.
 
         Read: ``VIDEOATLAS_BASE_URL``, ``VIDEOATLAS_MODEL``, ``VIDEOATLAS_API_KEY``, ``VIDEOATLAS_STRICT_SCHEMA``,
-        ``VIDEOATLAS_MAX_IMAGE_PIXELS``, ``VIDEOATLAS_ENDPOINT_PATIENCE``. ``overrides`` (command-line flags) win.
+        ``VIDEOATLAS_MAX_IMAGES``, ``VIDEOATLAS_MAX_IMAGE_PIXELS``, ``VIDEOATLAS_ENDPOINT_PATIENCE``. ``overrides``
+        (command-line flags) win.
         """
         source = os.environ if env is None else env
         values: dict[str, Any] = {}
@@ -89,11 +92,12 @@ class EndpointSettings:
         ):
             if source.get(var):
                 values[key] = source[var]
-        pixels = source.get("VIDEOATLAS_MAX_IMAGE_PIXELS", "").strip().replace("_", "")
-        if pixels:
-            if not pixels.isdigit() or int(pixels) <= 0:
-                raise BadInputError(f"VIDEOATLAS_MAX_IMAGE_PIXELS must be a positive whole number, got {pixels!r}")
-            values["max_image_pixels"] = int(pixels)
+        for key, var in (("max_images", "VIDEOATLAS_MAX_IMAGES"), ("max_image_pixels", "VIDEOATLAS_MAX_IMAGE_PIXELS")):
+            number = source.get(var, "").strip().replace("_", "")
+            if number:
+                if not number.isdigit() or int(number) <= 0:
+                    raise BadInputError(f"{var} must be a positive whole number, got {number!r}")
+                values[key] = int(number)
         patience = source.get("VIDEOATLAS_ENDPOINT_PATIENCE", "").strip()
         if patience:
             values["patience_s"] = parse_patience(patience, "VIDEOATLAS_ENDPOINT_PATIENCE")

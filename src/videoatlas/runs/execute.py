@@ -299,7 +299,7 @@ def endpoint_record(settings: EndpointSettings) -> dict[str, Any]:
         "strict_schema": settings.strict_schema,
     }
     if settings.standin:
-        record.update(standin=True, max_image_pixels=settings.max_image_pixels)
+        record.update(standin=True, max_image_pixels=settings.max_image_pixels, max_images=settings.max_images)
     return record
 
 

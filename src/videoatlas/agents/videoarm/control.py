@@ -66,7 +66,7 @@ def offered_counts(ctx: AgentContext) -> tuple[int, ...]:
         need = math.ceil(SNAP_FRAMES[0] / (MOSAIC[0] * MOSAIC[1]))
         raise BadInputError(
             f"VideoARM's smallest survey ({SNAP_FRAMES[0]} frames) needs {need} images in one prompt and the "
-            f"endpoint takes {limit} (raise vLLM's --limit-mm-per-prompt and videoatlas' max_images together)"
+            f"endpoint takes {limit} (raise vLLM's --limit-mm-per-prompt and videoatlas' --max-images together)"
         )
     return counts
 
