@@ -209,6 +209,11 @@ SOURCES_BY_VERSION = {
     # a count without choices is settled, like one with choices, only once the text says the whole video was
     # searched (answers.Answers.sufficient / searched_all).
     18: "ba2ee692ab8d1d0b6108f0460384160256feddee69ba59bfa3f194752bd421a5",
+    # 19: an enum of amounts (numbers whose field no known field word reads: how many frames to take) takes its
+    # largest member for a question that needs all of the video seen (a count, an order), its first otherwise
+    # (filler.Filler.enum, answers.Answers.wide); before, every such enum took its first member. A whole float
+    # member is written as the grammar writes it (8.0 as 8: fields.as_written); before, the reply was refused.
+    19: "df93aa5b5be62643e4a464ce29e8ba5e5b09159d088a905907a12bbaf331a9f9",
 }
 
 

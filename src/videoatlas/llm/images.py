@@ -47,12 +47,16 @@ class ImagePart:
         return "data:image/jpeg;base64," + base64.b64encode(self.jpeg).decode("ascii")
 
 
+RAISE_IMAGE_LIMIT = "raise vLLM's --limit-mm-per-prompt and videoatlas' --max-images together"
+"""How to let more images into one prompt: the server's limit and the client's, as one."""
+
+
 def check_limits(images: Sequence[ImagePart], settings: EndpointSettings) -> None:
     """Refuse, before sending, a prompt the server would reject for its images."""
     if len(images) > settings.max_images:
         raise ImageLimitError(
             f"{len(images)} images in one prompt exceed the server's limit of {settings.max_images} "
-            "(raise vLLM's --limit-mm-per-prompt and videoatlas' --max-images together)"
+            f"({RAISE_IMAGE_LIMIT})"
         )
     for image in images:
         if image.pixels > settings.max_image_pixels:

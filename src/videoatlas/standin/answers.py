@@ -171,6 +171,10 @@ class Answers:
             return any(s.gap is not None and idx in s.choices for s in seen)
         return any(idx in s.choices and (s.strength == 2 or not self.req.names) for s in seen)
 
+    def wide(self) -> bool:
+        """Whether the question needs all of the video seen: a count, or which comes first or last."""
+        return self.req.counting or self.req.ordering is not None
+
     def searched_all(self) -> bool:
         """Whether the text says (nearly) all of the video was searched (:data:`.policy.COUNT_COVERAGE_PCT`)."""
         share = searched_share(self.req.text)

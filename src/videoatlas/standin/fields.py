@@ -24,6 +24,8 @@ SUFFICIENT = {"sufficient", "enough", "done", "complete", "answerable", "settled
 PRESENT = {"found", "visible", "present", "contains", "seen", "shown", "exists"}
 LEAVE_OUT = {"erase", "drop", "remove", "discard", "delete", "forget", "ignore"}
 SUGGEST = {"explore", "suggest", "suggestions", "next", "revisit", "later"}
+AMOUNT = {"num", "size", "amount", "sample", "samples", "density"}
+"""Words that say a number is how much to take (``num_...``, ``sample_size``), not an id, a score or an answer."""
 CONFIDENCE = {"confidence", "score", "probability", "prob", "certainty", "likelihood"}
 TIME = {"time", "timestamp", "start", "end", "second", "seconds", "at", "when", "moment"}
 CITE = {"evidence", "labels", "label", "cite", "cites", "cited", "citations", "references", "sources"}
@@ -36,6 +38,16 @@ RAW = WORD | {"text", "content", "string", "reading", "written", "value"}
 """Fields of an item that hold what is written, as written."""
 GENERIC = {"value", "result", "output", "response", "reply", "answer"}
 """Names that say only that a value is wanted: the question says which."""
+
+
+def is_amount(value: Any) -> bool:
+    """Whether an enum member is a number (an amount), not a word or a boolean."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def as_written(member: Any) -> Any:
+    """An enum member as a schema's grammar writes it: a whole float as an integer (``8.0`` is ``8``)."""
+    return int(member) if isinstance(member, float) and member.is_integer() else member
 
 
 def named_by(name: str, vocabulary: set[str]) -> bool:

@@ -9,8 +9,9 @@ what each value does (its words, or the description the request gives of it), id
 an answer by the evidence, a count by the appearances seen, a boolean of sufficiency by whether
 the evidence settles the question, a description by what was read (and what could not be).
 Any other enum takes the member the user's question states word for word (the longest: "right
-after" over "after"), as a model copies a relation or kind the question names. Fields it has no
-opinion on get the simplest valid value.
+after" over "after"), as a model copies a relation or kind the question names; an enum of amounts
+(``num_...``, ``sample_size``) takes the largest for a count or an order, the densest look offered.
+Fields it has no opinion on get the simplest valid value.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from videoatlas.standin.actions import Actions, Moved
 from videoatlas.standin.fields import (
+    AMOUNT,
     ANSWER,
     CITE,
     CONFIDENCE,
@@ -34,9 +36,11 @@ from videoatlas.standin.fields import (
     TEXT,
     TIME,
     WORD,
+    as_written,
     fit_text,
     has_own_word,
     is_action_enum,
+    is_amount,
     is_scalar,
     named_by,
     nth_distinct,
@@ -98,7 +102,7 @@ class Filler(Actions):
         if node.get("allOf"):
             return self.value(node["allOf"][0], name)
         if "enum" in node:
-            return self.enum(list(node["enum"]), name)
+            return as_written(self.enum(list(node["enum"]), name))
         kind = node.get("type")
         if isinstance(kind, list):
             kind = next((k for k in kind if k != "null"), "null")
@@ -260,7 +264,8 @@ class Filler(Actions):
     def enum(self, values: list[Any], name: str) -> Any:
         """An enum value by its meaning: ids, actions, directions, search modes, verdicts, answers.
 
-        Any other enum takes the member the question states (:func:`_stated_member`), else its first.
+        Any other enum takes the member the question states (:func:`_stated_member`); else, for a count or
+        an order (:meth:`.answers.Answers.wide`), an enum of numbers named as an amount takes its largest.
         """
         if named_by(name, IDS) and values and all(isinstance(v, int) for v in values):
             return self.id_value(values)
@@ -283,8 +288,7 @@ class Filler(Actions):
                 want = next((v for v in ("none", "neither", "n/a") if v in lower), self.req.direction or "after")
             return values[lower.index(want)]
         if any("bfs" in v or "breadth" in v for v in lower) and any("dfs" in v or "depth" in v for v in lower):
-            wide = self.req.counting or self.req.ordering is not None
-            key = ("bfs", "breadth") if wide else ("dfs", "depth")
+            key = ("bfs", "breadth") if self.wide() else ("dfs", "depth")
             return values[next(i for i, v in enumerate(lower) if any(k in v for k in key))]
         polarity = {v: polarity_of(v) for v in lower}
         if "yes" in polarity.values() and "unknown" in polarity.values():
@@ -292,6 +296,8 @@ class Filler(Actions):
         if not name:
             return self._answer_value(values, text)
         stated = stated_member(text, self.req.question)
+        if stated is None and self.wide() and named_by(name, AMOUNT) and all(is_amount(v) for v in values):
+            return max(values)
         return values[stated] if stated is not None else values[0]
 
     def _answer_value(self, values: list[Any], text: list[str]) -> Any:

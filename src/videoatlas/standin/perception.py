@@ -336,6 +336,7 @@ def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int,
     height, width = rgb.shape[:2]
     tiles: list[Tile] = []
     rest: list[TextLine] = []
+    lines = _joined_labels(lines)
     for line in lines:
         cell = _CELL_LABEL.match(line.text)
         evidence = _EVIDENCE_LABEL.match(line.text.replace(" ", "")) or _EVIDENCE_LABEL.match(line.text)
@@ -381,6 +382,20 @@ def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int,
     for tile in dark:
         tile.masked = not tile.lines or (len(tile.text.split()) == 1 and marks.count(tile.text) >= 2)
     return sight
+
+
+def _joined_labels(lines: list[TextLine]) -> list[TextLine]:
+    """A tile label found as two lines (its number, its time beside it; a separator made one box taller) as one."""
+    out, used = list(lines), set()
+    for num in (ln for ln in lines if ln.text.strip().isdigit()):
+        for ln in (ln for ln in lines if _TIME_ONLY.match(ln.text) and id(ln) not in used):
+            if -2 <= ln.x - (num.x + num.w) <= 2 * ln.h and abs(ln.y + ln.h / 2 - num.y - num.h / 2) <= ln.h:
+                top, bottom = min(num.y, ln.y), max(num.y + num.h, ln.y + ln.h)
+                text, score = f"{num.text.strip()} {ln.text.strip()}", min(num.score, ln.score)
+                out.append(TextLine(text, score, num.x, top, ln.x + ln.w - num.x, bottom - top))
+                used |= {id(num), id(ln)}
+                break
+    return sorted((ln for ln in out if id(ln) not in used), key=lambda ln: (ln.y // 8, ln.x))
 
 
 def stamp_line(stamp: re.Match[str] | None, lines: list[TextLine]) -> TextLine | None:

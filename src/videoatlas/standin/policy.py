@@ -45,6 +45,7 @@ from videoatlas.standin.language import (
     image_position,
     norm,
     time_spans,
+    timed_reports,
     tokens,
     unsought,
     words_of,
@@ -369,10 +370,9 @@ class Request:
 
     def _read_lines(self) -> list[Sighting]:
         out = []
-        for line in self.written_lines():
-            spans = time_spans(line)
+        for line, (part, spans) in ((ln, r) for ln in self.written_lines() for r in timed_reports(ln)):
             probe = Tile(None, None, None, 0, 0)
-            self._words[id(probe)] = (set(tokens(line)), norm(line))
+            self._words[id(probe)] = (set(tokens(part)), norm(part))
             choices, context = self.choices_in(probe), self.context_in(probe)
             del self._words[id(probe)]
             if not choices and not context:

@@ -29,7 +29,7 @@ from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
-from videoatlas.llm.images import ImagePart
+from videoatlas.llm.images import RAISE_IMAGE_LIMIT, ImagePart
 from videoatlas.runtime.calls import as_image, budget_exhausted, choices_block, emit
 from videoatlas.runtime.context import AgentContext
 
@@ -66,7 +66,7 @@ def offered_counts(ctx: AgentContext) -> tuple[int, ...]:
         need = math.ceil(SNAP_FRAMES[0] / (MOSAIC[0] * MOSAIC[1]))
         raise BadInputError(
             f"VideoARM's smallest survey ({SNAP_FRAMES[0]} frames) needs {need} images in one prompt and the "
-            f"endpoint takes {limit} (raise vLLM's --limit-mm-per-prompt and videoatlas' --max-images together)"
+            f"endpoint takes {limit} ({RAISE_IMAGE_LIMIT})"
         )
     return counts
 

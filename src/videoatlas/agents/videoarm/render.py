@@ -32,7 +32,7 @@ def snap_counts(max_images: int) -> tuple[int, ...]:
     """The scene_snapper frame counts (:data:`SNAP_FRAMES`) whose mosaics fit in one prompt of ``max_images`` images.
 
     The focus mosaics go to the controller and to the answer as one prompt each, so a count whose
-    mosaics outnumber the endpoint's image limit (vLLM's ``--limit-mm-per-prompt``; 150 frames make 25
+    mosaics outnumber the endpoint's image limit (its ``max_images``, as vLLM is started; 150 frames make 25
     mosaics, the default limit is 16) is not offered.
     """
     per = MOSAIC[0] * MOSAIC[1]
