@@ -49,6 +49,9 @@ LISTED = "[B] survey of 00:00-10:00: tile 41 (20.0-24.0 s) shows a WREN tag; til
         # One report: all its times, as before (a stretch looked at and the moment inside it).
         ("Step 2 (300.0-316.0 s): a WREN tag at 305.0 s", [("Step 2 (300.0-316.0 s): a WREN tag at 305.0 s",
                                                              [(300.0, 316.0), (305.0, 305.0)])]),
+        # A span counted from something is not a time in the video: one report, as before.
+        ("[C] tile 8 (40.0-41.0 s) shows: WREN; 2.5 s after the gate", [("[C] tile 8 (40.0-41.0 s) shows: WREN; 2.5 s "
+                                                                        "after the gate", [(40.0, 41.0), (2.5, 2.5)])]),
         # Semicolons without a time in two parts: still one report.
         ("a WREN tag; a FINCH tag at 40.0 s", [("a WREN tag; a FINCH tag at 40.0 s", [(40.0, 40.0)])]),
         ("12.0 s: WREN; no time here; 30.0 s: FINCH", [("12.0 s: WREN", [(12.0, 12.0)]), (" no time here", []),

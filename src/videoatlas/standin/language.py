@@ -281,15 +281,19 @@ def time_spans(line: str) -> list[tuple[float, float]]:
     return spans
 
 
+_OFFSET = re.compile(rf"{_SECONDS}\s+(?:after|before|later|earlier|since)\b", re.IGNORECASE)
+
+
 def timed_reports(line: str) -> list[tuple[str, list[tuple[float, float]]]]:
     """The separate reports a line holds, each with the times that place it.
 
     A line listing several reports separated by semicolons, two or more with a time of their own
     ("cell 4 (8.8-12.4 s) shows: X; cell 9 (151.1-154.6 s) shows: X"), holds one report per part,
     placed at the part's narrowest time (a part may also name the wider stretch that was looked
-    at); any other line is one report, placed at all its times.
+    at); any other line is one report, placed at all its times. A span of time counted from
+    something ("2.6 s after the sign") is not a time in the video: it places no part.
     """
-    parts = [(part, time_spans(part)) for part in line.split(";") if part.strip()]
+    parts = [(part, time_spans(_OFFSET.sub(" ", part))) for part in line.split(";") if part.strip()]
     if sum(1 for _, spans in parts if spans) < 2:
         return [(line, time_spans(line))]
     return [(part, [min(spans, key=lambda s: s[1] - s[0])] if spans else []) for part, spans in parts]
