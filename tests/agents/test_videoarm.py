@@ -247,7 +247,7 @@ async def test_only_the_frame_counts_whose_mosaics_the_endpoint_takes_are_offere
     Before, 150 was always offered, and a run whose controller chose it on a video of 150 frames or
     more failed with "25 images in one prompt exceed the server's limit of 16".
     """
-    calls = [{"tool": "scene_snapper", "ranges": [], "num_frames": n} for n in (60, 30)]
+    calls: list[dict[str, Any]] = [{"tool": "scene_snapper", "ranges": [], "num_frames": n} for n in (60, 30)]
     out, chat = await run(videos["speech"], tmp_path, calls, standin, max_images=10, snap_px=96)
     steps = step_texts(chat)
     assert len(steps) == 3

@@ -92,10 +92,10 @@ async def test_every_tile_of_a_survey_mosaic_is_found_with_its_label(tmp_path: P
     finally:
         source.close()
     reader = Reader()
-    found = []
+    found: list[tuple[int | None, float, str]] = []
     for page in pages:
         sight = reader.see(np.asarray(Image.open(io.BytesIO(page.jpeg)).convert("RGB")))
-        found += [(t.cell, t.time, t.text) for t in sight.tiles if t.cell is not None]
+        found += [(t.cell, t.time, t.text) for t in sight.tiles if t.cell is not None and t.time is not None]
     # One tile per frame, at the frame's own time (its label's, written to a tenth of a second); the
     # recogniser may still misread a digit of an index (2 of these 150 at the time of writing).
     times = [f / 20.0 for f in frames]
