@@ -209,10 +209,12 @@ SOURCES_BY_VERSION = {
     # a count without choices is settled, like one with choices, only once the text says the whole video was
     # searched (answers.Answers.sufficient / searched_all).
     18: "ba2ee692ab8d1d0b6108f0460384160256feddee69ba59bfa3f194752bd421a5",
-    # 19: an enum of amounts (numbers whose field no known field word reads: how many frames to take) takes its
-    # largest member for a question that needs all of the video seen (a count, an order), its first otherwise
+    # 19: an enum of numbers whose field is named as an amount (fields.AMOUNT: num_..., ..._size) takes its largest
+    # member for a question that needs all of the video seen (a count, an order), its first otherwise
     # (filler.Filler.enum, answers.Answers.wide); before, every such enum took its first member. A whole float
     # member is written as the grammar writes it (8.0 as 8: fields.as_written); before, the reply was refused.
+    # A tile label found as two pieces is joined (perception._joined_labels); a line listing timed reports is that
+    # many reports, a span counted from something placing none (language.timed_reports in policy._read_lines).
     19: "623143fb44338b8a62820462cc682c13783b8e1eff0b2f9fa522e22ef46ea199",
 }
 
