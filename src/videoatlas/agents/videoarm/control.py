@@ -12,7 +12,6 @@ window the relation names beside it (its call's times bounded by the schema, and
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -20,7 +19,7 @@ from langgraph.types import Command
 
 from videoatlas.agents.relation import Anchor, Relation, RelationStep, inside, relation_note, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
-from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, sheets, snap_counts, time_of
+from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, mosaics, sheets, snap_counts, time_of
 from videoatlas.agents.videoarm.schemas import step_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES, VideoArmSettings, arm
 from videoatlas.agents.videoarm.state import ArmState, Entry
@@ -63,10 +62,9 @@ def offered_counts(ctx: AgentContext) -> tuple[int, ...]:
     limit = ctx.vlm.settings.max_images
     counts = snap_counts(limit)
     if not counts:
-        need = math.ceil(SNAP_FRAMES[0] / (MOSAIC[0] * MOSAIC[1]))
         raise BadInputError(
-            f"VideoARM's smallest survey ({SNAP_FRAMES[0]} frames) needs {need} images in one prompt and the "
-            f"endpoint takes {limit} ({RAISE_IMAGE_LIMIT})"
+            f"VideoARM's smallest survey ({SNAP_FRAMES[0]} frames) needs {mosaics(SNAP_FRAMES[0])} images in one "
+            f"prompt and the endpoint takes {limit} ({RAISE_IMAGE_LIMIT})"
         )
     return counts
 

@@ -35,8 +35,12 @@ def snap_counts(max_images: int) -> tuple[int, ...]:
     mosaics outnumber the endpoint's image limit (its ``max_images``, as vLLM is started; 150 frames make 25
     mosaics, the default limit is 16) is not offered.
     """
-    per = MOSAIC[0] * MOSAIC[1]
-    return tuple(n for n in SNAP_FRAMES if math.ceil(n / per) <= max_images)
+    return tuple(n for n in SNAP_FRAMES if mosaics(n) <= max_images)
+
+
+def mosaics(frames: int) -> int:
+    """How many 3 x 2 mosaics ``frames`` frames make."""
+    return math.ceil(frames / (MOSAIC[0] * MOSAIC[1]))
 
 
 def fps_of(atlas: VideoAtlas) -> float:
