@@ -1,5 +1,6 @@
 """EEA's arithmetic: coverage frames against brute-force minimax, children tiling, fusion by hand, anchors,
-query cleaning, the index's frame plan and cap, and the embeddings client's errors."""
+query cleaning, the index's frame plan and cap, the shortest stretch offered, and the embeddings client's
+errors."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import httpx
 import numpy as np
 import pytest
 
+from videoatlas.agents.eea.evaluate import candidates
 from videoatlas.agents.eea.retrieve import clean_queries, merge_hits
 from videoatlas.agents.eea.search import (
     children,
@@ -24,6 +26,7 @@ from videoatlas.agents.eea.search import (
     radius,
 )
 from videoatlas.agents.eea.settings import EEASettings
+from videoatlas.agents.eea.state import Segment
 from videoatlas.errors import EndpointError, ModelNotServedError
 from videoatlas.llm.embeddings import EmbeddingsClient
 from videoatlas.runtime.frame_index import plan_index
@@ -163,3 +166,18 @@ async def test_vectors_come_back_in_order_and_unit_length() -> None:
     vectors = await client.embed_texts(["a", "b"])
     assert np.allclose(vectors, [[1.0, 0.0], [0.0, 1.0]])
     assert client.totals.requests == 1 and client.totals.prompt_tokens == 7
+
+
+def test_a_stretch_too_short_for_its_frames_is_never_offered() -> None:
+    """At 5 fps, B = 6 frames need 1.4 s: a shorter child would be opened with repeats of the same frames."""
+    settings = EEASettings()
+    shortest = (settings.expand_frames + 1) / 5.0
+    tree = [
+        Segment(id=1, start=0.0, end=60.0, expanded=True),
+        Segment(id=2, start=0.0, end=30.0, round=1),
+        Segment(id=3, start=30.0, end=31.0, round=1),  # too short
+        Segment(id=4, start=31.0, end=32.4, round=1),  # exactly long enough
+        Segment(id=5, start=32.4, end=60.0, round=1, expanded=True),
+    ]
+    assert [s.id for s in candidates(tree, shortest)] == [2, 4]
+    assert [s.id for s in candidates(tree)] == [2, 3, 4]

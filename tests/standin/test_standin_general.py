@@ -216,6 +216,12 @@ SOURCES_BY_VERSION = {
     # A tile label found as two pieces is joined (perception._joined_labels); a line listing timed reports is that
     # many reports, a span counted from something placing none (language.timed_reports in policy._read_lines).
     19: "623143fb44338b8a62820462cc682c13783b8e1eff0b2f9fa522e22ef46ea199",
+    # 20: a word run into a number ("GATE27") is also read as its two parts (language.read_words, word_parts):
+    # a short word the question names is seen there, and the value read is the number alone. An object with one
+    # field per numbered item (segment_12, items.keyed_items) judges each on the frames inside the stretch the
+    # text lists for it (items.listed_spans, answers.Answers.tile_within); before, every field got the same text
+    # and the lowest score. An integer score with bounds takes the confidence on its scale (filler.integer).
+    20: "a95d68276f12a4f5c25f5f7b832c91295e64055b82ba41948bbc0396511124d9",
 }
 
 

@@ -23,6 +23,7 @@ from videoatlas.standin.language import (
     content_words,
     searched_share,
     tokens,
+    word_parts,
     words_of,
 )
 from videoatlas.standin.meaning import ASKED_FITS, similarity
@@ -53,6 +54,30 @@ class Answers:
             shown = [t for t in self.req.tiles if self.req.is_evidence(t)]
             self._evidence = sorted(shown, key=lambda t: t.cell is not None)
         return self._evidence
+
+    def confidence(self) -> float:
+        """How sure a reply about the tile in hand (else about the question) can be, from 0 to 1."""
+        if self.focus is not None and self.req.is_evidence(self.focus):
+            return 0.9
+        return 0.5 if self.evidence_tiles() else 0.2
+
+    def tile_within(self, span: tuple[float, float]) -> Tile | None:
+        """The frame that speaks for a stretch of video: one inside it (ends included), what is asked first."""
+        inside = [t for t in self.req.tiles if t.time is not None and span[0] - 0.05 <= t.time <= span[1] + 0.05]
+        return next((t for t in inside if self.req.is_evidence(t)), inside[0] if inside else None)
+
+    def verdict(self, polarity: dict[str, str]) -> str:
+        """The value saying the choice in hand is supported, contradicted, or not known either way."""
+        i = self.per_choice
+        answer = self.answer_index()
+        backed = i is not None and any(i in s.choices and s.strength for s in self.sightings())
+        want = "unknown"
+        if i is not None and answer is not None and i == answer and backed:
+            want = "yes"
+        elif i is not None and answer is not None and self.sufficient():
+            want = "no"
+        fallback = next(v for v, p in polarity.items() if p == "unknown")
+        return next((v for v, p in polarity.items() if p == want), fallback)
 
     def _same_as(self, tile: Tile) -> Any:
         """A test for "this cell shows the same thing": the same choices, or for counting the counted thing."""
@@ -320,8 +345,10 @@ class Answers:
         """The words read with the best evidence that the question does not itself hold ("" when none).
 
         In a tile, the line that shows what the question names comes first, then the lines nearest it;
-        the first line with words of its own gives them, as read. A question that asks for a number
-        or a code takes only the words written with digits.
+        the first line with words of its own gives them, as read (a word run into a number, ``GATE27``,
+        as its two parts). Else a written note gives the word right after what the question names
+        (:func:`written_value`). A question that asks for a number or a code takes only the words
+        written with digits.
         """
         asked = set(tokens(self.req.question))
         digits = bool(NUMBER_ASKED.search(self.req.question))
@@ -335,12 +362,16 @@ class Answers:
                 return min(abs(piece.x - n.x) + abs(piece.y - n.y) for n in named)
 
             for piece in sorted(pieces, key=lambda p: (p not in named, distance(p))):
-                words = [w.strip(".,;:!?()[]\"'") for w in piece.text.split()]
+                words = [p for w in piece.text.split() for p in word_parts(w.strip(".,;:!?()[]\"'"))]
                 new = [w for w in words if tokens(w) and not set(tokens(w)) <= asked]
                 if digits:
                     new = [w for w in new if any(ch.isdigit() for ch in w)]
                 if new:
                     return " ".join(new)
+        for seen in self.req.written_sightings():  # then what notes write right after what the question names
+            value = written_value(seen.line, {t for c in seen.context for t in tokens(c)}, asked, digits)
+            if value:
+                return value
         return ""
 
     def _guess(self, n: int) -> int:
@@ -372,3 +403,26 @@ def clock(seconds: float) -> str:
 def _written_gap(line: str) -> float | None:
     match = re.search(r"(\d+(?:\.\d+)?)\s*s\s+(?:after|before)\b", line)
     return float(match.group(1)) if match else None
+
+
+_PUNCT = ".,;:!?()[]\"'"
+_UNITS = {"s", "sec", "secs", "second", "seconds", "min", "minutes"}
+
+
+def written_value(line: str, named: set[str], asked: set[str], digits: bool) -> str:
+    """The word a note writes right after what the question names, in the same clause ("GATE 27; ..." gives 27).
+
+    Words the question holds, times (``03:27.0``, ``207.0 s``) and, when a number is asked, words
+    without digits are passed over; "" when the clause has none.
+    """
+    for clause in line.split(";"):
+        raw = clause.split()
+        words = [(p, raw[i + 1].lower() if i + 1 < len(raw) else "") for i, w in enumerate(raw)
+                 for p in word_parts(w.strip(_PUNCT))]  # fmt: skip
+        at = next((i for i, (w, _) in enumerate(words) if set(tokens(w)) & named), None)
+        for word, after in words[at + 1 :] if at is not None else []:
+            if ":" in word or after.strip(_PUNCT) in _UNITS or not tokens(word) or set(tokens(word)) <= asked:
+                continue
+            if not digits or any(ch.isdigit() for ch in word):
+                return word
+    return ""

@@ -10,7 +10,9 @@ an answer by the evidence, a count by the appearances seen, a boolean of suffici
 the evidence settles the question, a description by what was read (and what could not be).
 Any other enum takes the member the user's question states word for word (the longest: "right
 after" over "after"), as a model copies a relation or kind the question names; an enum of amounts
-(``num_...``, ``sample_size``) takes the largest for a count or an order, the densest look offered.
+(``num_...``, ``sample_size``) takes the largest for a count or an order, the densest look offered;
+an object with one field per numbered item (``segment_12``) judges each on the item's own stretch
+(:mod:`.items`).
 Fields it has no opinion on get the simplest valid value.
 """
 
@@ -49,6 +51,7 @@ from videoatlas.standin.fields import (
     stated_member,
     typed_value,
 )
+from videoatlas.standin.items import keyed_items, listed_spans
 from videoatlas.standin.labels import Labelled
 from videoatlas.standin.language import index_base, intent_of, norm, words_of
 from videoatlas.standin.meaning import assign
@@ -143,10 +146,15 @@ class Filler(Actions):
         props: dict[str, Any] = node.get("properties", {})
         required = set(node.get("required", props.keys()))
         read = self.read_fields(props)
+        items = keyed_items(props, self.resolve)
+        spans = listed_spans(self.req.text) if items else {}
         out: dict[str, Any] = {}
         order = sorted(props, key=lambda k: (not self._is_action(props[k], k), k))
         for key in order:
             value = typed_value(self.resolve(props[key]), read[key].value) if key in read else None
+            if value is None and items.get(key) in spans:  # one field per listed item: judged on its own stretch
+                self.focus = self.tile_within(spans[items[key]])
+                value, self.focus = self.value(props[key], key), None
             if value is None:
                 value = self.value(props[key], key)
             if value is not None or key in required:
@@ -292,7 +300,7 @@ class Filler(Actions):
             return values[next(i for i, v in enumerate(lower) if any(k in v for k in key))]
         polarity = {v: polarity_of(v) for v in lower}
         if "yes" in polarity.values() and "unknown" in polarity.values():
-            return values[lower.index(self._verdict(polarity))]
+            return values[lower.index(self.verdict(polarity))]
         if not name:
             return self._answer_value(values, text)
         stated = stated_member(text, self.req.question)
@@ -321,19 +329,6 @@ class Filler(Actions):
                 if hit is not None:
                     return values[hit]
         return values[min(idx, len(values) - 1)]
-
-    def _verdict(self, polarity: dict[str, str]) -> str:
-        """The value saying the choice in hand is supported, contradicted, or not known either way."""
-        i = self.per_choice
-        answer = self.answer_index()
-        backed = i is not None and any(i in s.choices and s.strength for s in self.sightings())
-        want = "unknown"
-        if i is not None and answer is not None and i == answer and backed:
-            want = "yes"
-        elif i is not None and answer is not None and self.sufficient():
-            want = "no"
-        fallback = next(v for v, p in polarity.items() if p == "unknown")
-        return next((v for v, p in polarity.items() if p == want), fallback)
 
     def id_value(self, values: list[int]) -> int:
         """One id among ``values``: the tile in hand, else the chosen action's target, else the most relevant."""
@@ -367,6 +362,8 @@ class Filler(Actions):
                 value = ranked[0] if ranked else None
         elif named_by(name, COUNT) and (self.req.counting or not has_own_word(name)):
             value = self.count()  # "room_number" names a room, not a count: it is read or left empty
+        elif named_by(name, CONFIDENCE) and lo is not None and hi is not None:
+            value = round(float(lo) + self.confidence() * (float(hi) - float(lo)))  # a score on the schema's scale
         if value is None:
             value = int(lo) if lo is not None else 0
         if lo is not None:
@@ -379,8 +376,7 @@ class Filler(Actions):
         """A number: a confidence or a time, clamped to the schema's bounds."""
         value = 0.0
         if named_by(name, CONFIDENCE):
-            tile = self.focus
-            value = 0.9 if tile is not None and self.req.is_evidence(tile) else 0.5 if self.evidence_tiles() else 0.2
+            value = self.confidence()
         elif named_by(name, TIME) and self.span is not None and self.focus is None:
             value = self.span[1] if "end" in words_of(name) else self.span[0]
         elif named_by(name, TIME):

@@ -133,6 +133,25 @@ def tokens(text: str) -> list[str]:
     return [n for n in (norm(w) for w in re.split(r"[^A-Za-z0-9]+", text)) if n]
 
 
+_JOINED = re.compile(r"[A-Za-z]+|[0-9]+")
+
+
+def word_parts(word: str) -> list[str]:
+    """A run of letters then digits, or digits then letters, as its two parts; any other word as itself.
+
+    A text reader often drops the narrow space between a word and the number beside it ("GATE 27"
+    read as ``GATE27``): both parts are words that were written.
+    """
+    parts = _JOINED.findall(word)
+    return parts if len(parts) == 2 and "".join(parts) == word else [word]
+
+
+def read_words(text: str) -> set[str]:
+    """The normalised words of text read in a picture: its words, and the parts of a word run into a number."""
+    raw = [w for w in re.split(r"[^A-Za-z0-9]+", text) if w]
+    return set(tokens(text)) | {n for w in raw for n in (norm(p) for p in word_parts(w)) if n}
+
+
 def words_of(name: str) -> list[str]:
     """The lower-case words an identifier or enum value is made of (``cell_ids`` -> cell, ids)."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name)

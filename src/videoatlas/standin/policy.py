@@ -44,6 +44,7 @@ from videoatlas.standin.language import (
     find_question,
     image_position,
     norm,
+    read_words,
     time_spans,
     timed_reports,
     tokens,
@@ -153,14 +154,15 @@ class Request:
     def _seen(self, tile: Tile) -> tuple[set[str], str]:
         key = id(tile)
         if key not in self._words:
-            self._words[key] = (set(tokens(tile.text)), norm(tile.text))
+            self._words[key] = (read_words(tile.text), norm(tile.text))
         return self._words[key]
 
     def shows(self, tile: Tile, phrase: str) -> bool:
         """Whether the tile's text holds ``phrase``: every word of it, or (for 5+ characters) the whole run together.
 
-        Short words must be read as words ("RED" is not in "CREDITS"); longer ones may be found
-        inside a run of text the reader did not split ("GATE" in "EASTGATE" is not, "KX4417" is).
+        Short words must be read as words ("RED" is not in "CREDITS"; "GATE" in "GATE27" is one,
+        :func:`.language.read_words`); longer ones may be found inside a run of text the reader did
+        not split ("GATE" in "EASTGATE" is not, "KX4417" is).
         """
         words, flat = self._seen(tile)
         whole = norm(phrase)
@@ -372,7 +374,7 @@ class Request:
         out = []
         for line, (part, spans) in ((ln, r) for ln in self.written_lines() for r in timed_reports(ln)):
             probe = Tile(None, None, None, 0, 0)
-            self._words[id(probe)] = (set(tokens(part)), norm(part))
+            self._words[id(probe)] = (read_words(part), norm(part))
             choices, context = self.choices_in(probe), self.context_in(probe)
             del self._words[id(probe)]
             if not choices and not context:

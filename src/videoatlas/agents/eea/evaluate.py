@@ -50,9 +50,18 @@ async def round_images(ctx: AgentContext, settings: EEASettings, frames: Sequenc
     return [as_image(page, f"round frames {n + 1}") for n, page in enumerate(pages)]
 
 
-def candidates(segments: Sequence[Segment]) -> list[Segment]:
-    """The leaves of the tree the search may expand next (every child not expanded yet)."""
-    return [s for s in segments if not s.expanded and s.round > 0]
+def shortest_opened(ctx: AgentContext, settings: EEASettings) -> float:
+    """The shortest stretch worth opening: one with room for B frames of the video between its two ends.
+
+    A shorter one would be cut by repeats of the same few frames (seen: six frames within 0.1 s).
+    """
+    fps = float(ctx.atlas.source.info.fps or 0.0)
+    return (settings.expand_frames + 1) / fps if fps > 0 else 0.0
+
+
+def candidates(segments: Sequence[Segment], shortest_s: float = 0.0) -> list[Segment]:
+    """The leaves of the tree the search may expand next: every child not expanded yet, ``shortest_s`` or longer."""
+    return [s for s in segments if not s.expanded and s.round > 0 and s.end - s.start >= shortest_s - 1e-6]
 
 
 def remember(memory: Sequence[Remembered], new: Sequence[Remembered], cap: int) -> list[Remembered]:
@@ -64,9 +73,9 @@ def remember(memory: Sequence[Remembered], new: Sequence[Remembered], cap: int) 
     return sorted(kept, key=lambda m: m.time)
 
 
-def fused(segments: Sequence[Segment], settings: EEASettings) -> tuple[list[Segment], float]:
+def fused(segments: Sequence[Segment], settings: EEASettings, shortest_s: float) -> tuple[list[Segment], float]:
     """Every candidate with h set (fusion on: from r and u over all candidates; off: h = r), and H."""
-    pool = candidates(segments)
+    pool = candidates(segments, shortest_s)
     if not pool:
         return [], 0.0
     h, uncertainty = fuse([s.reward for s in pool], [s.score for s in pool], settings.entropy_temperature)
@@ -144,8 +153,9 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     beside = window_segment(relation, seen_at, ctx.atlas.duration, settings, first_id + len(kids), round_no)
     tree = [*[s for s in segments if s.id != parent.id], parent.model_copy(update={"expanded": True}), *kids]
     tree += [beside] if beside is not None else []
-    pool, uncertainty = fused(tree, settings)
-    worth = {s.id: s.fused if settings.uarf else s.reward for s in pool}
+    pool, uncertainty = fused(tree, settings, shortest_opened(ctx, settings))
+    worth = {s.id: s.fused if settings.uarf else s.reward for s in pool}  # a child too short to open: its r
+    worth |= {k.id: k.reward for k in kids if k.id not in worth}
     seen = [
         Remembered(time=t, reward=(worth[kids[i].id] + worth[kids[i + 1].id]) / 2, round=round_no)
         for i, t in enumerate(frames)

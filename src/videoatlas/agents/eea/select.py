@@ -14,7 +14,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.agents.eea.evaluate import candidates
+from videoatlas.agents.eea.evaluate import candidates, shortest_opened
 from videoatlas.agents.eea.schemas import select_schema
 from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import EEAState
@@ -52,7 +52,7 @@ async def select(state: EEAState, runtime: Runtime[AgentContext]) -> Command[Lit
     settings = eea(ctx)
     rounds = state.get("rounds") or []
     round_no = len(rounds)
-    pool = candidates(state["segments"])
+    pool = candidates(state["segments"], shortest_opened(ctx, settings))
     if round_no >= settings.expansions:
         return Command(goto="answer", update={"stop_reason": f"{settings.expansions} rounds done", "selected": None})
     spent = budget_exhausted(state["cost"], ctx.config.call_budget, ctx.config.token_budget)

@@ -1,0 +1,120 @@
+"""Two misreadings of stand-in v19, over real HTTP (v20 reads both as a model would).
+
+* A word run into the number beside it ("GATE 27" read as ``GATE27``) was one word, so a short word
+  the question names was not seen there, and the value asked for came back with the word stuck to it.
+* A reply with one field per listed item (``part_7`` for the line "window 7: 00:20.0-00:32.0") got the
+  same text and the lowest score in every field: the items' stretches were never looked at. Now each
+  is judged on the frames shown inside its own stretch, and a score field takes the schema's scale.
+
+Words, field names and layouts here are the test's own.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from action_video import Sign, write_signs_video
+from picture_helpers import ask, picture, user
+from videoatlas.environment.atlas import VideoAtlas
+from videoatlas.environment.frames import FrameSource
+from videoatlas.environment.timefmt import format_ts
+from videoatlas.standin.language import read_words, word_parts
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("word", "parts"),
+    [("BERTH14", ["BERTH", "14"]), ("14B", ["14", "B"]), ("KX4417", ["KX", "4417"]), ("NL-5645", ["NL-5645"]),
+     ("A4B", ["A4B"]), ("CREDITS", ["CREDITS"]), ("2024", ["2024"])],
+)  # fmt: skip
+def test_a_word_run_into_a_number_is_read_as_its_two_parts(word: str, parts: list[str]) -> None:
+    assert word_parts(word) == parts
+
+
+@pytest.mark.unit
+def test_the_words_read_keep_the_run_and_add_its_parts() -> None:
+    assert read_words("BERTH14 NORTH") == {"BERTH14", "BERTH", "14", "N0RTH"}
+    assert "RED" not in read_words("CREDITS")  # letters inside letters are still not a word
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[openai.OpenAI]:
+    with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
+        yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+
+
+def said(client: openai.OpenAI, text: str, *images: str) -> str:
+    return ask(client, messages=[user(text, *images)]).choices[0].message.content or ""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("drawn", "question", "value"), [
+    ("DOCK7", "Which dock number does the sign show?", "7"),  # a short word: seen only as a word of its own
+    ("BERTH14", "Which berth number does the sign show?", "14"),
+])  # fmt: skip
+def test_the_number_run_into_a_word_is_the_value_asked_for(
+    client: openai.OpenAI, drawn: str, question: str, value: str
+) -> None:
+    """The sign is drawn without a space: what the question names is seen there, and its number is the answer."""
+    sign = picture([(60, 60, drawn, 72), (60, 220, "HARBOUR OFFICE", 36)])
+    assert said(client, question, sign) == value
+
+
+def per_item_schema(ids: list[int]) -> dict[str, Any]:
+    item = {
+        "type": "object",
+        "properties": {"comment": {"type": "string"}, "score": {"type": "integer", "minimum": 0, "maximum": 10}},
+        "required": ["comment", "score"],
+    }
+    return {"type": "object", "properties": {f"part_{i}": item for i in ids}, "required": [f"part_{i}" for i in ids]}
+
+
+@pytest.mark.e2e
+async def test_each_listed_item_is_judged_on_the_frames_inside_its_own_stretch(
+    client: openai.OpenAI, tmp_path: Path
+) -> None:
+    """Five frames of a 60 s video cut it into six windows; the HERON is on screen at 32 s only."""
+    signs = (Sign(30.0, 35.0, "HERON", 52, 320, 180, card=(20, 90, 150)),)
+    source = FrameSource(write_signs_video(tmp_path / "heron.mp4", signs, 60.0))
+    times = [10.0, 20.0, 32.0, 45.0, 55.0]
+    try:
+        pages = await VideoAtlas(source, k=4, cell_px=64).amosaic(times, 3, 2, 256, first_id=1)
+    finally:
+        source.close()
+    cuts = [0.0, *times, 60.0]
+    listed = [f"window {7 + i}: {format_ts(a, 1)}-{format_ts(b, 1)} ({a:.1f}-{b:.1f} s)"
+              for i, (a, b) in enumerate(itertools.pairwise(cuts))]  # fmt: skip
+    text = "Question: When is the HERON seen?\nThe frames shown cut the video into:\n" + "\n".join(listed) + "\n"
+    text += "Rate each window for the question."
+    url = "data:image/jpeg;base64," + base64.b64encode(pages[0].jpeg).decode()
+    fmt = {"type": "json_schema", "json_schema": {"name": "rates", "schema": per_item_schema(list(range(7, 13)))}}
+    reply = json.loads(ask(client, messages=[user(text, url)], response_format=fmt).choices[0].message.content or "")
+    scores = {int(k.removeprefix("part_")): v["score"] for k, v in reply.items()}
+    # Windows 9 (20-32 s) and 10 (32-45 s) end or start at the frame that shows the HERON.
+    assert scores[9] == scores[10] == 9
+    assert all(scores[i] < 9 for i in (7, 8, 11, 12))
+    assert "HERON" in reply["part_9"]["comment"] and "HERON" not in reply["part_12"]["comment"]
+    assert len({v["comment"] for v in reply.values()}) > 1
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("notes", "question", "value"), [
+    ("step 3 (40.0-48.0 s): frame 12 shows: OFFICE DOCK7; a crane", "Which dock number does the sign show?", "7"),
+    ("at 12.5 s the DOCK sign, seen 30.0 s in, reads 7", "Which dock number does the sign show?", "7"),
+    ("frame 4 (9.0 s) shows: a crate; CODE RX-7730 on a parcel", "What code is on the parcel?", "RX-7730"),
+])  # fmt: skip
+def test_notes_without_pictures_give_the_value_written_after_what_the_question_names(
+    client: openai.OpenAI, notes: str, question: str, value: str
+) -> None:
+    """A text-only request (an agent's own notes): times and the question's own words are passed over."""
+    assert said(client, f"Notes from the footage:\n{notes}\n\nQuestion: {question}") == value
