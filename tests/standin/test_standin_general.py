@@ -221,7 +221,10 @@ SOURCES_BY_VERSION = {
     # field per numbered item (segment_12, items.keyed_items) judges each on the frames inside the stretch the
     # text lists for it (items.listed_spans, answers.Answers.tile_within); before, every field got the same text
     # and the lowest score. An integer score with bounds takes the confidence on its scale (filler.integer).
-    20: "a95d68276f12a4f5c25f5f7b832c91295e64055b82ba41948bbc0396511124d9",
+    # An open value with no picture giving it is the word a note writes right after what the question names
+    # (answers.written_value). For which comes first (last), a plan from text looks before (after) the earliest
+    # (latest) choice reported first (actions.Actions._beyond_ordered).
+    20: "14edcb22bd4b37c034ef646cd01ce8639f290344be7a40fd55aa50eef0220f75",
 }
 
 

@@ -118,3 +118,33 @@ def test_notes_without_pictures_give_the_value_written_after_what_the_question_n
 ) -> None:
     """A text-only request (an agent's own notes): times and the question's own words are passed over."""
     assert said(client, f"Notes from the footage:\n{notes}\n\nQuestion: {question}") == value
+
+
+ORDER_NOTES = """Question: Which ferry leaves the pier first?
+Options: ALDER; BIRCH; CEDAR
+The video is 600 s long. You have 10 steps left.
+Actions:
+- open: open a stretch of the video from one time to another
+- reply: finish with the final answer
+Reports so far:
+- 300.0-316.0 s: gulls over the water
+- 316.0-332.0 s: an empty pier
+- 400.0-410.0 s: the BIRCH ferry leaves the pier
+- 560.0-576.0 s: the CEDAR ferry leaves the pier"""
+
+
+@pytest.mark.e2e
+def test_which_comes_first_looks_before_the_earliest_choice_seen(client: openai.OpenAI) -> None:
+    """Only a ferry seen before 400 s can change the answer: the next look opens the start of the video."""
+    time = {"type": "number", "minimum": 0, "maximum": 600}
+    opened = {"type": "object", "properties": {"act": {"const": "open"}, "start_s": time, "end_s": time},
+              "required": ["act", "start_s", "end_s"]}  # fmt: skip
+    reply = {"type": "object", "properties": {"act": {"const": "reply"}, "text": {"type": "string"}},
+             "required": ["act", "text"]}  # fmt: skip
+    wanted = {"type": "object", "properties": {"step": {"anyOf": [reply, opened]}}, "required": ["step"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "step", "schema": wanted}}
+    got = json.loads(ask(client, messages=[user(ORDER_NOTES)], response_format=fmt).choices[0].message.content or "")
+    assert got["step"]["act"] == "open" and got["step"]["start_s"] == 0.0 and 0.0 < got["step"]["end_s"] <= 300.0
+    last = ORDER_NOTES.replace("leaves the pier first", "leaves the pier last")
+    got = json.loads(ask(client, messages=[user(last)], response_format=fmt).choices[0].message.content or "")
+    assert got["step"]["act"] == "open" and got["step"]["start_s"] >= 576.0  # after the latest: 576-600 s

@@ -137,7 +137,8 @@ class Actions(Answers):
         Then, in order: a moment where a choice was reported (to confirm it: open the stretch around
         it when the reports there are sparse, else look closely); the least-reported part of the
         stretch where the question's subject was reported (first where text there could not be
-        read: a closer look); the least-reported stretch of all. A
+        read: a closer look); for which comes first (last), the least-reported stretch before (after) the
+        earliest (latest) choice reported, from the video's start (end); the least-reported stretch of all. A
         stretch is opened a piece at a time (at most twice what a close look covers); one reported
         every :data:`COVERED_S` seconds has been seen.
         """
@@ -180,6 +181,8 @@ class Actions(Answers):
             first, last = around(subject[0])[0], around(subject[-1])[1]
             stretches.append([first, *(x for x in noted if first < x < last), last])
         stretches.append(noted)
+        if (outer := self._beyond_ordered(noted, timed)) is not None:
+            stretches.insert(0, outer)  # which comes first (last): what lies before (after) the earliest (latest) seen
         for marks in stretches:
             gaps = sorted(itertools.pairwise(marks), key=lambda pair: pair[0] - pair[1])
             for a, b in gaps:
@@ -187,6 +190,21 @@ class Actions(Answers):
                     self.span = (a, min(b, a + 2 * close))
                     return str(wider)
         return str(pick("stop") or allowed[-1])
+
+    def _beyond_ordered(self, noted: list[float], timed: list[Any]) -> list[float] | None:
+        """For "which comes first (last)", the marks from the video's start (end) to the earliest (latest) choice seen.
+
+        Only a choice shown before (after) every one reported can change the answer; the video's end
+        counts when the text states its length.
+        """
+        seen = [(float(s.start), float(s.end or s.start)) for s in timed if s.choices and s.start is not None]
+        if self.req.ordering is None or not seen:
+            return None
+        if self.req.ordering == "first":
+            edge = min(a for a, _ in seen)
+            return [0.0, *(x for x in noted if x < edge), edge]
+        edge, length = max(b for _, b in seen), stated_length(self.req.text)
+        return [edge, *(x for x in noted if x > edge), *([length] if length else [])]
 
     def tried(self, value: str) -> bool:
         """Whether the request shows ``value`` used already.
