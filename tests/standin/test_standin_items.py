@@ -26,6 +26,7 @@ from picture_helpers import ask, picture, user
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.standin.items import listed_spans
 from videoatlas.standin.language import read_words, word_parts
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
@@ -148,3 +149,9 @@ def test_which_comes_first_looks_before_the_earliest_choice_seen(client: openai.
     last = ORDER_NOTES.replace("leaves the pier first", "leaves the pier last")
     got = json.loads(ask(client, messages=[user(last)], response_format=fmt).choices[0].message.content or "")
     assert got["step"]["act"] == "open" and got["step"]["start_s"] >= 576.0  # after the latest: 576-600 s
+
+
+@pytest.mark.unit
+def test_numbered_lines_give_their_items_stretches_and_times_number_nothing() -> None:
+    text = "stretch 12: 00:10.0-00:20.0 (10.0-20.0 s)\n3.5-4.0 s: a crane\n[5] 1.0-2.0 s\n7. 30.0-40.0 s\n00:15.0: said"
+    assert listed_spans(text) == {12: (10.0, 20.0), 5: (1.0, 2.0), 7: (30.0, 40.0)}

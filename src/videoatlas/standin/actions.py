@@ -17,7 +17,7 @@ from typing import Any
 from videoatlas.standin.answers import Answers
 from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit, steps_left
 from videoatlas.standin.perception import Tile
-from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S
+from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S, Sighting
 from videoatlas.standin.spans import Span, SpanField, looks_written, next_look, reports_use, span_field, stated_length
 
 COVERED_S = 2.5
@@ -191,7 +191,7 @@ class Actions(Answers):
                     return str(wider)
         return str(pick("stop") or allowed[-1])
 
-    def _beyond_ordered(self, noted: list[float], timed: list[Any]) -> list[float] | None:
+    def _beyond_ordered(self, noted: list[float], timed: list[Sighting]) -> list[float] | None:
         """For "which comes first (last)", the marks from the video's start (end) to the earliest (latest) choice seen.
 
         Only a choice shown before (after) every one reported can change the answer; the video's end

@@ -16,8 +16,8 @@ from videoatlas.standin.language import time_spans
 
 _KEY = re.compile(r"^([A-Za-z]+)_(\d+)$")
 """A field named by a word and a number (``segment_12``, ``option_3``)."""
-_LISTED = re.compile(r"^\W*(?:[A-Za-z]+\s+)?#?(\d+)\s*[:.)\]]")
-"""A line that starts by numbering an item ("stretch 12:", "3.", "#4)", "[5]")."""
+_LISTED = re.compile(r"^\W*(?:[A-Za-z]+\s+)?#?(\d+)\s*[:.)\]](?=\s|$)")
+"""A line that starts by numbering an item ("stretch 12:", "3.", "#4)", "[5]"; not a time such as "3.5 s")."""
 
 
 def keyed_items(props: dict[str, Any], resolve: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, int]:
