@@ -36,6 +36,11 @@ def ask(client: openai.OpenAI, **request: Any) -> ChatCompletion:
     return reply
 
 
+def said(client: openai.OpenAI, text: str, *images: str) -> str:
+    """The stand-in's plain text reply to one user message (the pictures, then the text)."""
+    return ask(client, messages=[user(text, *images)]).choices[0].message.content or ""
+
+
 def user(text: str, *images: str) -> dict[str, Any]:
     """A user message: the pictures first, then the text."""
     parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": url}} for url in images]

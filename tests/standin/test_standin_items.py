@@ -22,7 +22,7 @@ import openai
 import pytest
 
 from action_video import Sign, write_signs_video
-from picture_helpers import ask, picture, user
+from picture_helpers import ask, picture, said, user
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.timefmt import format_ts
@@ -52,10 +52,6 @@ def test_the_words_read_keep_the_run_and_add_its_parts() -> None:
 def client() -> Iterator[openai.OpenAI]:
     with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
-
-
-def said(client: openai.OpenAI, text: str, *images: str) -> str:
-    return ask(client, messages=[user(text, *images)]).choices[0].message.content or ""
 
 
 @pytest.mark.e2e

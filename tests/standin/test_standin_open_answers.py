@@ -17,7 +17,7 @@ from typing import Any
 import openai
 import pytest
 
-from picture_helpers import ask, picture, user
+from picture_helpers import ask, picture, said, user
 from videoatlas.evals.open_answers import as_number
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
@@ -41,10 +41,6 @@ TIMED_NOTES = """Notes from the footage:
 def client() -> Iterator[openai.OpenAI]:
     with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
         yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
-
-
-def said(client: openai.OpenAI, text: str, *images: str) -> str:
-    return ask(client, messages=[user(text, *images)]).choices[0].message.content or ""
 
 
 def filled(client: openai.OpenAI, text: str, schema: dict[str, Any], *images: str) -> Any:

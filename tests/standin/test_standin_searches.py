@@ -16,7 +16,7 @@ from typing import Any
 import openai
 import pytest
 
-from picture_helpers import ask, user
+from picture_helpers import ask, said, user
 from videoatlas.standin.language import unsought
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
@@ -58,10 +58,6 @@ def filled(client: openai.OpenAI, text: str, schema: dict[str, Any]) -> Any:
     fmt = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
     reply = ask(client, messages=[user(text)], response_format=fmt)
     return json.loads(reply.choices[0].message.content or "")
-
-
-def said(client: openai.OpenAI, text: str) -> str:
-    return ask(client, messages=[user(text)]).choices[0].message.content or ""
 
 
 @pytest.mark.e2e
