@@ -224,7 +224,7 @@ SOURCES_BY_VERSION = {
     # An open value with no picture giving it is the word a note writes right after what the question names
     # (answers.written_value). For which comes first (last), a plan from text looks before (after) the earliest
     # (latest) choice reported first (actions.Actions._beyond_ordered).
-    20: "6d99e55d51fb2145c5491c5436827ba5868cdb8bdbe9d6df1dd5a450d36b9f0a",
+    20: "60efe0f92dd47be2ce2291f3ace1c523ee4e662049f38240dc36ae6b7ba570d7",
 }
 
 

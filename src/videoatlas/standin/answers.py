@@ -362,10 +362,8 @@ class Answers:
                 return min(abs(piece.x - n.x) + abs(piece.y - n.y) for n in named)
 
             for piece in sorted(pieces, key=lambda p: (p not in named, distance(p))):
-                words = [p for w in piece.text.split() for p in word_parts(w.strip(".,;:!?()[]\"'"))]
-                new = [w for w in words if tokens(w) and not set(tokens(w)) <= asked]
-                if digits:
-                    new = [w for w in new if any(ch.isdigit() for ch in w)]
+                words = [p for w in piece.text.split() for p in word_parts(w.strip(_PUNCT))]
+                new = [w for w in words if _own_word(w, asked, digits)]
                 if new:
                     return " ".join(new)
         for seen in self.req.written_sightings():  # then what notes write right after what the question names
@@ -421,8 +419,11 @@ def written_value(line: str, named: set[str], asked: set[str], digits: bool) -> 
                  for p in word_parts(w.strip(_PUNCT))]  # fmt: skip
         at = next((i for i, (w, _) in enumerate(words) if set(tokens(w)) & named), None)
         for word, after in words[at + 1 :] if at is not None else []:
-            if ":" in word or after.strip(_PUNCT) in _UNITS or not tokens(word) or set(tokens(word)) <= asked:
-                continue
-            if not digits or any(ch.isdigit() for ch in word):
+            if ":" not in word and after.strip(_PUNCT) not in _UNITS and _own_word(word, asked, digits):
                 return word
     return ""
+
+
+def _own_word(word: str, asked: set[str], digits: bool) -> bool:
+    """A word read that the question does not itself hold, written with digits when a number is asked."""
+    return bool(tokens(word)) and not set(tokens(word)) <= asked and (not digits or any(ch.isdigit() for ch in word))
