@@ -225,6 +225,13 @@ SOURCES_BY_VERSION = {
     # (answers.written_value). For which comes first (last), a plan from text looks before (after) the earliest
     # (latest) choice reported first (actions.Actions._beyond_ordered).
     20: "60efe0f92dd47be2ce2291f3ace1c523ee4e662049f38240dc36ae6b7ba570d7",
+    # 21: a look that states how many frames it took over a stretch, frames more than 2.5 s apart, only glimpsed
+    # it: once every part was looked at and nothing found, a look goes back over what was only glimpsed, in turn
+    # from the start, with the most frames it takes, 2.5 s apart or as close as the steps left allow
+    # (spans.glimpses, spans.denser_look). For "right after (before) X", a choice seen
+    # where X was not bears on nothing (actions.Actions.found_nothing). Pictures that continue one another as
+    # pages of one sheet are walked through in time order, from one page to the next (sheets.sheet_cells).
+    21: "5f10c0330ee4d192172176c37b944c780e11adcb4e084574d426f93662ef7e69",
 }
 
 

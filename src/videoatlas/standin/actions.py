@@ -18,7 +18,17 @@ from videoatlas.standin.answers import Answers
 from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit, steps_left
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S, Sighting
-from videoatlas.standin.spans import Span, SpanField, looks_written, next_look, reports_use, span_field, stated_length
+from videoatlas.standin.spans import (
+    Span,
+    SpanField,
+    denser_look,
+    glimpses,
+    looks_written,
+    next_look,
+    reports_use,
+    span_field,
+    stated_length,
+)
 
 COVERED_S = 2.5
 """Seconds between reports below which a stretch counts as seen (text-only planning then looks elsewhere)."""
@@ -29,8 +39,9 @@ _UNREAD = re.compile(r"too small|blurr|illegible|unreadable|can(?:no|')t (?:be )
 _NEGATED = re.compile(r"\b(?:no|not|nothing|none|never|without)\b|n't\b", re.IGNORECASE)
 """A report that says something was not there."""
 Resolve = Callable[[dict[str, Any]], dict[str, Any]]
-Moved = tuple[dict[str, Any], SpanField, Span]
-"""A variant of a reply schema, how it takes a stretch, and the stretch it is sent to."""
+Moved = tuple[dict[str, Any], SpanField, Span, int | None]
+"""A variant of a reply schema, how it takes a stretch, the stretch it is sent to, and how many frames it takes
+there (None: as it would; a number when a look goes back over a stretch only glimpsed: :func:`.spans.glimpses`)."""
 _BOOKKEEPING = frozenset({"record", "flag", "stop", "back"})
 """What an action does that finds nothing new by itself (it files, marks, ends or goes back)."""
 
@@ -242,13 +253,24 @@ class Actions(Answers):
 
         No choice is backed, the request's budget is not spent (:func:`.language.budget_left`), no tile
         in view is relevant, and no line of its text reports a choice or the question's subject (one
-        that says the subject was not there reports nothing).
+        that says the subject was not there reports nothing). For a question placed against another
+        moment ("right after X"), a choice seen where X was not bears on nothing: only X seen (in view,
+        or reported at a time of the video), or a choice placed against it, does.
         """
-        if self.answer_index() is not None or not budget_left(self.req.text):
+        if not budget_left(self.req.text):
             return False
-        if any(self.req.relevance(t) >= 2 for t in self.req.tiles):
+        placed = self.req.direction is not None
+        if placed and any(s.gap is not None for s in self.sightings()):
             return False
-        return not any(s.choices or (s.context and not _NEGATED.search(s.line)) for s in self.req.written_sightings())
+        if not placed and self.answer_index() is not None:
+            return False
+        if any(self.req.relevance(t) >= (4 if placed else 2) for t in self.req.tiles):
+            return False
+        return not any(
+            (s.choices and not placed)
+            or (s.context and not _NEGATED.search(s.line) and not (placed and s.start is None))
+            for s in self.req.written_sightings()
+        )
 
     def another_stretch(self, variants: list[tuple[dict[str, Any], str | None]], resolve: Resolve) -> Moved | None:
         """A variant of a reply schema's choice of actions that looks at a stretch nobody has looked at yet.
@@ -259,7 +281,10 @@ class Actions(Answers):
         (:meth:`found_nothing`), and the video's length is known (the schema's bound on the times, or
         the text), a tagged variant that takes a stretch (:func:`.spans.span_field`) and does not reach
         another sense (listening) gets the next stretch no look covered, as wide as the last look or as the
-        steps left need (:func:`.spans.next_look`); the variant tried before first. None once every part was looked at.
+        steps left need (:func:`.spans.next_look`); the variant tried before first. Once every part was looked
+        at, a stretch the text reports only glimpsed (a few frames far apart: :func:`.spans.glimpses`) is looked
+        at again, closely, with the most frames the variant takes (:func:`.spans.denser_look`). None once every
+        part was seen closely.
         """
         if len(variants) < 2 or not self.found_nothing():
             return None
@@ -271,8 +296,14 @@ class Actions(Answers):
                 continue
             looks = looks_written(self.req.text, field, names)  # none yet: the usual first step
             length = field.length or stated_length(self.req.text)
-            if looks and length and (span := next_look(looks, [], length, steps_left(self.req.text))) is not None:
-                return option, field, span
+            if not looks or not length:
+                continue
+            steps = steps_left(self.req.text)
+            if (span := next_look(looks, [], length, steps)) is not None:
+                return option, field, span, None
+            frames = field.frames[1] if field.frames is not None else None  # a closer look takes the most it can
+            if (span := denser_look(looks, glimpses(self.req.text, names), length, steps, frames)) is not None:
+                return option, field, span, frames
         return None
 
     def _described(self, value: str) -> str:

@@ -100,7 +100,7 @@ class Filler(Actions):
                 picked = self._pick_option(options, name)
                 out = None if picked is None else self.value(picked, name)
                 if self.stretch is not None and self.stretch[0] is picked and isinstance(out, dict):
-                    out = placed(out, self.stretch[1], self.stretch[2])  # sent where nobody looked yet
+                    out = placed(out, self.stretch[1], self.stretch[2], self.stretch[3])  # where nobody looked yet
                 return out
         if node.get("allOf"):
             return self.value(node["allOf"][0], name)

@@ -52,6 +52,7 @@ from videoatlas.standin.language import (
     words_of,
 )
 from videoatlas.standin.perception import Sight, Tile
+from videoatlas.standin.sheets import sheet_cells, timed_tiles
 
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""
@@ -241,12 +242,13 @@ class Request:
     def anchor_for(self, tile: Tile) -> tuple[float, Tile] | None:
         """The X that a choice comes right after (before), with the seconds between them.
 
-        Walking from the tile towards X in time order through its image, X must be met within
-        :data:`IMMEDIATE_S` seconds before any other choice is (frames showing neither are skipped).
+        Walking from the tile towards X in time order through its image (and the pictures that continue
+        it as pages of one sheet: :func:`.sheets.sheet_cells`), X must be met within :data:`IMMEDIATE_S`
+        seconds before any other choice is (frames showing neither are skipped).
         """
         if self.direction is None or tile.time is None or not self.choices_in(tile):
             return None
-        cells = self.cells_of(tile) if tile.cell is not None else self._timed_tiles(tile)
+        cells = sheet_cells(self.sights, tile.image) if tile.cell is not None else timed_tiles(self.sights[tile.image])
         at = next((i for i, t in enumerate(cells) if t is tile), None)
         if at is None:
             return None
@@ -258,9 +260,6 @@ class Request:
             if self.context_in(other):
                 return gap, other
         return None
-
-    def _timed_tiles(self, tile: Tile) -> list[Tile]:
-        return sorted((t for t in self.sights[tile.image].tiles if t.time is not None), key=lambda t: t.time or 0.0)
 
     # -- judgement of tiles ----------------------------------------------------------------------
 

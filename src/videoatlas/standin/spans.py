@@ -145,6 +145,54 @@ def next_look(
     return uncovered(looks + reported, length, width, looks[-1][1] if looks else 0.0)
 
 
+Glimpse = tuple[Span, int]
+"""A look that took so few frames over its stretch that they lie more than :data:`MIN_GAP_S` apart, and that count."""
+_FRAMES = re.compile(r"\b(\d+)\s+(?:frames?|images?|stills?|snapshots?|thumbnails?)\b", re.IGNORECASE)
+
+
+def glimpses(text: str, names: list[str]) -> list[Glimpse]:
+    """Looks the text reports with how many frames they took, where those frames lie far apart.
+
+    A line that names one of ``names`` as used and states a count of frames ("scene_snapper on
+    00:00-10:00, 30 frames") saw moments its stretch's length over that count apart: what lasts
+    less than that may lie between them. Only looks whose frames are more than :data:`MIN_GAP_S`
+    apart are returned; a look that states no count counts as seen whole (:func:`looks_written`).
+    """
+    found: list[Glimpse] = []
+    for line in text.splitlines():
+        count = _FRAMES.search(line)
+        if count is None or int(count.group(1)) < 1 or not any(reports_use(n, line) for n in names):
+            continue
+        n = int(count.group(1))
+        found += [((a, b), n) for a, b in time_spans(line) if (b - a) / n > MIN_GAP_S]
+    return found
+
+
+def denser_look(
+    covered: list[Span], glimpsed: list[Glimpse], length: float, steps: int | None, frames: int | None
+) -> Span | None:
+    """The next stretch not yet seen closely, once every part was looked at, some only through frames far apart.
+
+    For when :func:`next_look` has none and some looks were ``glimpsed``: a careful searcher that
+    found nothing in glimpses looks again, closer, in turn from the start. The look takes ``frames``
+    frames (else as many as the fewest a glimpse took) :data:`MIN_GAP_S` apart, or further apart when
+    the ``steps`` left could not cover what is left that closely; a look of ``covered`` whose frames
+    were at least that close has been seen closely, and the next look starts after the last such one.
+    None when no glimpse was reported or every part was seen closely.
+    """
+    if not glimpsed:
+        return None
+    apart = {span: (span[1] - span[0]) / count for span, count in glimpsed}
+    n = frames or min(count for _, count in glimpsed)
+    step = MIN_GAP_S
+    for _ in range(2):  # what counts as seen closely depends on the step, and the step on what is left
+        close = [s for s in covered if apart.get(s, 0.0) <= step * 1.05]
+        seen = sum(b - a for a, b in _seen(close, length))
+        step = max(MIN_GAP_S, (length - seen) / (steps * n)) if steps else MIN_GAP_S
+    close = [s for s in covered if apart.get(s, 0.0) <= step * 1.05]
+    return uncovered(close, length, n * step, close[-1][1] if close else 0.0)
+
+
 _STRETCHES = frozenset(
     {"range", "ranges", "span", "spans", "stretch", "stretches", "segment", "segments", "interval", "intervals"}
     | {"window", "windows", "clip", "clips", "period", "periods", "part", "parts", "section", "sections"}
@@ -165,6 +213,8 @@ class SpanField:
     length: float | None
     """The video's length as the schema bounds the times, if it does."""
     integer: bool
+    frames: tuple[str, int] | None = None
+    """The number the object also takes for how many frames its look takes, and the most it allows."""
 
 
 def span_field(node: dict[str, Any], resolve: Callable[[dict[str, Any]], dict[str, Any]]) -> SpanField | None:
@@ -175,21 +225,39 @@ def span_field(node: dict[str, Any], resolve: Callable[[dict[str, Any]], dict[st
     (``ranges``, ``clips``, ``segments``) and whose items are two numbers.
     """
     props = {k: resolve(v) for k, v in (node.get("properties") or {}).items() if isinstance(v, dict)}
+    frames = _frames_field(props)
     if (ends := span_keys({"properties": props})) is not None:
-        return SpanField(None, ends, schema_length({"properties": props}, ends), _integer(props[ends[0]]))
+        return SpanField(None, ends, schema_length({"properties": props}, ends), _integer(props[ends[0]]), frames)
     for key, sub in props.items():
         if sub.get("type") != "array":
             continue
         items = resolve(sub.get("items") or {})
         inner = {k: resolve(v) for k, v in (items.get("properties") or {}).items() if isinstance(v, dict)}
         if (ends := span_keys({"properties": inner})) is not None:
-            return SpanField(key, ends, schema_length({"properties": inner}, ends), _integer(inner[ends[0]]))
+            return SpanField(key, ends, schema_length({"properties": inner}, ends), _integer(inner[ends[0]]), frames)
         first = items.get("items") or (items.get("prefixItems") or [{}])[0]
         number = resolve(first) if items.get("type") == "array" and isinstance(first, dict) else {}
         pair = int(items.get("minItems", 0)) <= 2 <= int(items.get("maxItems", 2)) and _number(number)
         if pair and _STRETCHES & set(words_of(f"{key} {sub.get('description', '')}")):
             bound = number.get("maximum", number.get("exclusiveMaximum"))
-            return SpanField(key, None, float(bound) if isinstance(bound, int | float) else None, _integer(number))
+            length = float(bound) if isinstance(bound, int | float) else None
+            return SpanField(key, None, length, _integer(number), frames)
+    return None
+
+
+_HOW_MANY = frozenset({"frames", "frame", "images", "stills", "snapshots", "samples"})
+"""Words an integer's name uses when it says how many frames a look takes (``num_frames``, ``n_images``)."""
+
+
+def _frames_field(props: dict[str, dict[str, Any]]) -> tuple[str, int] | None:
+    """An integer argument named for how many frames a look takes, with the most it allows (its enum or maximum)."""
+    for key, prop in props.items():
+        if not _integer(prop) or not _HOW_MANY & set(words_of(key)):
+            continue
+        members = [v for v in prop.get("enum") or [] if isinstance(v, int) and not isinstance(v, bool)]
+        most = max(members) if members else prop.get("maximum")
+        if isinstance(most, int) and most >= 1:
+            return key, most
     return None
 
 
@@ -198,8 +266,13 @@ def _integer(node: dict[str, Any]) -> bool:
     return "integer" in (kind if isinstance(kind, list) else [kind])
 
 
-def placed(value: dict[str, Any], field: SpanField, span: Span) -> dict[str, Any]:
-    """``value`` (an object the schema of ``field`` fills) sent to ``span``: its times, or its one stretch."""
+def placed(value: dict[str, Any], field: SpanField, span: Span, frames: int | None = None) -> dict[str, Any]:
+    """``value`` (an object the schema of ``field`` fills) sent to ``span``: its times, or its one stretch.
+
+    ``frames``: how many frames the look takes there, when ``field`` takes a number for that.
+    """
+    if frames is not None and field.frames is not None:
+        value = value | {field.frames[0]: frames}
     a, b = (round(t) if field.integer else round(t, 2) for t in span)
     if field.array is None and field.ends is not None:
         return value | {field.ends[0]: a, field.ends[1]: b}
