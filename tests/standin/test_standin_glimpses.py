@@ -105,12 +105,17 @@ SURVEYED = (
 )
 
 
+def next_step(client: openai.OpenAI, text: str) -> dict[str, Any]:
+    """The stand-in's reply (as :func:`step_schema`) to the log ``text`` beside a choice and no FOG NOTICE."""
+    reply = ask(client, messages=[user(text, SHOWN)], response_format=step_schema())
+    got: dict[str, Any] = json.loads(reply.choices[0].message.content or "")
+    return got
+
+
 @pytest.mark.e2e
 def test_after_a_glimpse_of_everything_found_nothing_the_next_look_is_closer(client: openai.OpenAI) -> None:
     """A choice in view without the FOG NOTICE before it is not an answer: survey the start again, densely."""
-    got = json.loads(
-        ask(client, messages=[user(SURVEYED, SHOWN)], response_format=step_schema()).choices[0].message.content or ""
-    )
+    got = next_step(client, SURVEYED)
     assert got["step"]["act"] == "survey"
     assert got["step"]["n_frames"] == 48  # the closer look takes the most frames it can
     assert got["step"]["spans"] == [{"from_s": 0.0, "to_s": 150.0}]  # 4 steps left for 600 s
@@ -120,9 +125,7 @@ def test_after_a_glimpse_of_everything_found_nothing_the_next_look_is_closer(cli
 def test_a_choice_seen_without_the_notice_does_not_end_the_search(client: openai.OpenAI) -> None:
     """Half the video seen closely, CORMORANT in view with no FOG NOTICE: the other half is looked at next."""
     text = SURVEYED.replace("00:00.0-10:00.0 through 24 frames", "00:00.0-05:00.0 through 240 frames")
-    got = json.loads(
-        ask(client, messages=[user(text, SHOWN)], response_format=step_schema()).choices[0].message.content or ""
-    )
+    got = next_step(client, text)
     assert got["step"]["act"] == "survey"
     assert got["step"]["spans"] == [{"from_s": 300.0, "to_s": 600.0}]
 
@@ -131,9 +134,7 @@ def test_a_choice_seen_without_the_notice_does_not_end_the_search(client: openai
 def test_a_look_that_saw_every_part_closely_leaves_nothing_to_look_at(client: openai.OpenAI) -> None:
     """The same log with frames 2.5 s apart over the whole video: no part was only glimpsed, so no survey."""
     text = SURVEYED.replace("through 24 frames", "through 240 frames")
-    got = json.loads(
-        ask(client, messages=[user(text, SHOWN)], response_format=step_schema()).choices[0].message.content or ""
-    )
+    got = next_step(client, text)
     assert got["step"]["act"] == "finish"
 
 
