@@ -231,7 +231,7 @@ SOURCES_BY_VERSION = {
     # (spans.glimpses, spans.denser_look). For "right after (before) X", a choice seen
     # where X was not bears on nothing (actions.Actions.found_nothing). Pictures that continue one another as
     # pages of one sheet are walked through in time order, from one page to the next (sheets.sheet_cells).
-    21: "5f10c0330ee4d192172176c37b944c780e11adcb4e084574d426f93662ef7e69",
+    21: "b25ad5da0f3a28124701dafcd15ddb4f849697028f1abc87b36f5f2364170323",
 }
 
 

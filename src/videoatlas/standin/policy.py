@@ -52,7 +52,7 @@ from videoatlas.standin.language import (
     words_of,
 )
 from videoatlas.standin.perception import Sight, Tile
-from videoatlas.standin.sheets import sheet_cells, timed_tiles
+from videoatlas.standin.sheets import grid_cells, sheet_cells, timed_tiles
 
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""
@@ -198,10 +198,7 @@ class Request:
     def cells_of(self, tile: Tile) -> list[Tile]:
         """The time-labelled grid cells of the tile's image, in time order."""
         if tile.image not in self._cells:
-            self._cells[tile.image] = sorted(
-                (t for t in self.sights[tile.image].tiles if t.cell is not None and t.time is not None),
-                key=lambda t: (t.time or 0.0, t.cell or 0),
-            )
+            self._cells[tile.image] = grid_cells(self.sights[tile.image])
         return self._cells[tile.image]
 
     def span_of(self, tile: Tile) -> tuple[float | None, float | None]:

@@ -25,7 +25,8 @@ def timed_tiles(sight: Sight) -> list[Tile]:
     return sorted((t for t in sight.tiles if t.time is not None), key=lambda t: t.time or 0.0)
 
 
-def _cells(sight: Sight) -> list[Tile]:
+def grid_cells(sight: Sight) -> list[Tile]:
+    """A picture's time-labelled grid cells, in time order (cell number within one time)."""
     return sorted(
         (t for t in sight.tiles if t.cell is not None and t.time is not None), key=lambda t: (t.time or 0.0, t.cell)
     )
@@ -45,11 +46,11 @@ def sheet_cells(sights: list[Sight], image: int) -> list[Tile]:
     step is the sheet's (within :data:`SAME_STEP`) and its first frame comes after the sheet's last
     one by no more than one and a half steps (or its last before the sheet's first, going back).
     """
-    own = _cells(sights[image])
+    own = grid_cells(sights[image])
     step = _step(own)
     if step is None:
         return own
-    pages = [c for i, s in enumerate(sights) if i != image and (c := _cells(s)) and _near(_step(c), step)]
+    pages = [c for i, s in enumerate(sights) if i != image and (c := grid_cells(s)) and _near(_step(c), step)]
     sheet = list(own)
     joined = True
     while joined:
