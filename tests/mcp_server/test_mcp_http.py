@@ -66,9 +66,11 @@ async def run_status(url: str, run_id: str, wanted: str) -> dict[str, Any]:
     """The run as ``list_runs`` shows it, once its status is ``wanted`` (or after a minute)."""
     deadline = time.monotonic() + 60
     while True:
+        asked = time.monotonic()
         async with Client(url) as client:
             answer = await client.call_tool("list_runs", {})
-        assert answer.structured_content is not None, answer.content
+        took = time.monotonic() - asked
+        assert answer.structured_content is not None, f"list_runs failed after {took:.1f} s: {answer.content}"
         row: dict[str, Any] = next(r for r in answer.structured_content["result"] if r["id"] == run_id)
         if row["status"] == wanted or time.monotonic() > deadline:
             return row

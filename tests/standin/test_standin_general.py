@@ -232,6 +232,13 @@ SOURCES_BY_VERSION = {
     # where X was not bears on nothing (actions.Actions.found_nothing). Pictures that continue one another as
     # pages of one sheet are walked through in time order, from one page to the next (sheets.sheet_cells).
     21: "b25ad5da0f3a28124701dafcd15ddb4f849697028f1abc87b36f5f2364170323",
+    # 22: a label on a small black plate is read apart from the picture's own text beside or under it
+    # (boxes.find_plates / text_boxes; before, a frame's id and time burned in over a heading were read with it
+    # as one line, and the frame had neither); frames sent one picture each are pages of one sheet, their step
+    # the one between them (sheets.sheet_cells), and a tile's neighbours in time (its span, the run it is part of
+    # when counting) are found on its sheet, not its picture alone (policy.Request.cells_of); a search task the stand-in writes starts with the question it
+    # serves (filler.Filler.string), so a tool that is sent only the task still knows what is placed in time.
+    22: "af4233ca7b7b1dd03d28c7ed1ce9163a0630b452a9e3dea3b68b0ac5f31d8294",
 }
 
 

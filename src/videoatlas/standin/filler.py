@@ -419,6 +419,8 @@ class Filler(Actions):
         if named_by(name, TASK) and not named_by(name, TEXT):
             looks = ", ".join(self.req.context) or "the moment asked about"
             text = f"look for {looks} on screen and read what is shown with it"
+            if self.req.question:  # a task restates the question it serves: what to find, and where in time
+                text = f"{self.req.question} To find it, {text}"
             if self.req.choices:
                 text += "; candidates: " + "; ".join(self.req.choices)
         elif self.focus is not None:

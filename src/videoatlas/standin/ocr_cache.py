@@ -45,12 +45,14 @@ def cache_dir() -> Path | None:
 
 
 @cache
-def code_fingerprint(source: str) -> str:
+def code_fingerprint(*sources: str) -> str:
     """A hash of what decides a reading besides the pixels and settings.
 
-    That is the reading code (``source``, the file that holds it) and the versions of the libraries it runs.
+    That is the reading code (``sources``, the files that hold it) and the versions of the libraries it runs.
     """
-    digest = hashlib.sha256(Path(source).read_bytes())
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(Path(source).read_bytes())
     for name in _LIBRARIES:
         try:
             digest.update(f"{name}={metadata.version(name)};".encode())
@@ -59,13 +61,13 @@ def code_fingerprint(source: str) -> str:
     return digest.hexdigest()
 
 
-def pixel_key(rgb: np.ndarray, settings: str, source: str) -> str:
+def pixel_key(rgb: np.ndarray, settings: str, *sources: str) -> str:
     """The key of a reading: the decoded pixels and their shape, the reader's settings, the code's fingerprint.
 
-    ``source`` is the file that holds the reading code (see :func:`code_fingerprint`).
+    ``sources`` are the files that hold the reading code (see :func:`code_fingerprint`).
     """
     digest = hashlib.sha256(np.ascontiguousarray(rgb).tobytes())
-    digest.update(f"|{rgb.shape}|{rgb.dtype}|{settings}|{code_fingerprint(source)}".encode())
+    digest.update(f"|{rgb.shape}|{rgb.dtype}|{settings}|{code_fingerprint(*sources)}".encode())
     return digest.hexdigest()
 
 

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-import cv2
 import numpy as np
 from PIL import Image
 
+from videoatlas.standin import boxes
+from videoatlas.standin.boxes import detect_text_lines, text_boxes
 from videoatlas.standin.ocr_cache import ReadingCache, pixel_key
 
 _CELL_LABEL = re.compile(r"^\s*(\d{1,6})\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
@@ -178,7 +179,8 @@ class Reader:
         if rgb is None:
             rgb = image.pixels()  # type: ignore[union-attr]
         disk = ReadingCache.configured()
-        disk_key = pixel_key(rgb, f"min_text_px={self.min_text_px}", __file__) if disk is not None else ""
+        settings = f"min_text_px={self.min_text_px}"
+        disk_key = pixel_key(rgb, settings, __file__, boxes.__file__) if disk is not None else ""
         stored = disk.get(disk_key) if disk is not None else None
         sight = sight_from_dict(stored) if stored is not None else self._read(rgb, cancelled)
         if disk is not None and stored is None:
@@ -203,13 +205,14 @@ class Reader:
         self, rgb: np.ndarray, cancelled: Callable[[], bool] = _never
     ) -> tuple[list[TextLine], list[tuple[int, int, int, int]]]:
         """Lines read, and boxes of lines large enough to read whose text could not be made out."""
-        boxes = detect_large_text(rgb, self.min_text_px)
+        found = text_boxes(rgb, self.min_text_px)  # label plates are read apart from what they cover
+        line_boxes = [box for box, _ in found]
         crops: list[np.ndarray] = []
         keys: list[str] = []
         unique: dict[str, int] = {}
-        for x, y, w, h in boxes:
+        for (x, y, w, h), source in found:
             pad = max(2, h // 6)
-            crop = rgb[max(0, y - pad) : y + h + pad, max(0, x - pad) : x + w + pad]
+            crop = source[max(0, y - pad) : y + h + pad, max(0, x - pad) : x + w + pad]
             digest = hashlib.md5(crop.tobytes() + str(crop.shape).encode()).hexdigest()
             keys.append(digest)
             if digest not in unique:
@@ -223,7 +226,7 @@ class Reader:
             results, _ = self._engine.text_rec(crops)
         lines = []
         illegible = []
-        for (x, y, w, h), digest in zip(boxes, keys, strict=True):
+        for (x, y, w, h), digest in zip(line_boxes, keys, strict=True):
             text, score = results[unique[digest]]
             text = str(text).strip()
             if text and float(score) >= 0.6 and any(ch.isalnum() for ch in text):
@@ -250,85 +253,6 @@ def shared_reader(min_text_px: int) -> Reader:
     """
     with _SHARED_LOCK:
         return _shared(min_text_px)
-
-
-def detect_text_lines(rgb: np.ndarray, min_text_px: int, max_px: int | None = None) -> list[tuple[int, int, int, int]]:
-    """Boxes ``(x, y, w, h)`` of likely text lines: dense, high-contrast strokes on one baseline.
-
-    Only lines between ``min_text_px`` and ``max_px`` pixels tall (no upper bound but the image's
-    when ``max_px`` is None) are returned; a small range finds text too small to read.
-    """
-    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-    gradient = cv2.morphologyEx(gray, cv2.MORPH_GRADIENT, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3)))
-    _, binary = cv2.threshold(gradient, 60, 255, cv2.THRESH_BINARY)
-    # Long straight edges (grid lines, frame borders, letterbox edges) are not text: remove them so
-    # they cannot glue neighbouring labels into one tall blob.
-    vertical = cv2.morphologyEx(binary, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, 41)))
-    horizontal = cv2.morphologyEx(binary, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (41, 1)))
-    binary = cv2.bitwise_and(binary, cv2.bitwise_not(cv2.bitwise_or(vertical, horizontal)))
-    joined = cv2.morphologyEx(binary, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_RECT, (5, 3)))
-    contours, _ = cv2.findContours(joined, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    height, width = gray.shape
-    pieces = []
-    for contour in contours:
-        x, y, w, h = cv2.boundingRect(contour)
-        if h < min_text_px or h > height * 0.4 or w > width * 0.98 or w < 2:
-            continue
-        if max_px is not None and h > max_px:
-            continue
-        fill = float(binary[y : y + h, x : x + w].mean()) / 255
-        if not 0.12 <= fill <= 0.9:  # outlines of large solid shapes are sparse
-            continue
-        pieces.append((x, y, w, h))
-    boxes = [box for box in _merge_words(pieces) if box[2] >= box[3] * 0.5]
-    if max_px is not None:  # a lone speck is not text: small text comes in runs of several glyphs
-        boxes = [box for box in boxes if box[2] >= box[3] * 3 and box[3] <= max_px * 1.6]
-    return boxes
-
-
-def detect_large_text(rgb: np.ndarray, min_text_px: int) -> list[tuple[int, int, int, int]]:
-    """Text-line boxes at every size: large letters are found on a reduced copy of the image.
-
-    The stroke detector sees only the outlines of letters much taller than its 3-pixel kernel, and
-    breaks a large word into pieces; at half or quarter size the same word is one dense line. A
-    line found there replaces the pieces found at full size.
-    """
-    boxes = detect_text_lines(rgb, min_text_px)
-    height, width = rgb.shape[:2]
-    for factor in (2, 4):
-        if min(height, width) // factor < 4 * min_text_px:
-            break
-        small = cv2.resize(rgb, (width // factor, height // factor), interpolation=cv2.INTER_AREA)
-        coarse = [
-            (x * factor, y * factor, w * factor, h * factor) for x, y, w, h in detect_text_lines(small, 2 * min_text_px)
-        ]
-        for cx, cy, cw, ch in coarse:
-            inside = [b for b in boxes if cx <= b[0] + b[2] / 2 <= cx + cw and cy <= b[1] + b[3] / 2 <= cy + ch]
-            if inside and max(b[2] for b in inside) >= cw * 0.9:
-                continue  # already found whole at the finer scale
-            if inside and ch > 1.6 * max(b[3] for b in inside):
-                continue  # lines stacked close together, run into one box at the reduced size
-            boxes = [b for b in boxes if b not in inside] + [(cx, cy, cw, ch)]
-    return boxes
-
-
-def _merge_words(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
-    """Join glyph groups that sit on one baseline with word-sized gaps into lines."""
-    boxes = sorted(boxes, key=lambda b: (b[0], b[1]))
-    merged: list[list[int]] = []
-    for x, y, w, h in boxes:
-        for line in merged:
-            lx, ly, lw, lh = line
-            same_row = abs((y + h / 2) - (ly + lh / 2)) < 0.35 * max(h, lh)
-            similar = max(h, lh) <= 1.6 * min(h, lh)
-            gap = x - (lx + lw)
-            if same_row and similar and -2 <= gap <= 0.9 * max(h, lh):
-                nx, ny = min(lx, x), min(ly, y)
-                line[:] = [nx, ny, max(lx + lw, x + w) - nx, max(ly + lh, y + h) - ny]
-                break
-        else:
-            merged.append([x, y, w, h])
-    return [(b[0], b[1], b[2], b[3]) for b in merged]
 
 
 def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int, int, int]]) -> Sight:

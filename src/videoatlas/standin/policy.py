@@ -52,7 +52,7 @@ from videoatlas.standin.language import (
     words_of,
 )
 from videoatlas.standin.perception import Sight, Tile
-from videoatlas.standin.sheets import grid_cells, sheet_cells, timed_tiles
+from videoatlas.standin.sheets import sheet_cells, timed_tiles
 
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""
@@ -196,9 +196,9 @@ class Request:
     # -- time order inside one image --------------------------------------------------------------
 
     def cells_of(self, tile: Tile) -> list[Tile]:
-        """The time-labelled grid cells of the tile's image, in time order."""
+        """The time-labelled grid cells of the tile's image and of the pages that continue it, in time order."""
         if tile.image not in self._cells:
-            self._cells[tile.image] = grid_cells(self.sights[tile.image])
+            self._cells[tile.image] = sheet_cells(self.sights, tile.image)
         return self._cells[tile.image]
 
     def span_of(self, tile: Tile) -> tuple[float | None, float | None]:

@@ -45,12 +45,19 @@ def sheet_cells(sights: list[Sight], image: int) -> list[Tile]:
     Pages are joined forwards and backwards from ``image``, one at a time: a page joins when its
     step is the sheet's (within :data:`SAME_STEP`) and its first frame comes after the sheet's last
     one by no more than one and a half steps (or its last before the sheet's first, going back).
+    Pictures of one frame each are pages of one another, their step the typical one between them.
     """
     own = grid_cells(sights[image])
-    step = _step(own)
-    if step is None:
+    singles = [c for s in sights if len(c := grid_cells(s)) == 1]
+    # Frames sent one picture each: their step is the one between them.
+    step = _step(own) if len(own) > 1 else _step(sorted((c[0] for c in singles), key=lambda t: t.time or 0.0))
+    if step is None or not own:
         return own
-    pages = [c for i, s in enumerate(sights) if i != image and (c := grid_cells(s)) and _near(_step(c), step)]
+    pages = [
+        c
+        for i, s in enumerate(sights)
+        if i != image and (c := grid_cells(s)) and (_near(_step(c), step) or (len(c) == 1 and len(own) == 1))
+    ]
     sheet = list(own)
     joined = True
     while joined:
