@@ -236,8 +236,9 @@ SOURCES_BY_VERSION = {
     # (boxes.find_plates / text_boxes; before, a frame's id and time burned in over a heading were read with it
     # as one line, and the frame had neither); frames sent one picture each are pages of one sheet, their step
     # the one between them (sheets.sheet_cells), and a tile's neighbours in time (its span, the run it is part of
-    # when counting) are found on its sheet, not its picture alone (policy.Request.cells_of); a search task the stand-in writes starts with the question it
-    # serves (filler.Filler.string), so a tool that is sent only the task still knows what is placed in time.
+    # when counting) are found on its sheet, not its picture alone (policy.Request.cells_of); a search task the
+    # stand-in writes starts with the question it serves (filler.Filler.string), so a tool that is sent only the
+    # task still knows what is placed in time.
     22: "af4233ca7b7b1dd03d28c7ed1ce9163a0630b452a9e3dea3b68b0ac5f31d8294",
 }
 
