@@ -239,7 +239,7 @@ SOURCES_BY_VERSION = {
     # when counting) are found on its sheet, not its picture alone (policy.Request.cells_of); a search task the
     # stand-in writes starts with the question it serves (filler.Filler.string), so a tool that is sent only the
     # task still knows what is placed in time.
-    22: "af4233ca7b7b1dd03d28c7ed1ce9163a0630b452a9e3dea3b68b0ac5f31d8294",
+    22: "b792a1b3cae6ed19c15d1f81f9f379b25a16777f1cf88d554cdae70d111375d4",
 }
 
 

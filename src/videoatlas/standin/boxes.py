@@ -8,9 +8,9 @@ and the picture under that corner may hold text of its own (a heading, a caption
 are joined, so the label and the text beside it came out as one line that read as neither. A plate is
 a near-rectangular region of pure black (the strokes written on it aside) with a dark margin all round
 (black letters closed into a blob have none), about as tall as a few lines of text at most and narrower
-than the picture. :func:`text_boxes` finds its lines on the plate alone and
-the rest of the picture's with every plate painted over in the colour around it, so that neither
-reading takes strokes from the other.
+than the picture. :func:`text_boxes` finds its lines on the plate alone, and the rest of the picture's
+with every plate painted over in the colour around it, so that neither reading takes strokes from the
+other.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import numpy as np
 Box = tuple[int, int, int, int]
 """``(x, y, w, h)`` in pixels."""
 
-_BLACK = 8
-"""Channel values below this are pure black (as for a blacked-out picture: :func:`.perception._is_blank`)."""
+BLACK = 8
+"""Channel values below this are pure black: a plate, or a blacked-out picture (:func:`.perception._is_blank`)."""
 _DARK = 40
 """Channel values below this are dark enough for a plate's margin, where compression brightens pure black."""
 _MAX_PLATE_PX = 64
@@ -34,7 +34,7 @@ _FILLED = 0.85
 def find_plates(rgb: np.ndarray, min_text_px: int) -> list[Box]:
     """The black plates of the picture that could hold a line of text at least ``min_text_px`` tall."""
     height, width = rgb.shape[:2]
-    black = (rgb.max(axis=2) < _BLACK).astype(np.uint8)
+    black = (rgb.max(axis=2) < BLACK).astype(np.uint8)
     # Close over the strokes written on a plate (and the ringing a compressed picture adds around them).
     closed = cv2.morphologyEx(black, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_RECT, (7, 7)))
     count, labels, stats, _ = cv2.connectedComponentsWithStats(closed, connectivity=8)

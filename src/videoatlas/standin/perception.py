@@ -340,7 +340,7 @@ def _is_blank(region: np.ndarray) -> bool:
     """
     if region.size == 0:
         return False
-    black = (region.max(axis=2) < 8).mean()
+    black = (region.max(axis=2) < boxes.BLACK).mean()
     return bool(black >= 0.8)
 
 

@@ -245,7 +245,7 @@ class Request:
         """
         if self.direction is None or tile.time is None or not self.choices_in(tile):
             return None
-        cells = sheet_cells(self.sights, tile.image) if tile.cell is not None else timed_tiles(self.sights[tile.image])
+        cells = self.cells_of(tile) if tile.cell is not None else timed_tiles(self.sights[tile.image])
         at = next((i for i, t in enumerate(cells) if t is tile), None)
         if at is None:
             return None

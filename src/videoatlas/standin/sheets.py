@@ -48,9 +48,7 @@ def sheet_cells(sights: list[Sight], image: int) -> list[Tile]:
     Pictures of one frame each are pages of one another, their step the typical one between them.
     """
     own = grid_cells(sights[image])
-    singles = [c for s in sights if len(c := grid_cells(s)) == 1]
-    # Frames sent one picture each: their step is the one between them.
-    step = _step(own) if len(own) > 1 else _step(sorted((c[0] for c in singles), key=lambda t: t.time or 0.0))
+    step = _step(own) if len(own) > 1 else _single_step(sights)
     if step is None or not own:
         return own
     pages = [
@@ -72,6 +70,12 @@ def sheet_cells(sights: list[Sight], image: int) -> list[Tile]:
                 joined = True
                 break
     return sheet
+
+
+def _single_step(sights: list[Sight]) -> float | None:
+    """The typical step between the frames sent one picture each (None: fewer than two such pictures)."""
+    singles = [c[0] for s in sights if len(c := grid_cells(s)) == 1]
+    return _step(sorted(singles, key=lambda t: t.time or 0.0))
 
 
 def _near(step: float | None, other: float) -> bool:
