@@ -232,7 +232,9 @@ async def test_eeas_queries_retrieve_the_anchor_first_then_its_window_is_expande
     window_seg = next(s for s in out["segments"] if s.id == second.segment)
     assert (window_seg.start, window_seg.end) == (anchor_t, pytest.approx(end)) and window_seg.expanded
     assert first.choice == f"segment {window_seg.id}" and "the window after the 3" in first.thought
-    assert len(second.frames) == 6 and all(anchor_t < t < end for t in second.frames)
+    # its frames each twice as far from the anchor as the one before: the nearest 80/7/64 s from it
+    assert second.frames == pytest.approx([anchor_t + DURATION / 7 / 2**k for k in range(6, 0, -1)])
+    assert second.anchor_frames == []
     # (c) the decision is told the anchor's time; its reasoning places the cited answer after it
     decide = next(t for n, t in chat.seen if n == "FinalDecision")
     assert re.search(r"The anchor is \[[A-Z]+\] at 00:22\.5 \(22\.5 s\)", decide)

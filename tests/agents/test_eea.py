@@ -20,6 +20,7 @@ from videoatlas.agents.eea.search import (
     coverage_frames,
     expansion_frames,
     fuse,
+    gallop_frames,
     grid,
     normalised_entropy,
     query_score,
@@ -76,6 +77,19 @@ def test_the_children_always_tile_the_segment(seed: int) -> None:
     assert len(kids) == b + 1
     assert kids[0][0] == start and kids[-1][1] == end
     assert all(a[1] == b_[0] for a, b_ in itertools.pairwise(kids)) and all(a < b_ for a, b_ in kids)
+
+
+@pytest.mark.parametrize("from_end", [False, True])
+def test_a_relation_window_is_seen_most_finely_next_to_its_anchor(from_end: bool) -> None:
+    """Right after an anchor at 100 s (or just before one at 164 s): frames 1, 2, 4, ..., 32 s from it."""
+    frames = gallop_frames(100.0, 164.0, 6, from_end)
+    anchor = 164.0 if from_end else 100.0
+    assert sorted(abs(f - anchor) for f in frames) == pytest.approx([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    assert frames == sorted(frames) and all(100.0 < f < 164.0 for f in frames)
+    lengths = [b - a for a, b in children(100.0, 164.0, frames)]
+    nearest_first = lengths[::-1] if from_end else lengths
+    assert nearest_first == pytest.approx([1.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])  # each child twice the last
+    assert gallop_frames(100.0, 100.0, 6, from_end) == [] and gallop_frames(100.0, 164.0, 0, from_end) == []
 
 
 def test_the_best_anchors_inside_the_segment_come_first() -> None:

@@ -240,6 +240,11 @@ SOURCES_BY_VERSION = {
     # stand-in writes starts with the question it serves (filler.Filler.string), so a tool that is sent only the
     # task still knows what is placed in time.
     22: "b792a1b3cae6ed19c15d1f81f9f379b25a16777f1cf88d554cdae70d111375d4",
+    # 23: a question that needs all of the video seen (a count, which comes first or last) is not settled by one
+    # sighting: while it is unsettled and steps remain, a look goes on to the next stretch nobody covered
+    # (actions.Actions.unsettled_wide, in another_stretch and tools.ToolFiller.another_span), as it did before only
+    # when the looks so far had found nothing.
+    23: "650f9e69425f44e0c41d2203ac5598f1b2540798f296a3da9d16d8c575432e3a",
 }
 
 

@@ -290,14 +290,15 @@ class ToolFiller(Filler):
         """A function that looks at a stretch of video, sent to one nobody has looked at yet.
 
         It takes the stretch as two times or an array of ranges (:func:`.spans.span_field`). When calls
-        were made and what they returned bears on nothing the question asks, steps remain
+        were made and what they returned bears on nothing the question asks (or does not settle a question
+        that needs all of the video: :meth:`.actions.Actions.unsettled_wide`), steps remain
         (:func:`.language.budget_left`), and the request says how long the video is (the schema's
         bound on the stretch, or its text), the function takes the next stretch no call covered
         (:func:`.spans.next_look`: earlier calls' arguments and the stretches their results report),
         as wide as the last look or as the steps left need. Once every part was looked at, it answers.
         """
-        if not self.order or not self.found_nothing():
-            return None  # nothing tried yet, or something bearing on the question found: look there
+        if not self.order or not (self.found_nothing() or self.unsettled_wide()):
+            return None  # nothing tried yet, or something bearing on a narrow question found: look there
         spanning = [(t, f) for t in request.tools if (f := span_field(self.resolve(t.parameters), self.resolve))]
         spanning.sort(key=lambda pair: pair[0].name not in self.called)  # the look that was tried: another stretch
         for tool, field in spanning:

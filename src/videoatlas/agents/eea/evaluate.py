@@ -11,7 +11,8 @@ with fusion off; on a tie the newer frame stays).
 
 While a time relation's anchor is sought, the frames are placed by the anchor query's own hits, and
 the VLM is also asked which frame shows the anchor; once one does, the window the relation names
-beside it becomes a candidate of its own (:func:`window_segment`), expanded next.
+beside it becomes a candidate of its own (:func:`window_segment`), expanded next, its frames each twice
+as far from the anchor as the one before (:func:`~videoatlas.agents.eea.search.gallop_frames`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from langgraph.runtime import Runtime
 
 from videoatlas.agents.eea.retrieve import anchors_of
 from videoatlas.agents.eea.schemas import child_key, rewards_schema
-from videoatlas.agents.eea.search import children, expansion_frames, fuse, query_score
+from videoatlas.agents.eea.search import children, expansion_frames, fuse, gallop_frames, query_score
 from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import Anchor, EEAState, Remembered, Round, Segment
 from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, span
@@ -96,10 +97,14 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     seeking = relation.anchored and state.get("relation_anchor") is None
     # While the relation's anchor is sought, its own hits place the frames: the anchor is retrieved first.
     placing = anchors_of(state.get("anchor_hits") or [], settings.cluster_gap_s) if seeking else []
-    fixed, frames = expansion_frames(
-        parent.start, parent.end, [(a.time, a.phi) for a in placing or anchors], settings.expand_frames,
-        settings.anchors,
-    )  # fmt: skip
+    fixed: list[float] = []
+    if parent.id == state.get("window_segment"):  # the window beside the anchor: densest next to it
+        frames = gallop_frames(parent.start, parent.end, settings.expand_frames, relation.side == "before")
+    else:
+        fixed, frames = expansion_frames(
+            parent.start, parent.end, [(a.time, a.phi) for a in placing or anchors], settings.expand_frames,
+            settings.anchors,
+        )  # fmt: skip
     first_id = max(s.id for s in segments) + 1
     kids = [
         Segment(id=first_id + i, start=a, end=b, parent=parent.id, round=round_no)

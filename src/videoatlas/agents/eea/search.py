@@ -3,6 +3,8 @@
 * :func:`cluster_anchors`: hits close in time form a cluster; each cluster's best hit is an anchor.
 * :func:`coverage_frames`: frames added to fixed ones so the longest stretch of the segment's grid left
   far from every frame is as short as it can be (exact, by a search over the possible radii).
+* :func:`gallop_frames`: frames for the window a time relation names beside its anchor, each twice as far
+  from the anchor as the one before, so the moments nearest the anchor are seen most finely.
 * :func:`children`: the frames split the segment into consecutive children that tile it.
 * :func:`query_score`, :func:`fuse`: the paper's query score (a log-mean-exp over the anchors in a
   segment) and its uncertainty-aware fusion with the VLM's reward.
@@ -109,6 +111,22 @@ def expansion_frames(
     fixed = sorted(a[0] for a in best)
     added = coverage_frames(grid(start, end), fixed, b - len(fixed))
     return fixed, sorted([*fixed, *added])
+
+
+def gallop_frames(start: float, end: float, b: int, from_end: bool) -> list[float]:
+    """``b`` frames in ``[start, end]`` at distances W/2^b, W/2^(b-1), ..., W/2 from the anchor's side.
+
+    The anchor sits at ``start`` ("right after") or at ``end`` (``from_end``: "just before"). What comes
+    next to it is the answer, but how long the anchor itself stays on screen is not known, so no even
+    spacing suits every video: doubling the distance keeps the first look seconds from the anchor at any
+    window length while still reaching the window's far half (an exponential search). The children
+    these frames cut double in length too, and any of them can be opened further.
+    """
+    width = end - start
+    if b <= 0 or width <= 0:
+        return []
+    offsets = [width / 2 ** (b - k) for k in range(b)]
+    return sorted(end - d if from_end else start + d for d in offsets)
 
 
 def children(start: float, end: float, frames: Sequence[float]) -> list[tuple[float, float]]:
