@@ -77,13 +77,20 @@ def per_item_schema(ids: list[int]) -> dict[str, Any]:
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize(
+    "times",
+    [
+        [10.0, 20.0, 32.0, 45.0, 55.0],
+        # labelled to whole seconds (10, 20, 32, 45, 55), while the windows end at the frames' own times (v23)
+        [9.6, 20.4, 31.6, 44.6, 55.4],
+    ],
+)
 async def test_each_listed_item_is_judged_on_the_frames_inside_its_own_stretch(
-    client: openai.OpenAI, tmp_path: Path
+    client: openai.OpenAI, tmp_path: Path, times: list[float]
 ) -> None:
-    """Five frames of a 60 s video cut it into six windows; the HERON is on screen at 32 s only."""
+    """Five frames of a 60 s video cut it into six windows; the HERON is on screen at 30-35 s only."""
     signs = (Sign(30.0, 35.0, "HERON", 52, 320, 180, card=(20, 90, 150)),)
     source = FrameSource(write_signs_video(tmp_path / "heron.mp4", signs, 60.0))
-    times = [10.0, 20.0, 32.0, 45.0, 55.0]
     try:
         pages = await VideoAtlas(source, k=4, cell_px=64).amosaic(times, 3, 2, 256, first_id=1)
     finally:

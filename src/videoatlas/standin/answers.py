@@ -30,6 +30,14 @@ from videoatlas.standin.meaning import ASKED_FITS, similarity
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import COUNT_COVERAGE_PCT, SAME_SPAN_S, Request, Sighting
 
+WHOLE_SECOND_SLACK_S = 1.0
+"""How far a frame may lie from a label written to whole seconds (rounded or cut off)."""
+
+
+def _slack(time: float) -> float:
+    """How far from ``time`` the frame its label reads may lie: a whole second's label, a second; else 0.05 s."""
+    return WHOLE_SECOND_SLACK_S if float(time).is_integer() else 0.05
+
 
 class Answers:
     """Judges a :class:`Request`'s evidence, with the tile, choice and action a filler has in hand."""
@@ -62,8 +70,16 @@ class Answers:
         return 0.5 if self.evidence_tiles() else 0.2
 
     def tile_within(self, span: tuple[float, float]) -> Tile | None:
-        """The frame that speaks for a stretch of video: one inside it (ends included), what is asked first."""
-        inside = [t for t in self.req.tiles if t.time is not None and span[0] - 0.05 <= t.time <= span[1] + 0.05]
+        """The frame that speaks for a stretch of video: one inside it (ends included), what is asked first.
+
+        A label read as a whole second (``01:01``) was written to that precision: the frame lies up to
+        :data:`WHOLE_SECOND_SLACK_S` from it, so a stretch that ends at 60.9 s ends at the frame labelled 61.
+        """
+        inside = [
+            t
+            for t in self.req.tiles
+            if t.time is not None and span[0] - _slack(t.time) <= t.time <= span[1] + _slack(t.time)
+        ]
         return next((t for t in inside if self.req.is_evidence(t)), inside[0] if inside else None)
 
     def verdict(self, polarity: dict[str, str]) -> str:
