@@ -5,6 +5,8 @@ tagged by a constant (``peek`` with ``from_s``/``to_s``, ``skim`` with ``clips: 
 ``reply``). When the conversation reports that a look at 0-60 s of a 600 s video found nothing that
 bears on the question and steps remain, the stand-in picks the variant that looks at a stretch no look
 covered, as wide as the last look; another sense comes first; covered or out of steps, it answers.
+A question that needs all of the video seen (how many times, which comes first) is not settled by one
+sighting: after a look that saw the thing once, the next look goes on to the stretch nobody covered (v23).
 """
 
 from __future__ import annotations
@@ -59,9 +61,15 @@ def client() -> Iterator[openai.OpenAI]:
         yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
 
 
-def step(client: openai.OpenAI, system: str, looks: list[tuple[str, str]], *variants: dict[str, Any]) -> Any:
+def step(
+    client: openai.OpenAI,
+    system: str,
+    looks: list[tuple[str, str]],
+    *variants: dict[str, Any],
+    question: str = QUESTION,
+) -> Any:
     """The stand-in's next step after ``looks`` (what it chose, as JSON; what the look reported), checked."""
-    messages: list[Any] = [{"role": "system", "content": system}, {"role": "user", "content": QUESTION}]
+    messages: list[Any] = [{"role": "system", "content": system}, {"role": "user", "content": question}]
     for chosen, found in looks:
         messages += [{"role": "assistant", "content": chosen}, {"role": "user", "content": found}]
     wanted = schema(*variants)
@@ -131,6 +139,44 @@ def test_another_sense_comes_before_another_stretch(client: openai.OpenAI) -> No
     system = f"The video is 600 s long. You have 4 steps left.\n{told}- reply: finish with the final answer"
     got = step(client, system, PEEKED, PEEK, HEAR, REPLY)
     assert got["act"] == "hear"
+
+
+COUNT = "How many times does the blue kite cross the screen?"
+ORDER = "Which comes first, the blue kite or the red balloon?"
+SEEN_ONCE = "Frames 0-60 s: at 00:21 the blue kite crosses from left to right; a red tail streams behind it."
+"""A look that saw the kite once: it settles a detail of the kite, not how often or in which order (v23)."""
+
+
+@pytest.mark.parametrize("question", [COUNT, ORDER])
+def test_one_sighting_does_not_settle_a_question_about_the_whole_video(client: openai.OpenAI, question: str) -> None:
+    system = f"The video is 600 s long. You have 20 steps left.\n{ACTIONS}"
+    got = step(client, system, [(PEEKED[0][0], SEEN_ONCE)], REPLY, PEEK, question=question)
+    assert got == {"act": "peek", "from_s": 60, "to_s": 120}  # the next minute, as wide as the last look
+
+
+def test_after_a_sighting_the_steps_left_set_how_wide_the_next_look_is(client: openai.OpenAI) -> None:
+    """540 s not looked at and 3 steps left: the next look takes 180 s."""
+    system = f"The video is 600 s long. You have 3 steps left.\n{ACTIONS}"
+    got = step(client, system, [(PEEKED[0][0], SEEN_ONCE)], REPLY, PEEK, question=COUNT)
+    assert got == {"act": "peek", "from_s": 60, "to_s": 240}
+
+
+def test_a_detail_the_look_found_is_answered(client: openai.OpenAI) -> None:
+    system = f"The video is 600 s long. You have 20 steps left.\n{ACTIONS}"
+    got = step(client, system, [(PEEKED[0][0], SEEN_ONCE)], REPLY, PEEK, question="What colour is the kite's tail?")
+    assert got["act"] == "reply"
+
+
+def test_a_count_with_no_step_left_is_answered(client: openai.OpenAI) -> None:
+    system = f"The video is 600 s long. This is step 2 of 2.\n{ACTIONS}"
+    got = step(client, system, [(PEEKED[0][0], SEEN_ONCE)], REPLY, PEEK, question=COUNT)
+    assert got["act"] == "reply"
+
+
+def test_a_count_over_a_video_looked_at_whole_is_answered(client: openai.OpenAI) -> None:
+    whole = [('{"step": {"act": "peek", "from_s": 0, "to_s": 600}}', "Frames 0-600 s: the blue kite at 00:21, 07:40.")]
+    system = f"The video is 600 s long. You have 20 steps left.\n{ACTIONS}"
+    assert step(client, system, whole, PEEK, REPLY, question=COUNT)["act"] == "reply"
 
 
 @pytest.mark.unit

@@ -90,6 +90,17 @@ def test_no_step_left_means_answering(client: openai.OpenAI) -> None:
     assert name == "answer"
 
 
+def test_after_one_sighting_a_count_looks_on_elsewhere(client: openai.OpenAI) -> None:
+    """How many times is not settled by the one sighting the first look reported (v23)."""
+    tools = [LOOK, ANSWER]
+    seen = "At 00:21 the blue kite crosses the screen."
+    messages = conversation(
+        "The video is 600 s long. You have 20 calls left.", [(0, 60, seen)], "How many times does the blue kite fly by?"
+    )
+    reply = ask(client, messages=messages, tools=tools, tool_choice="required")
+    assert calls_of(reply, tools) == [("look", {"start": 60, "end": 120})]
+
+
 def test_a_look_that_found_what_was_asked_is_not_followed_elsewhere(client: openai.OpenAI) -> None:
     tools = [LOOK, ANSWER]
     found = "At 00:42 the red van shows the code 7731 on its side."
