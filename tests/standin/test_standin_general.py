@@ -242,11 +242,11 @@ SOURCES_BY_VERSION = {
     22: "b792a1b3cae6ed19c15d1f81f9f379b25a16777f1cf88d554cdae70d111375d4",
     # 23: a question that needs all of the video seen (a count, which comes first or last) is not settled by one
     # sighting: while it is unsettled and steps remain, a look goes on to the next stretch nobody covered
-    # (actions.Actions.unsettled_wide, in another_stretch and tools.ToolFiller.another_span), as it did before only
+    # (actions.Actions.search_on, in another_stretch and tools.ToolFiller.another_span), as it did before only
     # when the looks so far had found nothing. A frame labelled to whole seconds speaks for a listed stretch
     # that ends (or starts) within a second of its label (answers.Answers.tile_within; before, 0.05 s, so a
     # stretch ending at 60.9 s had no frame of its own at the label 01:01 and was judged on the whole picture).
-    23: "ca08c475a453c839a956a58dc89fbd5c284431467920cf3ae15980538bb5aafb",
+    23: "d06205c3528eae142885d382dd672d11d6f00c3d131216745912e8ee76c6b678",
 }
 
 

@@ -272,31 +272,30 @@ class Actions(Answers):
             for s in self.req.written_sightings()
         )
 
-    def unsettled_wide(self) -> bool:
-        """Whether a question that needs all of the video seen (:meth:`wide`) is unsettled, with steps left.
+    def search_on(self) -> bool:
+        """Whether the next look goes where nobody looked: what was seen settles nothing yet, with steps left.
 
-        One appearance of what is counted, or of one choice whose order is asked, settles nothing: any
-        part not looked at yet may hold another, so the search covers the video before it looks closer
-        at what it found (:meth:`another_stretch`).
+        Either it bears on nothing the question asks (:meth:`found_nothing`), or the question needs all of
+        the video seen (:meth:`wide`) and is unsettled: one appearance of what is counted, or of one choice
+        whose order is asked, settles nothing, since any part not looked at yet may hold another, so the
+        search covers the video before it looks closer at what it found.
         """
-        return self.wide() and budget_left(self.req.text) and not self.sufficient()
+        return self.found_nothing() or (self.wide() and budget_left(self.req.text) and not self.sufficient())
 
     def another_stretch(self, variants: list[tuple[dict[str, Any], str | None]], resolve: Resolve) -> Moved | None:
         """A variant of a reply schema's choice of actions that looks at a stretch nobody has looked at yet.
 
-        ``variants`` are the choice's object schemas with the constant each is tagged with. When the
-        text shows stretches looked at (:func:`.spans.looks_written`: ranges on lines that name a
-        variant as used, the variant's values in earlier replies' JSON) that found nothing
-        (:meth:`found_nothing`) or did not settle a question that needs all of the video
-        (:meth:`unsettled_wide`), and the video's length is known (the schema's bound on the times, or
-        the text), a tagged variant that takes a stretch (:func:`.spans.span_field`) and does not reach
-        another sense (listening) gets the next stretch no look covered, as wide as the last look or as the
-        steps left need (:func:`.spans.next_look`); the variant tried before first. Once every part was looked
-        at, a stretch the text reports only glimpsed (a few frames far apart: :func:`.spans.glimpses`) is looked
-        at again, closely, with the most frames the variant takes (:func:`.spans.denser_look`). None once every
-        part was seen closely.
+        ``variants`` are the choice's object schemas with the constant each is tagged with. When the text shows
+        stretches looked at (:func:`.spans.looks_written`: ranges on lines that name a variant as used, the
+        variant's values in earlier replies' JSON) that found nothing or did not settle a question that needs all of
+        the video (:meth:`search_on`), and the video's length is known (the schema's bound on the times, or the
+        text), a tagged variant that takes a stretch (:func:`.spans.span_field`) and does not reach another sense
+        (listening) gets the next stretch no look covered, as wide as the last look or as the steps left need
+        (:func:`.spans.next_look`); the variant tried before first. Once every part was looked at, a stretch the
+        text reports only glimpsed (a few frames far apart: :func:`.spans.glimpses`) is looked at again, closely,
+        with the most frames the variant takes (:func:`.spans.denser_look`). None once every part was seen closely.
         """
-        if len(variants) < 2 or not (self.found_nothing() or self.unsettled_wide()):
+        if len(variants) < 2 or not self.search_on():
             return None
         tagged = [(o, t) for o, t in variants if t is not None and intent_of(t, self._described(t)) != "listen"]
         names = [t for _, t in tagged]

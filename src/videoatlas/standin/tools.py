@@ -291,13 +291,13 @@ class ToolFiller(Filler):
 
         It takes the stretch as two times or an array of ranges (:func:`.spans.span_field`). When calls
         were made and what they returned bears on nothing the question asks (or does not settle a question
-        that needs all of the video: :meth:`.actions.Actions.unsettled_wide`), steps remain
+        that needs all of the video: :meth:`.actions.Actions.search_on`), steps remain
         (:func:`.language.budget_left`), and the request says how long the video is (the schema's
         bound on the stretch, or its text), the function takes the next stretch no call covered
         (:func:`.spans.next_look`: earlier calls' arguments and the stretches their results report),
         as wide as the last look or as the steps left need. Once every part was looked at, it answers.
         """
-        if not self.order or not (self.found_nothing() or self.unsettled_wide()):
+        if not self.order or not self.search_on():
             return None  # nothing tried yet, or something bearing on a narrow question found: look there
         spanning = [(t, f) for t in request.tools if (f := span_field(self.resolve(t.parameters), self.resolve))]
         spanning.sort(key=lambda pair: pair[0].name not in self.called)  # the look that was tried: another stretch
