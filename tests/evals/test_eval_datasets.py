@@ -17,8 +17,10 @@ import pytest
 from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError
-from videoatlas.evals.datasets import load_items
+from videoatlas.evals.datasets import load_items, parse_subset
 from videoatlas.evals.datasets.lvbench import split_options
+from videoatlas.evals.datasets.synthetic import KINDS
+from videoatlas.evals.datasets.synthetic import load as plan_suite
 from videoatlas.evals.items import EvalItem, interleave, write_items
 from videoatlas.evals.runner import EvalSpec, Shard, load_selected, result_key, select_items
 from videoatlas.runtime.context import RunConfig
@@ -244,6 +246,32 @@ def test_a_limited_synthetic_eval_makes_only_the_videos_it_asks_about(tmp_path: 
     assert sorted(p.name for p in tmp_path.glob("synth-*")) == ["synth-60s-seed1"]
     made.clear()
     assert load_selected(spec, making).items == loaded.items and made == []  # drawn once
+
+
+def test_the_synthetic_kinds_are_the_ones_its_styles_ask(tmp_path: Path) -> None:
+    planned = plan_suite(tmp_path, [600.0], styles=["chapters", "broadcast", "signage"])  # planned, not drawn
+    assert sorted({c for i in planned for c in i.categories}) == sorted(KINDS)
+    assert parse_subset("synthetic", "Right_After,count") == ["count", "right_after"]
+    with pytest.raises(BadInputError, match="choose from needle, needle_in_chapter, count"):
+        parse_subset("synthetic", "relations")
+
+
+@pytest.mark.e2e
+def test_a_synthetic_eval_of_some_kinds_makes_only_their_videos(tmp_path: Path) -> None:
+    made: list[str] = []
+
+    @contextmanager
+    def making(label: str) -> Iterator[Callable[[int, int], None]]:
+        made.append(label)
+        yield lambda done, total: None
+
+    # The relation questions of a 1-minute suite in two styles: one question each, both videos drawn.
+    out = str(tmp_path / "out")
+    spec = EvalSpec("synthetic", str(tmp_path), out, RunConfig(), durations=[60.0], subset=["after_anchor"])
+    items = load_selected(spec, making).items
+    assert sorted(i.id for i in items) == ["synth-60s-seed1-broadcast/replay-after", "synth-60s-seed1/after-bell"]
+    assert sorted(made) == ["synthetic 1min broadcast", "synthetic 1min chapters"]
+    assert {i.categories[0] for i in load_selected(replace(spec, subset=None), making).items} > {"after_anchor"}
 
 
 @pytest.mark.e2e

@@ -247,6 +247,15 @@ SOURCES_BY_VERSION = {
     # that ends (or starts) within a second of its label (answers.Answers.tile_within; before, 0.05 s, so a
     # stretch ending at 60.9 s had no frame of its own at the label 01:01 and was judged on the whole picture).
     23: "d06205c3528eae142885d382dd672d11d6f00c3d131216745912e8ee76c6b678",
+    # 24: an enum the question states no member of word for word, when the question places its answer on one side
+    # of something (policy.Request.direction), takes the one member that says that side, asking for a length of
+    # time exactly when the question does (relations.member_saying in filler.Filler.enum): "straight after the
+    # sign" fills a relation enum with "right after", "right before the banner" with "just before"; before, both
+    # took the first member ("none"). A list of frame ids a field asks for a time relation's reference point with
+    # (relations.reference_field: ``anchor``, ``landmark_frames``) holds only the frames that show a word the
+    # question names that point by (actions.Actions.reference_cells); before, it held the most relevant frames, so a
+    # choice seen without the anchor was reported as the anchor.
+    24: "a6758efb390400d2f2e07a781f3840d217e34bd64667164c9f1ec1eb3845b5fb",
 }
 
 

@@ -4,20 +4,28 @@ A plain ``openai`` client asks for a search plan whose schema (field names and w
 any agent's) has a relation, a reference point and a second one. "Right after the DELAYED sign?" gives
 "the DELAYED sign"; "between the red banner and the clock" gives both; a question that states no
 relation leaves them empty, and a field that asks for something seen never gets the question's words.
+A relation said in other words ("directly following", "right before") takes the one member that says
+the same side of its anchor. A list of frame ids asked for the reference point holds the frames that
+show it and no other: a choice seen without it is not the reference point.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
-from picture_helpers import ask
+from action_video import Sign, write_signs_video
+from picture_helpers import ask, user
+from videoatlas.environment.atlas import VideoAtlas
+from videoatlas.environment.frames import FrameSource
 from videoatlas.standin.perception import Reader
-from videoatlas.standin.relations import reference_field, reference_points
+from videoatlas.standin.relations import member_saying, reference_field, reference_points
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
@@ -75,6 +83,64 @@ def test_the_relation_and_its_anchor_together(client: openai.OpenAI) -> None:
     assert got["timing"] == "right after" and got["landmark"] == "the DELAYED sign"
 
 
+@pytest.mark.parametrize(
+    ("question", "timing", "landmark"),
+    [
+        ("Directly following the weather map, which city is named on screen?", "right after", "the weather map"),
+        ("Right before the goal replay, what colour is the card?", "just before", "the goal replay"),
+        ("Which word appears after the fanfare?", "right after", "the fanfare"),
+        ("How much time after the first whistle does the crowd stand up?", "how long after", "the first whistle"),
+        ("How many times is the crowd shown after the whistle?", "none", "the whistle"),  # a count, not a moment
+        ("Which plate number is visible on the car?", "none", ""),
+    ],
+)
+def test_a_relation_in_other_words_takes_the_member_that_says_its_side(
+    client: openai.OpenAI, question: str, timing: str, landmark: str
+) -> None:
+    got = plan(client, question)
+    assert (got["timing"], got["landmark"]) == (timing, landmark)
+
+
+LOOKED: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "notes": {"type": "string", "maxLength": 300},
+        "useful_frames": {"type": "array", "items": {"enum": [0, 1, 2, 3], "type": "integer"}, "maxItems": 4},
+        "landmark_frames": {"type": "array", "items": {"enum": [0, 1, 2, 3], "type": "integer"}, "maxItems": 2},
+    },
+    "required": ["notes", "useful_frames", "landmark_frames"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("times", "useful", "landmark"),
+    [((4.0, 8.0, 12.0, 16.0), [2], []), ((17.0, 21.0, 25.0, 29.0), [2, 1], [1])],
+)
+async def test_the_frames_of_the_reference_point_are_those_that_show_it(
+    client: openai.OpenAI, tmp_path: Path, times: tuple[float, ...], useful: list[int], landmark: list[int]
+) -> None:
+    """A KITE (a choice) at 10-14 s, the GONG card at 20-23 s, a BALLOON (the answer) at 24-28 s."""
+    signs = (
+        Sign(10.0, 14.0, "KITE", 52, 320, 180, card=(20, 90, 150)),
+        Sign(20.0, 23.0, "GONG", 52, 320, 180, card=(150, 40, 20)),
+        Sign(24.0, 28.0, "BALLOON", 52, 320, 180, card=(20, 120, 60)),
+    )
+    source = FrameSource(write_signs_video(tmp_path / "toys.mp4", signs, 40.0))
+    try:
+        page = (await VideoAtlas(source, k=4, cell_px=64).amosaic(times, 2, 2, 256))[0]
+    finally:
+        source.close()
+    url = "data:image/jpeg;base64," + base64.b64encode(page.jpeg).decode()
+    text = "Frames 0-3 of a toy show, in time order.\nQ: Straight after the GONG card, which toy is held up?\n"
+    text += "A. KITE\nB. BALLOON\nNote what the frames show and which help; also the landmark's frames."
+    fmt = {"type": "json_schema", "json_schema": {"name": "looked", "schema": LOOKED}}
+    reply = ask(client, messages=[user(text, url)], response_format=fmt)
+    got = json.loads(reply.choices[0].message.content or "")
+    assert got["useful_frames"] == useful  # the KITE at 12 s is seen, and bears on the question
+    assert got["landmark_frames"] == landmark  # ... but it is not the landmark: only the GONG at 21 s is
+
+
 def test_a_description_can_say_the_field_holds_the_reference_point(client: openai.OpenAI) -> None:
     schema = {
         "type": "object",
@@ -94,3 +160,10 @@ def test_which_fields_ask_for_a_reference_point() -> None:
     assert reference_field("search_task", "what to look for on screen") is None
     assert reference_points("What happens after lunch, and who speaks?") == ["lunch"]
     assert reference_points("Which plate is shown?") == []
+
+    relations = ["none", "right after", "just before", "between", "first", "last", "how long after"]
+    assert member_saying(relations, "after", "Straight after the sign, which card is up?") == 1
+    assert member_saying(relations, "before", "Right before the sign, which card is up?") == 2
+    assert member_saying(relations, "after", "How long after the sign does the card come up?") == 6
+    assert member_saying(["none", "soon after", "well after"], "after", "Past the sign?") is None  # two say it
+    assert member_saying(["none", "first", "last"], "after", "After the sign, which card?") is None

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 _SUBSET_HELP = (
     "only these published splits, comma-separated: videomme short,medium,long; longvideobench 15,60,600,3600 "
-    "(duration groups, s); lvbench ER,EU,KIR,TG,Rea,Sum (question types)"
+    "(duration groups, s); lvbench ER,EU,KIR,TG,Rea,Sum (question types); synthetic its question kinds "
+    "(count,order,right_after,...)"
 )
 
 

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from videoatlas.standin.answers import Answers
-from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit, steps_left
+from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit, steps_left, tokens
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S, Sighting
+from videoatlas.standin.relations import reference_points
 from videoatlas.standin.spans import (
     Span,
     SpanField,
@@ -83,15 +84,22 @@ class Actions(Answers):
                 out.append(t.cell)
         return out
 
-    def cell_ids(self, lo: int, hi: int, items: dict[str, Any], suggest: bool = False) -> list[int]:
-        """Between ``lo`` and ``hi`` distinct ids: the relevant cells first, or only cue cells for suggestions."""
+    def cell_ids(
+        self, lo: int, hi: int, items: dict[str, Any], suggest: bool = False, point: int | None = None
+    ) -> list[int]:
+        """Between ``lo`` and ``hi`` distinct ids: the relevant cells first, or only the cues for suggestions.
+
+        With ``point`` (:func:`.relations.reference_field`), only the cells that show that reference point.
+        """
         ranked = self.ranked_cells()
-        if suggest:
+        if point is not None:
+            useful, ranked = self.reference_cells(point), []  # no other cell shows the reference point
+        elif self.focus is None and self.intent in ("open", "zoom", "around", "flag", "record", "stop", "back"):
+            useful = [t.cell for t in self.targets()]  # an action's own cells (none to stop or go back)
+        elif suggest:
             useful = [t.cell for t in self.req.grid_tiles() if self.req.is_anchor(t) and not self.req.is_evidence(t)]
         else:
             useful = [c for c in ranked if any(t.cell == c and self.req.relevance(t) > 0 for t in self.req.tiles)]
-        if self.focus is None and self.intent in ("open", "zoom", "around", "flag", "record", "stop", "back"):
-            useful = [t.cell for t in self.targets()]  # an action's own cells (none to stop or go back)
         count = max(lo, min(hi, len(useful)))
         pool = [c for c in useful if c is not None] + [c for c in ranked if c not in useful]
         mx = items.get("maximum")
@@ -106,6 +114,19 @@ class Actions(Answers):
             if extra not in valid:
                 valid.append(extra)
         return valid[:hi]
+
+    def reference_cells(self, point: int) -> list[int]:
+        """The cells that show reference point ``point`` of the question's time relation, in time order.
+
+        A cell shows it when its text holds a word the question names that point with ("the REPLAY
+        banner": REPLAY); a choice seen without it is not the point. None when the question states no such point.
+        """
+        phrases = reference_points(self.req.question)
+        said = set(tokens(phrases[point])) if point < len(phrases) else set()
+        words = [w for w in self.req.context if said and set(tokens(w)) <= said]
+        shown = [t for t in self.req.tiles if t.cell is not None and not t.masked]
+        shown = [t for t in shown if any(self.req.shows(t, w) for w in words)]
+        return list(dict.fromkeys(t.cell for t in sorted(shown, key=lambda t: t.time or 0.0) if t.cell is not None))
 
     def choose_action(self, allowed: list[str]) -> str:
         """The action a careful searcher takes given what it sees, among ``allowed`` (by what each means)."""

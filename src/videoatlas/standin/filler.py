@@ -4,15 +4,14 @@ A field named by words of its own (``room_number``, ``plate``) takes the value a
 next to the label that means what the field says (:meth:`Filler.read_fields`: label and value pairs
 from :mod:`.labels`, matched by a real text model, :mod:`.meaning`), typed by its schema; one nothing
 labels gets its type's empty value. Every other field is filled by what its name and type mean in
-ordinary usage: an enum of actions by
-what each value does (its words, or the description the request gives of it), ids by relevance,
-an answer by the evidence, a count by the appearances seen, a boolean of sufficiency by whether
-the evidence settles the question, a description by what was read (and what could not be).
+ordinary usage: an enum of actions by what each value does (its words, or the description the request
+gives of it), ids by relevance, an answer by the evidence, a count by the appearances seen, a boolean
+of sufficiency by whether the evidence settles the question, a description by what was read.
 Any other enum takes the member the user's question states word for word (the longest: "right
-after" over "after"), as a model copies a relation or kind the question names; an enum of amounts
-(``num_...``, ``sample_size``) takes the largest for a count or an order, the densest look offered;
-an object with one field per numbered item (``segment_12``) judges each on the item's own stretch
-(:mod:`.items`).
+after" over "after"), as a model copies a relation or kind the question names, or else the one member
+that says the question's side of its anchor in other words; an enum of amounts (``num_...``,
+``sample_size``) takes the largest for a count or an order, the densest look offered; an object with
+one field per numbered item (``segment_12``) judges each on the item's own stretch (:mod:`.items`).
 Fields it has no opinion on get the simplest valid value.
 """
 
@@ -57,7 +56,7 @@ from videoatlas.standin.language import index_base, intent_of, norm, words_of
 from videoatlas.standin.meaning import assign
 from videoatlas.standin.perception import words_of_tile
 from videoatlas.standin.policy import Request
-from videoatlas.standin.relations import reference_field, reference_points
+from videoatlas.standin.relations import member_saying, reference_field, reference_points
 from videoatlas.standin.spans import placed, tag_of
 
 
@@ -230,7 +229,8 @@ class Filler(Actions):
         if named_by(name, LEAVE_OUT):
             return [self.value(items, name) for _ in range(lo)]  # a careful model keeps what it has
         if items.get("type") == "integer" or (named_by(name, IDS) and not items.get("properties")):
-            return self.cell_ids(lo, hi, items, suggest=named_by(name, SUGGEST))
+            point = reference_field(name, str(node.get("description") or ""))  # the frames showing an anchor
+            return self.cell_ids(lo, hi, items, suggest=named_by(name, SUGGEST), point=point)
         if items.get("type") == "object" or "properties" in items:
             return self._objects(items, name, lo, hi)
         if items.get("type") == "string" and named_by(name, CITE):
@@ -272,8 +272,8 @@ class Filler(Actions):
     def enum(self, values: list[Any], name: str) -> Any:
         """An enum value by its meaning: ids, actions, directions, search modes, verdicts, answers.
 
-        Any other enum takes the member the question states (:func:`_stated_member`); else, for a count or
-        an order (:meth:`.answers.Answers.wide`), an enum of numbers named as an amount takes its largest.
+        Any other enum: the member the question states or says its anchor's side with (:func:`.stated_member`,
+        :func:`.member_saying`); else, for a wide question, an enum of amounts takes its largest.
         """
         if named_by(name, IDS) and values and all(isinstance(v, int) for v in values):
             return self.id_value(values)
@@ -304,6 +304,8 @@ class Filler(Actions):
         if not name:
             return self._answer_value(values, text)
         stated = stated_member(text, self.req.question)
+        if stated is None and self.req.direction is not None:  # the side of an anchor, in other words
+            stated = member_saying(text, self.req.direction, self.req.question)
         if stated is None and self.wide() and named_by(name, AMOUNT) and all(is_amount(v) for v in values):
             return max(values)
         return values[stated] if stated is not None else values[0]

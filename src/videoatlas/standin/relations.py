@@ -5,14 +5,16 @@
 relation word governs (up to the end of its clause: a question mark, a comma, or the verb the
 question goes on with), and :func:`reference_field` says whether a reply field asks for such a
 point (its name or description means a reference point: an anchor, a landmark, what something is
-relative to) and which of the two. Nothing here names a video, a prompt or an agent.
+relative to) and which of the two; :func:`member_saying` finds the one member of a list of relations that
+says the question's side of its anchor in other words ("straight after" -> "right after"). Nothing here
+names a video, a prompt or an agent.
 """
 
 from __future__ import annotations
 
 import re
 
-from videoatlas.standin.language import words_of
+from videoatlas.standin.language import AFTER, BEFORE, words_of
 
 _RELATION = re.compile(
     r"\b(?:how\s+(?:long|many\s+(?:seconds|minutes))\s+(?:after|before)"
@@ -39,6 +41,8 @@ _DESCRIBED = re.compile(
 """How a field's description says it holds a reference point."""
 _SECOND = frozenset({"other", "second", "later", "end", "ending", "closing", "latter", "2", "b"})
 """Words that mark the second of two reference points ("between X and Y": Y)."""
+_HOW_LONG = re.compile(r"\bhow\s+(?:long|much\s+time|many\s+(?:seconds|minutes|hours))\b", re.IGNORECASE)
+"""A question for the length of time between two things, not for a thing."""
 
 
 def reference_points(question: str) -> list[str]:
@@ -68,3 +72,16 @@ def reference_field(name: str, description: str = "") -> int | None:
     if not named & _REFERENCE and not _DESCRIBED.search(description):
         return None
     return 1 if named & _SECOND else 0
+
+
+def member_saying(members: list[str], side: str, question: str) -> int | None:
+    """The index of the one member that says ``side`` ("after" or "before") of an anchor, if one alone does.
+
+    A question reads "straight after the sign" or "right before the banner"; a list of relations says
+    "right after" and "just before". The member must place something on the same side, and ask for a
+    length of time ("how long after") exactly when the question does. None when no member or several do.
+    """
+    pattern = AFTER if side == "after" else BEFORE
+    length = bool(_HOW_LONG.search(question))
+    fits = [i for i, m in enumerate(members) if pattern.search(m) and bool(_HOW_LONG.search(m)) == length]
+    return fits[0] if len(fits) == 1 else None

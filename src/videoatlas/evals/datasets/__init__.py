@@ -35,8 +35,10 @@ SUBSETS: dict[str, tuple[str, ...]] = {
     videomme.NAME: videomme.DURATIONS,
     longvideobench.NAME: longvideobench.DURATION_GROUPS,
     lvbench.NAME: tuple(lvbench.QUESTION_TYPES),
+    synthetic.NAME: synthetic.KINDS,
 }
-"""Each benchmark's published splits, the names ``--subset`` takes (comma-separated for several)."""
+"""Each benchmark's published splits, the names ``--subset`` takes (comma-separated for several); for the
+synthetic suite, its question kinds."""
 
 
 def parse_subset(name: str, text: str | None) -> list[str] | None:
@@ -61,7 +63,7 @@ def _in_subset(name: str, item: EvalItem, subset: Sequence[str]) -> bool:
         return item.groups.get("duration") in subset
     if name == longvideobench.NAME:
         return item.groups.get("duration_group") in subset
-    wanted = {lvbench.QUESTION_TYPES[s] for s in subset} | {s.lower() for s in subset}
+    wanted = {lvbench.QUESTION_TYPES.get(s, s).lower() for s in subset} | {s.lower() for s in subset}
     return any(c.lower() in wanted for c in item.categories)
 
 

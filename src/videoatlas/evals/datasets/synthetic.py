@@ -41,6 +41,19 @@ NAME = "synthetic"
 DEFAULT_DURATIONS = (60.0, 600.0, 3600.0, 3 * 3600.0, 10 * 3600.0)
 DEFAULT_STYLES: tuple[Style, ...] = ("chapters", "broadcast")
 """The styles a suite has unless ``--styles`` says otherwise (``signage``, the suite of kinds, is asked for by name)."""
+KINDS = (
+    "needle",
+    "needle_in_chapter",
+    "count",
+    "count_open",
+    "counting",
+    "order",
+    "first_last",
+    "right_after",
+    "after_anchor",
+    "open_value",
+)
+"""The question kinds the suite's styles ask, as its items carry them in ``categories`` (``--subset``'s names)."""
 log = structlog.get_logger(__name__)
 
 
