@@ -255,7 +255,7 @@ SOURCES_BY_VERSION = {
     # (relations.reference_field: ``anchor``, ``landmark_frames``) holds only the frames that show a word the
     # question names that point by (actions.Actions.reference_cells); before, it held the most relevant frames, so a
     # choice seen without the anchor was reported as the anchor.
-    24: "a6758efb390400d2f2e07a781f3840d217e34bd64667164c9f1ec1eb3845b5fb",
+    24: "8f376aa5febbb7b2ff3740c175d299798ed061bad70c96fd85d79d50c4c1454d",
 }
 
 

@@ -92,8 +92,9 @@ class Actions(Answers):
         With ``point`` (:func:`.relations.reference_field`), only the cells that show that reference point.
         """
         ranked = self.ranked_cells()
+        useful: list[int | None]
         if point is not None:
-            useful, ranked = self.reference_cells(point), []  # no other cell shows the reference point
+            useful, ranked = list(self.reference_cells(point)), []  # no other cell shows the reference point
         elif self.focus is None and self.intent in ("open", "zoom", "around", "flag", "record", "stop", "back"):
             useful = [t.cell for t in self.targets()]  # an action's own cells (none to stop or go back)
         elif suggest:
