@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -229,15 +229,21 @@ def test_making_the_synthetic_suite_video_is_news_not_a_warning(tmp_path: Path) 
         assert ("making synthetic video (once)" in done.stderr) is shown, done.stderr
 
 
-@pytest.mark.e2e
-def test_a_limited_synthetic_eval_makes_only_the_videos_it_asks_about(tmp_path: Path) -> None:
-    made: list[str] = []
+def recorder(made: list[str]) -> Callable[[str], AbstractContextManager[Callable[[int, int], None]]]:
+    """A ``making`` progress that notes the label of each video drawn in ``made``."""
 
     @contextmanager
     def making(label: str) -> Iterator[Callable[[int, int], None]]:
         made.append(label)
         yield lambda done, total: None
 
+    return making
+
+
+@pytest.mark.e2e
+def test_a_limited_synthetic_eval_makes_only_the_videos_it_asks_about(tmp_path: Path) -> None:
+    made: list[str] = []
+    making = recorder(made)
     # One question of a suite holding a 10-hour video: only the 1-minute video it is about is drawn.
     spec = EvalSpec("synthetic", str(tmp_path), str(tmp_path / "out"), RunConfig(), limit=1, durations=[60.0, 36000.0])
     loaded = load_selected(spec, making)
@@ -259,12 +265,7 @@ def test_the_synthetic_kinds_are_the_ones_its_styles_ask(tmp_path: Path) -> None
 @pytest.mark.e2e
 def test_a_synthetic_eval_of_some_kinds_makes_only_their_videos(tmp_path: Path) -> None:
     made: list[str] = []
-
-    @contextmanager
-    def making(label: str) -> Iterator[Callable[[int, int], None]]:
-        made.append(label)
-        yield lambda done, total: None
-
+    making = recorder(made)
     # The relation questions of a 1-minute suite in two styles: one question each, both videos drawn.
     out = str(tmp_path / "out")
     spec = EvalSpec("synthetic", str(tmp_path), out, RunConfig(), durations=[60.0], subset=["after_anchor"])
