@@ -202,5 +202,10 @@ def test_the_bfs_step_is_the_finest_one_round_of_workers_affords_within_its_boun
     assert VideoRLMSettings(workers=8).bfs_step(600.0, 8) == pytest.approx(600.0 / 512)
     assert VideoRLMSettings(bfs_resolution_s=0.1).bfs_step(600.0, 8) == 0.1  # a finer cap is kept
     assert VideoRLMSettings(bfs_resolution_s=0).bfs_step(600.0, 8) == 0.0  # coverage off
-    assert default.coverage_step("dfs", 600.0, 8) == 16.0  # a DFS sweep keeps the cap
+    # A DFS sweep is paced over the rounds left (three, two, one): 4.7 s, 7.0 s, 14 s at an hour; capped at 3 hours.
+    assert [default.coverage_step("dfs", 3600.0, 8, left) for left in (3, 2, 1)] == pytest.approx(
+        [4.6875, 7.03125, 14.0625]
+    )
+    assert [default.coverage_step("dfs", 3 * 3600.0, 8, left) for left in (3, 1)] == pytest.approx([14.0625, 16.0])
+    assert default.coverage_step("dfs", 600.0, 8, 3) == 1.0  # not finer than 1 s by itself
     assert default.coverage_step("bfs", 600.0, 8) == default.bfs_step(600.0, 8)

@@ -84,3 +84,21 @@ async def test_no_sweep_where_the_root_grid_is_already_as_fine(counter_video: Pa
     cfg = RunConfig.of(cell_px=64, workers=2, rounds=2, traversal="dfs", bfs_resolution_s=2.0)
     out, _, _ = await run_graph(counter_video, tmp_path, default_reply, cfg, question=QUESTION)
     assert [t.source for t in _targets(out, 2)] == ["probe", "probe"]
+
+
+async def test_a_sweep_is_paced_over_the_rounds_left(counter_video: Path, tmp_path: Path) -> None:
+    """K=4 (root frames 5 s apart), a 4 s resolution, two workers, four rounds. Round 1 opens two root cells and
+    finds nothing; the sweep then takes the rest at the finest step the rounds left afford (1 s with three left,
+    1.25 s with two, 2.5 s with one), so the whole timeline is seen at 2.5 s or finer before the search stops.
+    In one round at 4 s (two 35 s ranges, frames 2.2 s apart), something on screen for 2 s could fall between."""
+    cfg = RunConfig.of(k=4, cell_px=64, workers=2, rounds=4, traversal="dfs", bfs_resolution_s=4.0)
+    out, _, _ = await run_graph(counter_video, tmp_path, default_reply, cfg, question=QUESTION)
+    assert [(t.path, t.source) for t in _targets(out, 1)] == [("0", "probe"), ("1", "probe")]
+    spans = [[(t.start, t.end) for t in _targets(out, n)] for n in (2, 3, 4)]
+    assert [t.source for n in (2, 3, 4) for t in _targets(out, n)] == ["coverage"] * 5
+    assert spans[0] == [pytest.approx((10.0, 24.0)), pytest.approx((24.0, 38.0))]  # 70 s cut in five 14 s ranges
+    assert spans[1] == [pytest.approx((38.0, 52.0)), pytest.approx((52.0, 66.0))]  # 42 s cut in three
+    assert spans[2] == [pytest.approx((66.0, 80.0))]
+    assert max(view_step(a, b, 16) for n in range(3) for a, b in spans[n]) == pytest.approx(14.0 / 16)
+    assert covered_share(out["coverage"], 80.0, 1.0) == pytest.approx(1.0)
+    assert out["stop_reason"] == "4 rounds done"

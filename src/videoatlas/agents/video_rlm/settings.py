@@ -49,16 +49,17 @@ class VideoRLMSettings(AgentSettings):
     seconds between frames; it covers it finer, down to 1 s, when one round of ``workers`` grids can:
     each round sends workers to ranges not yet seen that finely, each range as long as one grid shows at that
     step, before any other target. Something on screen for at least that step cannot fall between two frames;
-    shorter things may. Also the step a DFS sweep (``sweep_on_miss``) covers at. 0: off (BFS rounds take root
-    cells by the probe's ranking)."""
+    shorter things may. Also the coarsest step a DFS sweep (``sweep_on_miss``) covers at. 0: off (BFS rounds
+    take root cells by the probe's ranking)."""
     sweep_on_miss: bool = True
     """A DFS question whose rounds have found nothing yet sweeps next: the rounds after an empty one send
-    workers to the stretches not yet seen at ``bfs_resolution_s`` (ranges one grid each, as a BFS question's
-    first rounds do) instead of opening root cells one by one in the probe's order, when the root grid's frames
-    are further apart than that and the rounds left cannot open every root cell left (``workers`` a round). A
-    thing shorter than a root cell falls between the root grid's frames; a worker that opens one root cell sees
-    1/K^2 of the video, a sweep range up to ``bfs_resolution_s * K^2`` seconds, more coarsely. Off: every DFS
-    round takes root cells by the probe's ranking (the paper's setting)."""
+    workers to the stretches not yet seen at the sweep's step (:meth:`sweep_step`: the finest the rounds left
+    afford, at most ``bfs_resolution_s``; ranges one grid each, as a BFS question's first rounds do) instead of
+    opening root cells one by one in the probe's order, when the root grid's frames are further apart than
+    ``bfs_resolution_s`` and the rounds left cannot open every root cell left (``workers`` a round). A thing
+    shorter than a root cell falls between the root grid's frames; a worker that opens one root cell sees
+    1/K^2 of the video, a sweep range ``step * K^2`` seconds, more coarsely. The first evidence ends the sweep.
+    Off: every DFS round takes root cells by the probe's ranking (the paper's setting)."""
     min_expand_span_s: float = Field(default=1.0, gt=0)
     """EXPAND is not offered on cells shorter than this (seconds)."""
     virtual_loss: float = Field(default=64.0, ge=0)
@@ -127,9 +128,21 @@ class VideoRLMSettings(AgentSettings):
         afforded = duration / max(1, self.workers * k * k)
         return min(self.bfs_resolution_s, max(FINEST_BFS_STEP_S, afforded))
 
-    def coverage_step(self, traversal: str, duration: float, k: int) -> float:
-        """The step coverage is counted at: :meth:`bfs_step` (BFS), ``bfs_resolution_s`` (a DFS sweep)."""
-        return self.bfs_step(duration, k) if traversal == "bfs" else self.bfs_resolution_s
+    def sweep_step(self, duration: float, k: int, rounds_left: int) -> float:
+        """The step a DFS sweep covers the timeline at: the finest the ``rounds_left`` rounds afford.
+
+        ``workers`` grids of K x K frames a round, never coarser than ``bfs_resolution_s`` nor finer than
+        :data:`FINEST_BFS_STEP_S`. An hour at K=8 with 4 workers and three rounds left is swept at 4.7 s;
+        the step coarsens as rounds pass (7.0 s with two left, 14 s with one), so the last round still
+        reaches what is left, and what was swept finely counts as seen at every coarser step. A sweep of
+        the whole hour in one round (14 s apart) misses something on screen for 5 s about two times in three.
+        """
+        afforded = duration / max(1, self.workers * k * k * max(1, rounds_left))
+        return min(self.bfs_resolution_s, max(FINEST_BFS_STEP_S, afforded))
+
+    def coverage_step(self, traversal: str, duration: float, k: int, rounds_left: int = 1) -> float:
+        """The step coverage is counted at: :meth:`bfs_step` (BFS), :meth:`sweep_step` (a DFS sweep)."""
+        return self.bfs_step(duration, k) if traversal == "bfs" else self.sweep_step(duration, k, rounds_left)
 
     def resolved_max_depth(self, duration: float, k: int) -> int:
         """The deepest grid level workers may reach."""

@@ -3,8 +3,9 @@
 A BFS question first covers the timeline at the finest step one round of workers affords, at most
 ``bfs_resolution_s`` (``bfs_step``): while any stretch is not yet seen that finely, a round sends
 workers only to those stretches, as ranges one grid each (:mod:`..coverage`). A DFS question sweeps
-the same way, at ``bfs_resolution_s``, after a round that found nothing (``sweep_on_miss``), when the
-root grid's frames are further apart than that and the rounds left cannot open every root cell left.
+the same way, at the finest step the rounds left afford (``sweep_step``), after a round that found nothing
+(``sweep_on_miss``), when the root grid's frames are further apart than ``bfs_resolution_s`` and the rounds
+left cannot open every root cell left.
 Otherwise targets come, in order, from the last uncertainty analysis's suggestions, then the BFS
 frontier (cells workers marked promising, first in first out), then the model's ranking of root cells.
 A priority queue with virtual loss keeps cells already assigned in earlier rounds (or taken by
@@ -69,8 +70,10 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
     )
     width = settings.round_width(state["traversal"], unsearched, settings.rounds - round_no + 1)
     # A DFS search that cannot open every root cell left in the rounds left sweeps instead (after an empty round).
-    sweep = settings.sweep_on_miss and unsearched > settings.workers * (settings.rounds - round_no + 1)
-    step = settings.coverage_step(state["traversal"], duration, cfg.k)
+    rounds_left = settings.rounds - round_no + 1
+    sweep = settings.sweep_on_miss and unsearched > settings.workers * rounds_left
+    sweep = sweep and duration / (cfg.k * cfg.k) > settings.bfs_resolution_s  # a root grid as fine has shown it all
+    step = settings.coverage_step(state["traversal"], duration, cfg.k, rounds_left)
     uncovered = round_coverage_targets(state, duration, step, cfg.k * cfg.k, sweep=sweep)
     if uncovered:
         width = min(width, len(uncovered))  # a round that covers the timeline does only that
@@ -223,15 +226,15 @@ def round_coverage_targets(
     """The ranges not yet seen at ``resolution`` that this round covers first (none with coverage off).
 
     A BFS question covers the timeline before anything else. A DFS question does so only when it may
-    ``sweep`` (``sweep_on_miss``, and more root cells left than the rounds left can open), after a
-    round that left no evidence, and only where the root grid's frames are further apart than
-    ``resolution`` (a finer root grid has already shown every such stretch).
+    ``sweep`` (``sweep_on_miss``, more root cells left than the rounds left can open, and root frames
+    further apart than ``bfs_resolution_s``: a finer root grid has already shown every such stretch),
+    after a round that left no evidence.
     """
     if resolution <= 0:
         return []
     if state["traversal"] != "bfs":
         empty_handed = state["round"] >= 1 and not any(not e.erased for e in state["evidence"])
-        if not (sweep and empty_handed and duration / max(1, cells) > resolution):
+        if not (sweep and empty_handed):
             return []
     return coverage_targets(state.get("coverage", []), duration, resolution, cells, min_span=MIN_TARGET_S)
 
