@@ -256,6 +256,12 @@ SOURCES_BY_VERSION = {
     # question names that point by (actions.Actions.reference_cells); before, it held the most relevant frames, so a
     # choice seen without the anchor was reported as the anchor.
     24: "8f376aa5febbb7b2ff3740c175d299798ed061bad70c96fd85d79d50c4c1454d",
+    # 25: for "right after (before) X" with X in view, no choice in evidence and no frame shown within
+    # policy.IMMEDIATE_S after (before) it, a choice of actions takes a closer look (else a survey) at that stretch
+    # before it stops (actions.Actions.anchor_reach in choose_action); before, X in view counted as something
+    # found, and with no way to open or flag it the reply answered on nothing. A string field named ``question``
+    # (a sub-question a tool is asked) is a task (fields.TASK) and starts with the question; before, it was empty.
+    25: "46e7154afa0fc41ed2787b3e544327904658defc008199e02031ee1a039ec58f",
 }
 
 

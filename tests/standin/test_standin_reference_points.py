@@ -6,7 +6,8 @@ any agent's) has a relation, a reference point and a second one. "Right after th
 relation leaves them empty, and a field that asks for something seen never gets the question's words.
 A relation said in other words ("directly following", "right before") takes the one member that says
 the same side of its anchor. A list of frame ids asked for the reference point holds the frames that
-show it and no other: a choice seen without it is not the reference point.
+show it and no other: a choice seen without it is not the reference point. With the reference point in
+view and no frame shown in the stretch right before it, a closer look goes there before any answer.
 """
 
 from __future__ import annotations
@@ -150,3 +151,53 @@ def test_which_fields_ask_for_a_reference_point() -> None:
     assert member_saying(relations, "after", "How long after the sign does the card come up?") == 6
     assert member_saying(["none", "soon after", "well after"], "after", "Past the sign?") is None  # two say it
     assert member_saying(["none", "first", "last"], "after", "After the sign, which card?") is None
+
+
+def _stretch(tag: str, **fields: Any) -> dict[str, Any]:
+    props = {"do": {"const": tag}, **fields}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+async def test_the_moment_right_before_the_reference_point_is_looked_at_before_answering(
+    client: openai.OpenAI, tmp_path: Path
+) -> None:
+    """Frames 40 s apart show a KITE (47 s) and the GONG card (207 s); the BALLOON held up just before the GONG
+    (200-204 s) falls between two of them. The reply is a closer look at the 30 s before the GONG, with the
+    question put to it, not an answer resting on nothing."""
+    signs = (
+        Sign(40.0, 50.0, "KITE", 52, 320, 180, card=(20, 90, 150)),
+        Sign(200.0, 204.0, "BALLOON", 52, 320, 180, card=(20, 120, 60)),
+        Sign(206.0, 209.0, "GONG", 52, 320, 180, card=(150, 40, 20)),
+    )
+    source = FrameSource(write_signs_video(tmp_path / "toys.mp4", signs, 300.0))
+    try:
+        page = (await VideoAtlas(source, k=4, cell_px=64).amosaic([7.0 + 40 * i for i in range(8)], 4, 2, 256))[0]
+    finally:
+        source.close()
+    url = "data:image/jpeg;base64," + base64.b64encode(page.jpeg).decode()
+    question = "Just before the GONG card, which toy is held up?"
+    text = f"Q: {question}\nA. KITE\nB. BALLOON\nFrames 0-7 of the 300 s show, in time order.\nNext steps:\n"
+    text += "- survey: sweep some stretches at a glance\n- inspect: look at one stretch in detail\n"
+    text += "- reply: finish with the final answer"
+    when = {"type": "number", "minimum": 0, "maximum": 300}
+    spans = {"type": "array", "items": {"type": "array", "items": when, "minItems": 2, "maxItems": 2}}
+    variants = [
+        _stretch("survey", stretches=spans),
+        _stretch("inspect", start=when, end=when, question={"type": "string", "maxLength": 300}),
+        _stretch("reply", choice={"enum": ["A", "B"]}),
+    ]
+    schema = {"type": "object", "properties": {"next": {"anyOf": variants}}, "required": ["next"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "next", "schema": schema}}
+    got = json.loads(ask(client, messages=[user(text, url)], response_format=fmt).choices[0].message.content or "")[
+        "next"
+    ]
+    assert (got["do"], got["start"], got["end"]) == (
+        "inspect",
+        pytest.approx(177.0, abs=0.5),
+        pytest.approx(207.0, abs=0.5),
+    )
+    assert got["question"].startswith(question)
+    # Once that look is reported, it is not taken again: what it reported stands.
+    text += "\nDone so far: inspect on 02:57.0-03:27.0: the BALLOON is held up at 03:21"
+    again = json.loads(ask(client, messages=[user(text, url)], response_format=fmt).choices[0].message.content or "")
+    assert again["next"]["do"] == "reply"

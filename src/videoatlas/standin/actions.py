@@ -158,6 +158,9 @@ class Actions(Answers):
                 return opened
         if other := self.other_means(allowed):
             return other
+        if (reach := self.anchor_reach(allowed)) is not None and (near := pick("zoom", "look")):
+            self.span = reach  # right before (after) X, where no frame shown lies: look there before answering
+            return near
         nothing = not any(self.req.relevance(t) >= 2 for t in self.req.tiles)
         if nothing and (back := pick("back")):
             return back
@@ -372,6 +375,31 @@ class Actions(Answers):
         usual = statistics.median(t.unreadable for t in cells)
         cued = [t for t in cells if t.unreadable > usual and self.req.context_in(t)]
         return max(cued, key=lambda t: t.unreadable) if cued else None
+
+    def anchor_reach(self, allowed: list[str]) -> tuple[float, float] | None:
+        """For "right after (before) X" with X in view: the stretch right after (before) it, when nothing shows there.
+
+        The stretch reaches :data:`.policy.IMMEDIATE_S` from the X shown last (first). None when a choice is in
+        evidence, X is not in view, a frame shown lies inside that stretch (then it is judged as shown), or the
+        text reports one of the ``allowed`` actions used on a stretch no longer than twice that, overlapping it
+        (a close look was taken there: what it reported stands).
+        """
+        if self.req.direction is None or self.evidence_tiles():
+            return None
+        shown = [t for t in self.req.tiles if not t.masked and t.time is not None]
+        cues = sorted(t.time for t in shown if t.time is not None and self.req.context_in(t))
+        if not cues:
+            return None
+        x = cues[-1] if self.req.direction == "after" else cues[0]
+        reach = (x, x + IMMEDIATE_S) if self.req.direction == "after" else (max(0.0, x - IMMEDIATE_S), x)
+        if any(reach[0] + SAME_SPAN_S < t.time < reach[1] - SAME_SPAN_S for t in shown if t.time is not None):
+            return None
+        for line in self.req.text.splitlines():
+            a, b = [*clock_times(line), 0.0, 0.0][:2]
+            close = 0 < b - a <= 2 * IMMEDIATE_S and a < reach[1] and b > reach[0]
+            if close and any(reports_use(v, line) for v in allowed):
+                return None
+        return reach
 
     def _around_target(self) -> Tile | None:
         """For "right after (before) X": X at the edge of the view with nothing after (before) it here."""
