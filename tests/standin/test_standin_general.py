@@ -262,6 +262,10 @@ SOURCES_BY_VERSION = {
     # found, and with no way to open or flag it the reply answered on nothing. A string field named ``question``
     # (a sub-question a tool is asked) is a task (fields.TASK) and starts with the question; before, it was empty.
     25: "46e7154afa0fc41ed2787b3e544327904658defc008199e02031ee1a039ec58f",
+    # 26: an enum of integers the text lists as numbered items with a score each ("stretch 7: ..., score 0.82") is a
+    # choice among them, and with nothing in view that bears on the question the best-scored is taken
+    # (items.listed_scores, actions.Actions.ranked_ids in filler.Filler.id_value); before, the first listed.
+    26: "a5d0ab8f11dafa83a7ba3331af4cf3dfdf1fcb40a74c75b54402f5634b97aa09",
 }
 
 

@@ -26,7 +26,7 @@ from picture_helpers import ask, picture, said, user
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.standin.items import listed_spans
+from videoatlas.standin.items import listed_scores, listed_spans
 from videoatlas.standin.language import read_words, word_parts
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
@@ -158,3 +158,29 @@ def test_which_comes_first_looks_before_the_earliest_choice_seen(client: openai.
 def test_numbered_lines_give_their_items_stretches_and_times_number_nothing() -> None:
     text = "stretch 12: 00:10.0-00:20.0 (10.0-20.0 s)\n3.5-4.0 s: a crane\n[5] 1.0-2.0 s\n7. 30.0-40.0 s\n00:15.0: said"
     assert listed_spans(text) == {12: (10.0, 20.0), 5: (1.0, 2.0), 7: (30.0, 40.0)}
+    assert listed_scores("box 4: 00:10-00:20, score 0.31\nbox 7: trees, relevance: 8\n3.5 s: score 0.9") == {
+        4: 0.31,
+        7: 8.0,
+    }
+
+
+PICK = {
+    "type": "object",
+    "properties": {"why": {"type": "string", "maxLength": 200}, "box": {"enum": [4, 7, 9]}},
+    "required": ["why", "box"],
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("scores", "box"), [((0.31, 0.74, 0.52), 7), ((0.31, 0.31, 0.31), 4), (None, 4)])
+def test_a_choice_among_listed_boxes_takes_the_best_scored_when_nothing_in_view_ranks_them(
+    client: openai.OpenAI, scores: tuple[float, ...] | None, box: int
+) -> None:
+    """Three boxes listed with a score each (or none): the best-scored is opened; with equal or no scores, the
+    first listed, as before."""
+    lines = [f"box {n}: {a}-{a + 10} s" + (f", score {scores[i]:.2f}" if scores else "") + ": nothing read yet"
+             for i, (n, a) in enumerate(((4, 0), (7, 10), (9, 20)))]  # fmt: skip
+    text = "Q: Where does the red kite fly?\nBoxes not opened yet:\n" + "\n".join(lines) + "\nPick the box to open."
+    fmt = {"type": "json_schema", "json_schema": {"name": "pick", "schema": PICK}}
+    got = json.loads(ask(client, messages=[user(text)], response_format=fmt).choices[0].message.content or "")
+    assert got["box"] == box

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from videoatlas.standin.answers import Answers
+from videoatlas.standin.items import listed_scores
 from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit, steps_left, tokens
 from videoatlas.standin.perception import Tile
 from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S, Sighting
@@ -83,6 +84,20 @@ class Actions(Answers):
             if t.cell is not None and t.cell not in out:
                 out.append(t.cell)
         return out
+
+    def ranked_ids(self, values: list[int]) -> list[int]:
+        """Ids to choose from, best first: cells bearing on the question, scored listed items, other cells."""
+        ranked = self.ranked_cells()
+        relevant = [c for c in ranked if any(t.cell == c and self.req.relevance(t) > 0 for t in self.req.tiles)]
+        return relevant + self.scored_ids(values) + [c for c in ranked if c not in relevant]
+
+    def scored_ids(self, values: list[int]) -> list[int]:
+        """The ids among ``values`` the text lists one to a line with a score, highest first (else as listed).
+
+        "stretch 7: 01:00-02:00, score 0.82: ..." scores 7. None unless two or more are scored.
+        """
+        scores = {i: s for i, s in listed_scores(self.req.text).items() if i in values}
+        return sorted(scores, key=lambda i: -scores[i]) if len(scores) >= 2 else []
 
     def cell_ids(
         self, lo: int, hi: int, items: dict[str, Any], suggest: bool = False, point: int | None = None

@@ -275,8 +275,8 @@ class Filler(Actions):
         Any other enum: the member the question states or says its anchor's side with (:func:`.stated_member`,
         :func:`.member_saying`); else, for a wide question, an enum of amounts takes its largest.
         """
-        if named_by(name, IDS) and values and all(isinstance(v, int) for v in values):
-            return self.id_value(values)
+        if values and all(isinstance(v, int) for v in values) and (named_by(name, IDS) or self.scored_ids(values)):
+            return self.id_value(values)  # ids, or numbered items the text lists with a score each
         text = [str(v) for v in values]
         lower = [v.lower() for v in text]
         names_choices = bool(self.req.choices) and {norm(v) for v in text} == {norm(c) for c in self.req.choices}
@@ -338,7 +338,7 @@ class Filler(Actions):
         wanted: list[int] = [filed.cell] if filed is not None and filed.cell is not None else []
         if not wanted and self.intent is not None:
             wanted = [t.cell for t in self.targets() if t.cell is not None]
-        wanted += self.ranked_cells()
+        wanted += self.ranked_ids(values)
         return next((c for c in wanted if c in values), values[0])
 
     def integer(self, node: dict[str, Any], name: str) -> int:
