@@ -85,6 +85,23 @@ def test_the_relation_and_the_phrase_it_governs(
     assert got["plate_seen"] == ""  # a field for something seen never takes the question's words
 
 
+CARDS = {"KITE": (20, 90, 150), "GONG": (150, 40, 20), "BALLOON": (20, 120, 60)}
+"""Each toy's card colour."""
+
+
+async def toys_page(
+    folder: Path, toys: dict[str, tuple[float, float]], duration: float, times: list[float], cols: int, rows: int
+) -> str:
+    """A data URL of one page of the frames at ``times`` from a video that shows each toy's card over its span."""
+    signs = tuple(Sign(a, b, name, 52, 320, 180, card=CARDS[name]) for name, (a, b) in toys.items())
+    source = FrameSource(write_signs_video(folder / "toys.mp4", signs, duration))
+    try:
+        page = (await VideoAtlas(source, k=4, cell_px=64).amosaic(times, cols, rows, 256))[0]
+    finally:
+        source.close()
+    return "data:image/jpeg;base64," + base64.b64encode(page.jpeg).decode()
+
+
 LOOKED: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -99,23 +116,14 @@ LOOKED: dict[str, Any] = {
 
 @pytest.mark.parametrize(
     ("times", "useful", "landmark"),
-    [((4.0, 8.0, 12.0, 16.0), [2], []), ((17.0, 21.0, 25.0, 29.0), [2, 1], [1])],
+    [([4.0, 8.0, 12.0, 16.0], [2], []), ([17.0, 21.0, 25.0, 29.0], [2, 1], [1])],
 )
 async def test_the_frames_of_the_reference_point_are_those_that_show_it(
-    client: openai.OpenAI, tmp_path: Path, times: tuple[float, ...], useful: list[int], landmark: list[int]
+    client: openai.OpenAI, tmp_path: Path, times: list[float], useful: list[int], landmark: list[int]
 ) -> None:
     """A KITE (a choice) at 10-14 s, the GONG card at 20-23 s, a BALLOON (the answer) at 24-28 s."""
-    signs = (
-        Sign(10.0, 14.0, "KITE", 52, 320, 180, card=(20, 90, 150)),
-        Sign(20.0, 23.0, "GONG", 52, 320, 180, card=(150, 40, 20)),
-        Sign(24.0, 28.0, "BALLOON", 52, 320, 180, card=(20, 120, 60)),
-    )
-    source = FrameSource(write_signs_video(tmp_path / "toys.mp4", signs, 40.0))
-    try:
-        page = (await VideoAtlas(source, k=4, cell_px=64).amosaic(times, 2, 2, 256))[0]
-    finally:
-        source.close()
-    url = "data:image/jpeg;base64," + base64.b64encode(page.jpeg).decode()
+    toys = {"KITE": (10.0, 14.0), "GONG": (20.0, 23.0), "BALLOON": (24.0, 28.0)}
+    url = await toys_page(tmp_path, toys, 40.0, times, 2, 2)
     text = "Frames 0-3 of a toy show, in time order.\nQ: Straight after the GONG card, which toy is held up?\n"
     text += "A. KITE\nB. BALLOON\nNote what the frames show and which help; also the landmark's frames."
     fmt = {"type": "json_schema", "json_schema": {"name": "looked", "schema": LOOKED}}
@@ -164,17 +172,8 @@ async def test_the_moment_right_before_the_reference_point_is_looked_at_before_a
     """Frames 40 s apart show a KITE (47 s) and the GONG card (207 s); the BALLOON held up just before the GONG
     (200-204 s) falls between two of them. The reply is a closer look at the 30 s before the GONG, with the
     question put to it, not an answer resting on nothing."""
-    signs = (
-        Sign(40.0, 50.0, "KITE", 52, 320, 180, card=(20, 90, 150)),
-        Sign(200.0, 204.0, "BALLOON", 52, 320, 180, card=(20, 120, 60)),
-        Sign(206.0, 209.0, "GONG", 52, 320, 180, card=(150, 40, 20)),
-    )
-    source = FrameSource(write_signs_video(tmp_path / "toys.mp4", signs, 300.0))
-    try:
-        page = (await VideoAtlas(source, k=4, cell_px=64).amosaic([7.0 + 40 * i for i in range(8)], 4, 2, 256))[0]
-    finally:
-        source.close()
-    url = "data:image/jpeg;base64," + base64.b64encode(page.jpeg).decode()
+    toys = {"KITE": (40.0, 50.0), "BALLOON": (200.0, 204.0), "GONG": (206.0, 209.0)}
+    url = await toys_page(tmp_path, toys, 300.0, [7.0 + 40 * i for i in range(8)], 4, 2)
     question = "Just before the GONG card, which toy is held up?"
     text = f"Q: {question}\nA. KITE\nB. BALLOON\nFrames 0-7 of the 300 s show, in time order.\nNext steps:\n"
     text += "- survey: sweep some stretches at a glance\n- inspect: look at one stretch in detail\n"
