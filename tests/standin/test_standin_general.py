@@ -265,7 +265,7 @@ SOURCES_BY_VERSION = {
     # 26: an enum of integers the text lists as numbered items with a score each ("stretch 7: ..., score 0.82") is a
     # choice among them, and with nothing in view that bears on the question the best-scored is taken
     # (items.listed_scores, actions.Actions.ranked_ids in filler.Filler.id_value); before, the first listed.
-    26: "a5d0ab8f11dafa83a7ba3331af4cf3dfdf1fcb40a74c75b54402f5634b97aa09",
+    26: "e183125aec545c7faa1b6e4a4498d039adc88ae90e0c406dac6cca5176dd97eb",
 }
 
 

@@ -88,8 +88,12 @@ class Actions(Answers):
     def ranked_ids(self, values: list[int]) -> list[int]:
         """Ids to choose from, best first: cells bearing on the question, scored listed items, other cells."""
         ranked = self.ranked_cells()
-        relevant = [c for c in ranked if any(t.cell == c and self.req.relevance(t) > 0 for t in self.req.tiles)]
+        relevant = self._relevant(ranked)
         return relevant + self.scored_ids(values) + [c for c in ranked if c not in relevant]
+
+    def _relevant(self, cells: list[int]) -> list[int]:
+        """Those of ``cells`` whose tile bears on the question at all (relevance above 0), in their order."""
+        return [c for c in cells if any(t.cell == c and self.req.relevance(t) > 0 for t in self.req.tiles)]
 
     def scored_ids(self, values: list[int]) -> list[int]:
         """The ids among ``values`` the text lists one to a line with a score, highest first (else as listed).
@@ -115,7 +119,7 @@ class Actions(Answers):
         elif suggest:
             useful = [t.cell for t in self.req.grid_tiles() if self.req.is_anchor(t) and not self.req.is_evidence(t)]
         else:
-            useful = [c for c in ranked if any(t.cell == c and self.req.relevance(t) > 0 for t in self.req.tiles)]
+            useful = list(self._relevant(ranked))
         count = max(lo, min(hi, len(useful)))
         pool = [c for c in useful if c is not None] + [c for c in ranked if c not in useful]
         mx = items.get("maximum")
