@@ -266,6 +266,11 @@ SOURCES_BY_VERSION = {
     # choice among them, and with nothing in view that bears on the question the best-scored is taken
     # (items.listed_scores, actions.Actions.ranked_ids in filler.Filler.id_value); before, the first listed.
     26: "e183125aec545c7faa1b6e4a4498d039adc88ae90e0c406dac6cca5176dd97eb",
+    # 27: moments seen in pictures, the later within policy.IMMEDIATE_S of the earlier, are one appearance of a counted
+    # thing when the request's timed frames also show where it is absent and none of those lies between them
+    # (stays.stays, from answers.Answers.appearances); before, frames shown apart from a grid were one appearance
+    # only when under policy.SAME_SPAN_S apart, so a memory of letter-labelled frames of one stay counted each.
+    27: "adf640c3e042e77c29b2085e1a7eb5d0f38eef32e91b55188c8a7a4e2e64ea2c",
 }
 
 

@@ -263,24 +263,49 @@ def test_a_union_of_tool_calls_picks_the_tool_and_fills_only_its_fields(url: str
     assert ask(url, text, [sheet({4: "KESTREL"})], schema) == {"call": {"tool": "skip"}}
 
 
-def test_cited_labels_come_from_the_enum_offered(url: str) -> None:
-    """Tiles tagged [A], [B], [C] with times; the answer cites the tiles that show it, among the labels offered."""
-    img = Image.new("RGB", (720, 240), (0, 0, 0))
+def tagged(frames: list[tuple[str, str, str]], px: int = 240) -> str:
+    """A JPEG data URL of frames in a row, each tagged ``[A] 00:10`` and showing its word (if any)."""
+    img = Image.new("RGB", (px * len(frames), px), (0, 0, 0))
     draw = ImageDraw.Draw(img)
-    for i, (tag, word) in enumerate([("A", "HERON 22"), ("B", "FALCON 57"), ("C", "FALCON 57")]):
-        x = i * 240
-        draw.rectangle((x + 2, 2, x + 237, 237), fill=(60, 60, 90))
-        draw.text((x + 6, 6), f"[{tag}] 00:{10 + i:02d}", fill=(255, 255, 255), font=load_font(22))
+    for i, (tag, clock, word) in enumerate(frames):
+        x = i * px
+        draw.rectangle((x + 2, 2, x + px - 3, px - 3), fill=(60, 60, 90))
+        draw.rectangle((x + 2, 2, x + 130, 34), fill=(0, 0, 0))  # the tag on a black plate, as frames are labelled
+        draw.text((x + 6, 6), f"[{tag}] {clock}", fill=(255, 255, 255), font=load_font(22))
         draw.text((x + 20, 110), word, fill=(255, 255, 255), font=load_font(34))
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=92)
-    image = "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_cited_labels_come_from_the_enum_offered(url: str) -> None:
+    """Tiles tagged [A], [B], [C] with times; the answer cites the tiles that show it, among the labels offered."""
+    image = tagged([("A", "00:10", "HERON 22"), ("B", "00:11", "FALCON 57"), ("C", "00:12", "FALCON 57")])
     schema = obj(
         answer={"enum": ["HERON 22", "FALCON 57"]},
         cited={"type": "array", "items": {"type": "string", "enum": ["A", "B"]}, "maxItems": 2},
     )
     reply = ask(url, "Which bird tag is shown most? Options: HERON 22, FALCON 57", [image], schema)
     assert reply == {"answer": "FALCON 57", "cited": ["B"]}  # C shows it too, but only A and B may be cited
+
+
+def test_tagged_frames_of_one_stay_on_screen_count_once(url: str) -> None:
+    """Frames in time order: KITE at 01:50, 01:58 and 02:05 with nothing between, again at 04:20: two times.
+
+    A frame without it between two sightings keeps them apart; a set of frames that all show it is a
+    selection that says nothing of what lay between, so each of its moments counts.
+    """
+    asked = "Question: How many times does the KITE appear in the video? Give the number."
+    count = obj(count={"type": "integer", "minimum": 0})
+    strip = [("A", "01:40", "PIER"), ("B", "01:50", "KITE"), ("C", "01:58", "KITE"), ("D", "02:05", "KITE")]
+    later = [("E", "03:00", "PIER"), ("F", "04:20", "KITE"), ("G", "04:30", "PIER")]
+    assert ask(url, asked, [tagged(strip), tagged(later)], count) == {"count": 2}
+    broken = [("A", "01:50", "KITE"), ("B", "01:54", "PIER"), ("C", "01:58", "KITE"), ("D", "03:00", "PIER")]
+    assert ask(url, asked, [tagged(broken)], count) == {"count": 2}
+    far = [("A", "01:00", "PIER"), ("B", "01:50", "KITE"), ("C", "02:40", "KITE")]  # 50 s: not seconds apart
+    assert ask(url, asked, [tagged(far)], count) == {"count": 2}
+    selected = [("A", "01:50", "KITE"), ("B", "01:58", "KITE")]
+    assert ask(url, asked, [tagged(selected)], count) == {"count": 2}
 
 
 def _planning_schema() -> dict[str, Any]:

@@ -28,7 +28,8 @@ from videoatlas.standin.language import (
 )
 from videoatlas.standin.meaning import ASKED_FITS, similarity
 from videoatlas.standin.perception import Tile
-from videoatlas.standin.policy import COUNT_COVERAGE_PCT, SAME_SPAN_S, Request, Sighting
+from videoatlas.standin.policy import COUNT_COVERAGE_PCT, IMMEDIATE_S, SAME_SPAN_S, Request, Sighting
+from videoatlas.standin.stays import Sighted, stays
 
 WHOLE_SECOND_SLACK_S = 1.0
 """How far a frame may lie from a label written to whole seconds (rounded or cut off)."""
@@ -120,26 +121,22 @@ class Answers:
         return seen + written
 
     def appearances(self) -> list[tuple[float, float]]:
-        """Separate appearances of the counted thing: spans of sightings merged where they touch."""
-        spans: list[tuple[float, float]] = []
+        """Separate appearances of the counted thing: sightings grouped into stays on screen (:mod:`.stays`)."""
+        found: list[Sighted] = []
         for s in self.sightings():
             if not s.context or s.start is None or s.end is None:
                 continue
             if s.tile is not None and s.tile.cell is None and s.tile.evidence is None and s.tile.time is None:
                 continue  # a picture without time: counted line by line in count()
-            if s.tile is not None and s.tile.cell is not None:
-                run = self.req.run_of(s.tile, self.req.counted_in)
-                start, end = self.req.span_of(run[0])[0], self.req.span_of(run[-1])[1]
-                spans.append((start or 0.0, end if end is not None else start or 0.0))
-            else:
-                spans.append((s.start, s.end))
-        merged: list[tuple[float, float]] = []
-        for start, end in sorted(spans):
-            if merged and start <= merged[-1][1] + SAME_SPAN_S:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-            else:
-                merged.append((start, end))
-        return merged
+            if s.tile is None:
+                found.append(Sighted(s.start, s.end))
+                continue
+            run = self.req.run_of(s.tile, self.req.counted_in) if s.tile.cell is not None else [s.tile]
+            start, end = self.req.span_of(run[0])[0], self.req.span_of(run[-1])[1]
+            start = start or 0.0
+            found.append(Sighted(start, end if end is not None else start, run[0].time, run[-1].time))
+        absent = [t.time for t in self.req.tiles if t.time is not None and not t.masked and not self.req.counted_in(t)]
+        return stays(found, absent, SAME_SPAN_S, IMMEDIATE_S)
 
     def count(self) -> int | None:
         """How many separate appearances were seen (None when nothing was).
