@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from videoatlas.environment.geometry import Interval
-from videoatlas.environment.subtitles import SubtitleLine, Subtitles, load_subtitles
+from videoatlas.environment.subtitles import SubtitleLine, Subtitles, fitting_lines, load_subtitles
 from videoatlas.errors import SubtitleError
+from videoatlas.runtime.calls import speech_lines
 
 pytestmark = pytest.mark.unit
 
@@ -135,3 +136,34 @@ def test_neighbouring_cells_that_hear_the_same_lines_share_one_line() -> None:
         f"1/2 to 1/13: {long}",
         "1/18 to 1/21: Your driver today is Maria.",
     ]
+
+
+ROUTINE = [
+    SubtitleLine(60.0 * i, 60.0 * i + 3, "Please keep your belongings with you at all times.") for i in range(40)
+]
+FACT = SubtitleLine(1509.2, 1512.0, "Your driver today is Maria.")
+
+
+def test_lines_that_fit_are_all_quoted_in_time_order() -> None:
+    lines = ROUTINE[:3]
+    assert fitting_lines(lines, "Who is the driver?", 10_000, lambda ln: len(ln.text)) == lines
+
+
+def test_over_budget_the_line_sharing_the_rarest_words_with_the_question_is_kept() -> None:
+    lines = sorted([*ROUTINE, FACT], key=lambda ln: ln.start)
+    about = "Who does the announcer say is the driver today? Maria Peter Sofia James"
+    kept = fitting_lines(lines, about, 300, lambda ln: len(ln.text) + 1)
+    assert FACT in kept  # a cut in time order keeps the first five routine lines and drops it
+    assert kept == sorted(kept, key=lambda ln: ln.start)
+    assert sum(len(ln.text) + 1 for ln in kept) <= 300
+    others = [ln for ln in kept if ln is not FACT]  # the room left: five routine lines, spread over the hour
+    assert [ln.start for ln in others] == [0.0, 480.0, 960.0, 1860.0, 2340.0]
+
+
+def test_speech_lines_quote_what_bears_on_the_question_and_count_what_was_left_out() -> None:
+    said = Subtitles(sorted([*ROUTINE, FACT], key=lambda ln: ln.start))
+    text = speech_lines(said, [Interval(0.0, 3600.0)], "Who is the driver today?", ["Maria", "Peter"], max_chars=400)
+    assert '25:09.2-25:12.0: "Your driver today is Maria."' in text
+    quoted = text.splitlines()[:-1]
+    assert text.splitlines()[-1].startswith(f"(and {41 - len(quoted)} more stretches of speech")
+    assert speech_lines(None, [Interval(0.0, 10.0)], "Who?", []) == "(none)"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import bisect
 import html
 import json
+import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,51 @@ class Subtitles:
         """The overlapping cues joined, trimmed to ``max_chars``."""
         joined = " ".join(ln.text for ln in self.overlapping(interval))
         return joined if len(joined) <= max_chars else joined[: max_chars - 1].rstrip() + "…"
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def fitting_lines(
+    lines: Sequence[SubtitleLine], about: str, max_chars: int, size: Callable[[SubtitleLine], int]
+) -> list[SubtitleLine]:
+    """The lines to quote within ``max_chars`` (``size`` each), in time order: all when they fit.
+
+    When they do not, the lines that bear most on ``about`` (a question and its choices) are kept
+    first, then the others spread evenly over time. A line bears by the words it shares with
+    ``about``, each weighted by how few of the lines say it (its inverse document frequency): a word
+    every line says weighs nothing, a word one line says weighs most. A fact said once in an hour is
+    kept over the routine said before it, which a cut in time order would keep instead.
+    """
+    if sum(size(ln) for ln in lines) <= max_chars:
+        return list(lines)
+    words = [set(_WORD.findall(ln.text.lower())) for ln in lines]
+    asked = set(_WORD.findall(about.lower()))
+    said_by: dict[str, int] = {}
+    for seen in words:
+        for word in seen & asked:
+            said_by[word] = said_by.get(word, 0) + 1
+    weight = {w: math.log(len(lines) / n) for w, n in said_by.items()}
+    bearing = [sum(weight[w] for w in seen & asked) for seen in words]
+    spread = _spread_order(len(lines))
+    order = sorted(range(len(lines)), key=lambda i: (-bearing[i], spread[i]))
+    kept: list[int] = []
+    used = 0
+    for i in order:
+        if used + size(lines[i]) <= max_chars:
+            kept.append(i)
+            used += size(lines[i])
+    return [lines[i] for i in sorted(kept)]
+
+
+def _spread_order(n: int) -> list[int]:
+    """For each of ``n`` positions, its rank in an order whose every prefix is spread evenly (bit reversal)."""
+    bits = max(1, (n - 1).bit_length())
+    reversed_ = sorted(range(n), key=lambda i: int(format(i, f"0{bits}b")[::-1], 2))
+    rank = [0] * n
+    for r, i in enumerate(reversed_):
+        rank[i] = r
+    return rank
 
 
 def load_subtitles(path: str | os.PathLike[str], offset: float = 0.0, duration: float | None = None) -> Subtitles:

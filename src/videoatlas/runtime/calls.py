@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from videoatlas.environment.atlas import RenderedImage
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
-from videoatlas.environment.subtitles import Subtitles
+from videoatlas.environment.subtitles import SubtitleLine, Subtitles, fitting_lines
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
@@ -186,23 +186,31 @@ SPEECH_CHARS = 1500
 """Characters of speech one prompt quotes at most (:func:`speech_lines`)."""
 
 
-def speech_lines(subtitles: Subtitles | None, spans: Sequence[Interval], max_chars: int = SPEECH_CHARS) -> str:
+def speech_lines(
+    subtitles: Subtitles | None,
+    spans: Sequence[Interval],
+    question: str,
+    choices: Sequence[str],
+    max_chars: int = SPEECH_CHARS,
+) -> str:
     """What is said during ``spans``: one timed, quoted line per stretch of speech, in time order, within a budget.
 
-    ``(none)`` when nothing is (no subtitles, no speech track, or silence there).
+    When the lines do not all fit, those that bear most on the question and its choices are kept
+    (:func:`videoatlas.environment.subtitles.fitting_lines`). ``(none)`` when nothing is said (no
+    subtitles, no speech track, or silence there).
     """
     if subtitles is None:
         return "(none)"
-    lines = sorted({(ln.start, ln.end, ln.text) for sp in spans for ln in subtitles.overlapping(sp)})
-    out: list[str] = []
-    used = 0
-    for a, b, text in lines:
-        line = f'{format_ts(a, 1)}-{format_ts(b, 1)}: "{text}"'
-        if used + len(line) + 1 > max_chars:
-            out.append(f"(and {len(lines) - len(out)} more stretches of speech)")
-            break
-        out.append(line)
-        used += len(line) + 1
+    said = sorted({(ln.start, ln.end, ln.text): ln for sp in spans for ln in subtitles.overlapping(sp)}.items())
+    lines = [ln for _, ln in said]
+
+    def quoted(ln: SubtitleLine) -> str:
+        return f'{format_ts(ln.start, 1)}-{format_ts(ln.end, 1)}: "{ln.text}"'
+
+    kept = fitting_lines(lines, " ".join([question, *choices]), max_chars, lambda ln: len(quoted(ln)) + 1)
+    out = [quoted(ln) for ln in kept]
+    if len(kept) < len(lines):
+        out.append(f"(and {len(lines) - len(kept)} more stretches of speech, sharing fewer words with the question)")
     return "\n".join(out) or "(none)"
 
 

@@ -152,24 +152,32 @@ def card_picture(card: Card) -> np.ndarray:
 
 
 def write_speech_video(
-    path: str | Path, with_audio: bool = True, cards: tuple[Card, ...] = CARDS, lines: tuple[Line, ...] = LINES
+    path: str | Path,
+    with_audio: bool = True,
+    cards: tuple[Card, ...] = CARDS,
+    lines: tuple[Line, ...] = LINES,
+    duration: float = DURATION_S,
 ) -> Path:
     """Write the video (H.264 pictures, AAC speech) to ``path`` (an .mp4); ``with_audio=False``: pictures only.
 
-    ``cards`` and ``lines`` (covering :data:`DURATION_S`) make another video of the same kind.
+    ``cards`` and ``lines`` (the cards covering ``duration`` seconds) make another video of the same
+    kind, such as a :func:`long_talk`.
     """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    sound = track(lines) if with_audio else None
+    sound = track(lines, duration) if with_audio else None
+    pictures: dict[Card, av.VideoFrame] = {}
     with av.open(str(out), "w") as container:
         video = container.add_stream("libx264", rate=FPS)
         video.width, video.height, video.pix_fmt = SIZE[0], SIZE[1], "yuv420p"
         video.options = {"crf": "20", "g": str(FPS * 2)}
         audio = container.add_stream("aac", rate=RATE, layout="mono") if sound is not None else None
-        for i in range(round(DURATION_S * FPS)):
+        for i in range(round(duration * FPS)):
             t = i / FPS
             card = next(c for c in cards if c.start <= t < c.end)
-            frame = av.VideoFrame.from_ndarray(card_picture(card), format="rgb24")
+            if card not in pictures:
+                pictures = {card: av.VideoFrame.from_ndarray(card_picture(card), format="rgb24")}
+            frame = pictures[card]
             frame.pts = i
             frame.time_base = Fraction(1, FPS)
             container.mux(video.encode(frame))

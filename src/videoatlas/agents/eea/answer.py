@@ -59,7 +59,9 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         "evidence": "\n".join(f"[{evidence_label(i)}] {format_moment(e.time)}" for i, e in enumerate(evidence))
         or "(none)",
         "history": rounds_block(rounds, state.get("segments") or []),
-        "speech": speech_lines(heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)]),
+        "speech": speech_lines(
+            heard.subtitles, opened or [Interval(0.0, ctx.atlas.duration)], state["question"], state["choices"]
+        ),
     }
     return await decide_on_evidence(
         ctx,

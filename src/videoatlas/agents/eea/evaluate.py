@@ -123,7 +123,9 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         "frames": moments(frames),
         "children": children_block(kids),
         "history": history_block(segments),
-        "speech": speech_lines(heard.subtitles, [Interval(parent.start, parent.end)]),
+        "speech": speech_lines(
+            heard.subtitles, [Interval(parent.start, parent.end)], state["question"], state["choices"]
+        ),
         "anchor_request": ctx.prompts.render("anchor_request.note", anchor=relation.anchor).strip() if seeking else "",
     }
     repairs: list[Repair] = [*heard.repairs]

@@ -46,7 +46,7 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
         "sheets": len(spans),
         "k": k,
         "duration": format_ts(ctx.atlas.duration, 0),
-        "subtitles": speech_lines(heard.subtitles, [iv for _, iv in cells]),
+        "subtitles": speech_lines(heard.subtitles, [iv for _, iv in cells], state["question"], choices),
     }
     call = DecisionCall(
         node="answer_uniform",

@@ -59,7 +59,9 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
         "duration": format_ts(duration, 0),
         "history": history(turns),
         "evidence": evidence_block(evidence),
-        "subtitles": subtitles_text(heard.subtitles, settings.subtitle_chars),
+        "subtitles": subtitles_text(
+            heard.subtitles, settings.subtitle_chars, " ".join([state["question"], *state["choices"]])
+        ),
     }
     return await decide_on_evidence(
         ctx,

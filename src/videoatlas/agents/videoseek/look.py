@@ -131,7 +131,7 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
         "start": format_ts(span.start, 1),
         "end": format_ts(span.end, 1),
         "query": query or "(none given)",
-        "subtitles": subtitles_text(heard.subtitles, SUBTITLE_CHARS, None if tool == "overview" else span),
+        "subtitles": subtitles_text(heard.subtitles, SUBTITLE_CHARS, query, None if tool == "overview" else span),
         "anchor_request": asked,
     }
     ids = list(range(len(times)))

@@ -53,7 +53,9 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         "choices": choices_block(state["choices"]),
         "duration": format_ts(duration, 0),
         "seconds": f"{duration:.1f}",
-        "subtitles": subtitles_text(heard.subtitles, settings.subtitle_chars),
+        "subtitles": subtitles_text(
+            heard.subtitles, settings.subtitle_chars, " ".join([state["question"], *state["choices"]])
+        ),
         "overview_frames": settings.overview_frames,
         "skim_frames": settings.skim_frames,
         "skim_min": f"{settings.span_s:g}",

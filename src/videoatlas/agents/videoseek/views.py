@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from videoatlas.agents.videoseek.state import Turn
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
-from videoatlas.environment.subtitles import Subtitles
+from videoatlas.environment.subtitles import SubtitleLine, Subtitles, fitting_lines
 from videoatlas.environment.timefmt import format_moment, format_ts
 from videoatlas.state.models import Evidence
 
@@ -34,21 +34,26 @@ def history(turns: Sequence[Turn]) -> str:
     return "\n".join(blocks)
 
 
-def subtitles_text(subtitles: Subtitles | None, max_chars: int, span: Interval | None = None) -> str:
-    """Timed subtitle lines (of ``span``, or the whole track), spread evenly when they do not all fit."""
+def subtitles_text(subtitles: Subtitles | None, max_chars: int, about: str, span: Interval | None = None) -> str:
+    """Timed subtitle lines (of ``span``, or the whole track); those bearing most on ``about`` when not all fit.
+
+    ``about`` is what the reader is after (the question and its choices, or a tool's query): see
+    :func:`videoatlas.environment.subtitles.fitting_lines`.
+    """
     if subtitles is None:
         return "(none)"
     lines = subtitles.overlapping(span) if span is not None else list(subtitles.lines)
     if not lines:
         return "(none)"
-    rendered = [f"[{format_ts(ln.start, 1)}-{format_ts(ln.end, 1)}] {ln.text}" for ln in lines]
-    if sum(len(r) + 1 for r in rendered) <= max_chars:
-        return "\n".join(rendered)
-    average = sum(len(r) + 1 for r in rendered) / len(rendered)
-    keep = max(1, int(max_chars // average))
-    step = len(rendered) / keep
-    picked = [rendered[int(i * step)] for i in range(keep)]
-    return "\n".join(picked) + f"\n(every {step:.1f}th of {len(rendered)} lines shown)"
+
+    def rendered(ln: SubtitleLine) -> str:
+        return f"[{format_ts(ln.start, 1)}-{format_ts(ln.end, 1)}] {ln.text}"
+
+    kept = fitting_lines(lines, about, max_chars, lambda ln: len(rendered(ln)) + 1)
+    out = [rendered(ln) for ln in kept]
+    if len(kept) < len(lines):
+        out.append(f"({len(lines) - len(kept)} more lines not shown: they share fewer words with what is asked)")
+    return "\n".join(out)
 
 
 def evidence_block(evidence: Sequence[Evidence]) -> str:

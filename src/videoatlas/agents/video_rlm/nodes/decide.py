@@ -33,7 +33,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
     # What was said where the search looked: the root grid's cells (as the probe heard them) and each stretch searched.
     probed = [*(c.interval for c in root.grid.cells), *zones_as_intervals(state["searched"])]
     heard = await hear(ctx, probed, Where("decide", state.get("round", 0)))
-    speech = speech_lines(heard.subtitles, probed)
+    speech = speech_lines(heard.subtitles, probed, state["question"], state["choices"])
     return await decide_on_evidence(
         ctx,
         state,

@@ -1,0 +1,125 @@
+"""Speech at length: does each agent hear a fact said once in a long track (``synth/long_talk.py``)?
+
+For each duration, writes a long spoken video (hall boards that never bear on a question, a routine
+announcement every 1.5-2 minutes, and three facts each said once: a city, a name, a room number),
+then asks each agent the three spoken questions with no subtitle file and ``--speech auto``, against
+the stand-in (its ear: Whisper tiny.en). Each (duration, agent) gets a run store of its own, so what
+the first question heard is read back by the others, as in an eval; the audio columns are the
+three questions' total. ``--speech full`` (the whole track at the first look) is the reference:
+``--modes auto,full``.
+
+Prints a Markdown table, one row per (duration, agent, mode): right answers, the answers, the
+audio heard (seconds, share of the track, requests), mean tokens and wall time.
+
+Usage: python benchmarks/bench_speech_long.py --out bench-data/speech-long [--durations 10m,1h]
+       [--agents video-rlm,uniform] [--modes auto,full] [--json rows.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from videoatlas.environment.timefmt import parse_time
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.runs import run_question
+from videoatlas.runtime.config import RunConfig
+from videoatlas.runtime.speech import forget as forget_speech
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas.synth import speech
+from videoatlas.synth.long_talk import Talk, long_talk
+
+AGENTS = ("video-rlm", "videoseek", "videoarm", "eea", "uniform")
+
+
+def video_of(out: Path, talk: Talk) -> Path:
+    """The talk's video in ``out`` (written once; the same duration and seed give the same file)."""
+    path = out / f"talk-{talk.duration:g}s.mp4"
+    if not path.exists():
+        partial = path.with_suffix(".partial.mp4")
+        speech.write_speech_video(partial, cards=talk.cards, lines=talk.lines, duration=talk.duration)
+        partial.rename(path)
+    return path
+
+
+async def measure(
+    out: Path, durations: list[float], agents: list[str], modes: list[str], endpoint: EndpointSettings
+) -> list[dict[str, Any]]:
+    rows = []
+    for duration in durations:
+        talk = long_talk(duration)
+        video = video_of(out, talk)
+        for agent in agents:
+            for mode in modes:
+                store = out / f"{agent}-{mode}-{duration:g}s.db"
+                store.unlink(missing_ok=True)
+                forget_speech()  # as a new process: what an earlier agent heard is in its own store only
+                began = time.perf_counter()
+                results = []
+                for q in talk.questions:
+                    config = RunConfig.of(agent=agent, speech=mode)
+                    results.append(
+                        await run_question(
+                            video, q.question, list(q.choices), config, endpoint, db_url=f"sqlite:///{store}"
+                        )
+                    )
+                audio = sum(r.cost.audio_s for r in results)
+                rows.append(
+                    {
+                        "duration_s": duration,
+                        "agent": agent,
+                        "speech": mode,
+                        "right": sum(r.answer == q.answer for q, r in zip(talk.questions, results, strict=True)),
+                        "answers": [r.answer for r in results],
+                        "truth": [q.answer for q in talk.questions],
+                        "said_at": list(talk.said_at),
+                        "audio_s": round(audio, 1),
+                        "heard_share": round(audio / duration, 3),
+                        "transcriptions": sum(r.cost.transcriptions for r in results),
+                        "transcribe_s": round(sum(r.cost.transcribe_s for r in results), 1),
+                        "mean_tokens": round(sum(r.cost.tokens for r in results) / len(results)),
+                        "wall_s": round(time.perf_counter() - began, 1),
+                    }
+                )
+                print(json.dumps(rows[-1]), flush=True)  # noqa: T201 - progress of a long benchmark
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| video | agent | speech | right (3) | answers | audio heard: s (share, requests) | mean tokens | wall |",
+        "| --- | --- | --- | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['duration_s'] / 60:g} min | {r['agent']} | {r['speech']} | {r['right']}/3 | "
+            f"{', '.join(r['answers'])} | {r['audio_s']:,.0f} ({r['heard_share']:.0%}, {r['transcriptions']}) | "
+            f"{r['mean_tokens']:,} | {r['wall_s']:.0f} s |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the videos and the run stores")
+    parser.add_argument("--durations", default="10m,1h", help="comma-separated lengths (default 10m,1h)")
+    parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated agents (default: all five)")
+    parser.add_argument("--modes", default="auto", help="comma-separated --speech modes (default auto)")
+    parser.add_argument("--json", type=Path, default=None, help="write the rows here too")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    durations = [parse_time(part) for part in args.durations.split(",")]
+    with RunningServer(StandinServer(StandinConfig())) as server:
+        endpoint = EndpointSettings(base_url=server.base_url, model="")
+        rows = asyncio.run(measure(args.out, durations, args.agents.split(","), args.modes.split(","), endpoint))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    print(table(rows))  # noqa: T201 - a benchmark script's report
+
+
+if __name__ == "__main__":
+    main()
