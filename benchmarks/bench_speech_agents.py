@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -76,19 +77,32 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for the video and the run stores")
+def speech_parser(description: str, out_help: str) -> argparse.ArgumentParser:
+    """The options every speech benchmark takes: where to write, which agents, a JSON copy of the rows."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, required=True, help=out_help)
     parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated agents (default: all five)")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here too")
-    args = parser.parse_args()
+    return parser
+
+
+def report_on_standin(
+    args: argparse.Namespace,
+    measure: Callable[[EndpointSettings], Coroutine[Any, Any, list[dict[str, Any]]]],
+    table: Callable[[list[dict[str, Any]]], str],
+) -> None:
+    """Run ``measure`` against an in-process stand-in, then print its rows as a table (and write them as JSON)."""
     args.out.mkdir(parents=True, exist_ok=True)
     with RunningServer(StandinServer(StandinConfig())) as server:
-        endpoint = EndpointSettings(base_url=server.base_url, model="")
-        rows = asyncio.run(measure(args.out, args.agents.split(","), endpoint))
+        rows = asyncio.run(measure(EndpointSettings(base_url=server.base_url, model="")))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     print(table(rows))  # noqa: T201 - a benchmark script's report
+
+
+def main() -> None:
+    args = speech_parser(__doc__.split("\n")[0], "folder for the video and the run stores").parse_args()
+    report_on_standin(args, lambda endpoint: measure(args.out, args.agents.split(","), endpoint), table)
 
 
 if __name__ == "__main__":

@@ -17,23 +17,19 @@ Usage: python benchmarks/bench_speech_long.py --out bench-data/speech-long [--du
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 import time
 from pathlib import Path
 from typing import Any
 
+from bench_speech_agents import report_on_standin, speech_parser
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.speech import forget as forget_speech
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth import speech
 from videoatlas.synth.long_talk import Talk, long_talk
-
-AGENTS = ("video-rlm", "videoseek", "videoarm", "eea", "uniform")
 
 
 def video_of(out: Path, talk: Talk) -> Path:
@@ -104,21 +100,13 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for the videos and the run stores")
+    parser = speech_parser(__doc__.split("\n")[0], "folder for the videos and the run stores")
     parser.add_argument("--durations", default="10m,1h", help="comma-separated lengths (default 10m,1h)")
-    parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated agents (default: all five)")
     parser.add_argument("--modes", default="auto", help="comma-separated --speech modes (default auto)")
-    parser.add_argument("--json", type=Path, default=None, help="write the rows here too")
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
     durations = [parse_time(part) for part in args.durations.split(",")]
-    with RunningServer(StandinServer(StandinConfig())) as server:
-        endpoint = EndpointSettings(base_url=server.base_url, model="")
-        rows = asyncio.run(measure(args.out, durations, args.agents.split(","), args.modes.split(","), endpoint))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-    print(table(rows))  # noqa: T201 - a benchmark script's report
+    agents, modes = args.agents.split(","), args.modes.split(",")
+    report_on_standin(args, lambda endpoint: measure(args.out, durations, agents, modes, endpoint), table)
 
 
 if __name__ == "__main__":
