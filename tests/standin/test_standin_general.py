@@ -270,7 +270,7 @@ SOURCES_BY_VERSION = {
     # thing when the request's timed frames also show where it is absent and none of those lies between them
     # (stays.stays, from answers.Answers.appearances); before, frames shown apart from a grid were one appearance
     # only when under policy.SAME_SPAN_S apart, so a memory of letter-labelled frames of one stay counted each.
-    27: "adf640c3e042e77c29b2085e1a7eb5d0f38eef32e91b55188c8a7a4e2e64ea2c",
+    27: "9b0fd671efeaba7ae158bc5ec518c748c441405fbf72ad17062f908a3e2be725",
 }
 
 

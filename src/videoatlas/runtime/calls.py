@@ -201,8 +201,8 @@ def speech_lines(
     """
     if subtitles is None:
         return "(none)"
-    said = sorted({(ln.start, ln.end, ln.text): ln for sp in spans for ln in subtitles.overlapping(sp)}.items())
-    lines = [ln for _, ln in said]
+    said = {ln for sp in spans for ln in subtitles.overlapping(sp)}
+    lines = sorted(said, key=lambda ln: (ln.start, ln.end, ln.text))
 
     def quoted(ln: SubtitleLine) -> str:
         return f'{format_ts(ln.start, 1)}-{format_ts(ln.end, 1)}: "{ln.text}"'

@@ -39,8 +39,7 @@ def stays(sightings: list[Sighted], absent: list[float], touch: float, reach: fl
         last = merged[-1] if merged else None
         if last is not None and (s.start <= last.end + touch or _unbroken(last, s, absent, reach)):
             last.end = max(last.end, s.end)
-            if s.seen_to is not None:
-                last.seen_from = s.seen_from if last.seen_from is None else last.seen_from
+            if s.seen_to is not None:  # a merged stay is only ever bridged from its last moment seen
                 last.seen_to = s.seen_to if last.seen_to is None else max(last.seen_to, s.seen_to)
         else:
             merged.append(Sighted(s.start, s.end, s.seen_from, s.seen_to))
