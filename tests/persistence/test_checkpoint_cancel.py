@@ -105,3 +105,41 @@ async def test_a_write_cancelled_while_its_insert_waits_on_the_connection_thread
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
         assert db.execute("SELECT task_id FROM writes").fetchall() == [("task-2",)]
+
+
+@pytest.mark.parametrize("write", ["aput", "aput_writes"])
+async def test_closing_the_checkpointer_waits_for_a_write_in_flight(write: str, tmp_path: Path) -> None:
+    """The last run to leave closes the connection only once no write is half done.
+
+    A connection closed between a write's INSERT and its COMMIT stays open inside SQLite, its
+    transaction and write lock too, for as long as a statement of it is not finalized: a cursor of
+    ``executemany`` (``aput_writes``) keeps its statement, and the cursor lives as long as anything
+    holds the write's frames. Every other connection to the file then waits out its busy timeout
+    ("database is locked").
+    """
+    path = tmp_path / "runs.db"
+    go_on = asyncio.Event()
+    config: dict[str, Any] = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c1"}}
+    async with open_checkpointer(sqlite_url(path)) as saver:
+        conn: Any = saver.conn  # type: ignore[attr-defined]
+        real_commit = conn.commit
+        committing = asyncio.Event()
+
+        async def slow_commit() -> None:
+            committing.set()
+            await go_on.wait()
+            await real_commit()
+
+        conn.commit = slow_commit
+        if write == "aput":
+            task = asyncio.ensure_future(saver.aput(config, empty_checkpoint(), {}, {}))  # type: ignore[arg-type]
+        else:
+            task = asyncio.ensure_future(saver.aput_writes(config, [("x", 1)], "task-1"))  # type: ignore[arg-type]
+        await asyncio.wait_for(committing.wait(), 10)
+        asyncio.get_running_loop().call_later(0.2, go_on.set)
+    # The task, and with it the write's frames and cursor, is still held here.
+    assert await asyncio.to_thread(_writer_can_write, path)
+    await task  # the write finished before the connection closed, and was kept
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM checkpoints").fetchone() == (int(write == "aput"),)
+        assert db.execute("SELECT count(*) FROM writes").fetchone() == (int(write == "aput_writes"),)

@@ -123,7 +123,7 @@ async def open_checkpointer(url: str, patience_s: float | None = None) -> AsyncI
                 conn, saver, users = registry.entries[path]
                 if users <= 1:
                     del registry.entries[path]
-                    await conn.close()
+                    await saver.aclose()
                 else:
                     registry.entries[path] = (conn, saver, users - 1)
         return
