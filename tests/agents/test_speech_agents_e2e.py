@@ -115,3 +115,15 @@ def test_eea_anchors_its_queries_on_what_is_said_beside_the_frames(
     result, _ = answered["eea"][0]  # the spoken question about the night train
     hit_times = {round(t, 3) for t, _ in result.state["hits"]}
     assert middles & hit_times, (middles, sorted(hit_times))
+
+
+def test_video_rlm_grounds_what_is_only_said_on_evidence_that_quotes_it(
+    answered: dict[str, list[tuple[RunResult, int]]],
+) -> None:
+    """Its workers file the cells where the fact is said, each with what was said there, and the decision cites them."""
+    for q, (result, _) in zip(QUESTIONS, answered["video-rlm"], strict=True):
+        if q.sense != "speech":
+            continue
+        assert result.grounded, (q.question, result.reasoning)
+        quoted = [e.subtitle or "" for e in result.evidence]
+        assert any(q.answer.lower() in text.lower() for text in quoted), (q.question, quoted)

@@ -271,6 +271,13 @@ SOURCES_BY_VERSION = {
     # (stays.stays, from answers.Answers.appearances); before, frames shown apart from a grid were one appearance
     # only when under policy.SAME_SPAN_S apart, so a memory of letter-labelled frames of one stay counted each.
     27: "9b0fd671efeaba7ae158bc5ec518c748c441405fbf72ad17062f908a3e2be725",
+    # 28: for a question about what is said, a line of the text labelled with the ids of grid cells the picture shows
+    # ("cell 4: ...", "cells 4 to 6: ...") is part of what the stand-in knows of those cells (said.said_by_cell, read
+    # in policy.Request._seen), so a cell whose line says a choice is evidence, filed with what was said there
+    # (answers.Answers.describe); before, a cell was judged by its pixels alone. And a line of typed text is a list of
+    # options only when two choices stand in it as words of their own (policy.Request.written_lines): "cell 40, room
+    # 400" run together reads "140" and "400", which had hidden the line (a report of what was filed) from the reader.
+    28: "2b5c38c83b49f8e9c79f79d6f34fd90ce867e6d02d69bea7c26280ec31a86de8",
 }
 
 

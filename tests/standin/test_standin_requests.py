@@ -348,3 +348,62 @@ def test_one_object_per_option_names_each_option_once(url: str) -> None:
     schema = obj(ratings={"type": "array", "items": rating, "maxItems": 4}, pick={"type": "integer", "minimum": 0})
     reply = ask(url, text, [image], schema)
     assert [r["option"] for r in reply["ratings"]] == [0, 1, 2, 3]
+
+
+HEARD = (
+    "Question: What colour does the guide say the ferry is painted?\n"
+    "Choices: (A) green (B) orange (C) blue (D) white\n"
+    "Heard per tile:\n"
+    "tile 5: the ferry is painted orange this season\n"
+    "tiles 9 to 10: mind the gap between the boat and the pier"
+)
+"""A question about what is said, with what was heard during some tiles of a sheet that shows none of it."""
+
+
+TOOLS = (
+    "\nTools:\nsave: keep a tile that answers the question (give its tile number and describe it)\n"
+    "skip: nothing on this sheet answers it"
+)
+SAVE_OR_SKIP = obj(
+    call={
+        "anyOf": [
+            obj(
+                tool={"const": "save", "type": "string"},
+                tile={"type": "integer", "enum": list(range(16))},
+                description=TEXT,
+            ),
+            obj(tool={"const": "skip", "type": "string"}),
+        ]
+    }
+)
+
+
+def test_what_the_text_says_was_said_during_a_cell_answers_a_question_about_what_is_said(url: str) -> None:
+    image = sheet({1: "PIER", 5: "PIER", 12: "KIOSK"})
+    cells = obj(cells={"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 15}, "maxItems": 2})
+    assert ask(url, HEARD, [image], cells)["cells"][0] == 5
+    call = ask(url, HEARD + TOOLS, [image], SAVE_OR_SKIP)["call"]
+    assert call["tool"] == "save" and call["tile"] == 5, call
+    assert "painted orange" in call["description"]
+
+
+def test_what_was_said_during_a_cell_is_not_what_the_cell_shows(url: str) -> None:
+    shown = HEARD.replace("does the guide say the ferry is painted?", "is the ferry painted on the sign?")
+    call = ask(url, shown + TOOLS, [sheet({1: "PIER", 5: "PIER", 12: "KIOSK"})], SAVE_OR_SKIP)["call"]
+    assert call == {"tool": "skip"}  # no tile shows a colour
+
+
+def test_what_was_said_over_a_run_of_cells_is_filed_once_and_then_known_to_be_filed(url: str) -> None:
+    """A report naming "panel 10" is no list of options, though its letters and digits run together read "110"."""
+    question = (
+        "Question: Which room does the guide say the meeting is in?\n"
+        "Choices: (A) 110 (B) 400 (C) 410 (D) 440\n"
+        "Heard per panel:\npanels 10 to 12: the meeting is in room 400\n"
+        "Already kept:\n"
+        '- @50.0 s (panel 10, kept by you): panel 10 shows PIER; said there: "the meeting is in room 400"\n'
+        "Moves:\nKEEP: keep tiles that answer the question, never one already kept\nDONE: nothing more here answers it"
+    )
+    item = obj(tile={"type": "integer", "enum": [i for i in range(16) if i != 10]}, description=TEXT)
+    keep = obj(move={"const": "KEEP", "type": "string"}, tiles={"type": "array", "items": item, "minItems": 1})
+    schema = obj(step={"anyOf": [keep, obj(move={"const": "DONE", "type": "string"})]})
+    assert ask(url, question, [sheet({10: "PIER", 11: "PIER"})], schema)["step"] == {"move": "DONE"}

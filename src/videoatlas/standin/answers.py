@@ -257,6 +257,8 @@ class Answers:
             if found is not None:
                 gap, anchor = found
                 sentence += f"; {gap:.1f} s {self.req.direction} {' '.join(self.req.context_in(anchor))}"
+        if tile.cell in self.req.said:
+            sentence += f'; said there: "{self.req.said[tile.cell]}"'
         if tile.unreadable:
             sentence += "; some text there is too small or blurred to read"
         return sentence

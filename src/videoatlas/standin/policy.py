@@ -52,6 +52,7 @@ from videoatlas.standin.language import (
     words_of,
 )
 from videoatlas.standin.perception import Sight, Tile
+from videoatlas.standin.said import said_by_cell
 from videoatlas.standin.sheets import sheet_cells, timed_tiles
 
 IMMEDIATE_S = 30.0
@@ -99,6 +100,10 @@ class Request:
     tiles: list[Tile] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
     """What the functions called earlier returned (the conversation's ``tool`` messages), in order."""
+    spoken: bool = False
+    """Whether the question asks what is said (heard), not what is shown."""
+    said: dict[int, str] = field(default_factory=dict)
+    """For a question about what is said: what the text reports of each grid cell (:mod:`.said`), by cell id."""
     _words: dict[int, tuple[set[str], str]] = field(default_factory=dict)
     _cells: dict[int, list[Tile]] = field(default_factory=dict)
     _evidence: dict[int, bool] = field(default_factory=dict)
@@ -147,15 +152,17 @@ class Request:
         position = image_position(question, len(sights))
         if position is not None:  # "the second image": only what that one shows answers
             tiles = [t for t in tiles if t.image == position]
+        spoken = bool(SPOKEN.search(question))
         args = (text, sights, question, choices, context, names, counting, ordering, direction, tiles)
-        return cls(*args, list(results or []))
+        return cls(*args, list(results or []), spoken, said_by_cell(text, tiles, choices) if spoken else {})
 
     # -- what a tile shows ---------------------------------------------------------------------
 
     def _seen(self, tile: Tile) -> tuple[set[str], str]:
         key = id(tile)
-        if key not in self._words:
-            self._words[key] = (read_words(tile.text), norm(tile.text))
+        if key not in self._words:  # a cell's words: what it shows, and what the text says was said there
+            known = f"{tile.text} {self.said[tile.cell]}" if tile.cell in self.said else tile.text
+            self._words[key] = (read_words(known), norm(known))
         return self._words[key]
 
     def shows(self, tile: Tile, phrase: str) -> bool:
@@ -345,16 +352,11 @@ class Request:
         for line in self.text.splitlines():
             if not line.strip() or (self.question and self.question in line) or _is_choice_line(line, self.choices):
                 continue
-            flat = norm(line)
-            if sum(1 for c in self.choices if len(norm(c)) >= 3 and norm(c) in flat) >= 2:
+            said = set(tokens(line))  # typed words, matched whole: "cell 40" does not hold "140"
+            if sum(1 for c in self.choices if len(norm(c)) >= 3 and set(tokens(c)) <= said) >= 2:
                 continue  # a list of options, not a report of one
             out.append(unsought(line))
         return out
-
-    @property
-    def spoken(self) -> bool:
-        """Whether the question asks what is said (heard), not what is shown."""
-        return bool(SPOKEN.search(self.question))
 
     def heard(self) -> bool:
         """Whether the text already reports speech: words quoted at a time of the video."""

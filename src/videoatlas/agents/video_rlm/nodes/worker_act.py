@@ -171,7 +171,8 @@ def _add(
         path = _child_path(view, index)
         zoomed = zoom_time is not None and abs(note["time"] - zoom_time) < 1e-6
         spoken = said(ctx)
-        subtitle = spoken.text_for(Interval(note["time"], note["time"]), 200) if spoken is not None else ""
+        # What was said while the cell lasts (a line said across it counts, not only one at its first frame).
+        subtitle = spoken.text_for(Interval(note["start"], note["end"]), 200) if spoken is not None else ""
         added.append(
             Evidence(
                 id=f"r{state['round']}-{state['worker']}-{found + len(added)}",
