@@ -277,7 +277,9 @@ SOURCES_BY_VERSION = {
     # (answers.Answers.describe); before, a cell was judged by its pixels alone. And a line of typed text is a list of
     # options only when two choices stand in it as words of their own (policy.Request.written_lines): "cell 40, room
     # 400" run together reads "140" and "400", which had hidden the line (a report of what was filed) from the reader.
-    28: "2b5c38c83b49f8e9c79f79d6f34fd90ce867e6d02d69bea7c26280ec31a86de8",
+    # And for "how many", a label and value pair answers only when its value holds a number (answers.asked_pair): the
+    # words printed under a counted badge (a subtitle under an evidence tile) were its open count's answer.
+    28: "5690ea4a21e4d32598d5191b736aafb0d2a8287d3f495c3aa0cbc146e3c119cb",
 }
 
 

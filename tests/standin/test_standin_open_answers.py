@@ -75,6 +75,19 @@ def test_an_open_count_is_settled_only_once_the_whole_video_was_searched(client:
     )
 
 
+def test_a_count_is_a_number_not_the_words_printed_under_what_it_counts(client: openai.OpenAI) -> None:
+    """A line under the counted badge reads as its value (a label and value pair), but a count wants a number."""
+    badge = picture([(40, 40, "HALL KESTREL", 40), (40, 110, "Welcome to the upper deck.", 30)])
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}, "reasoning": {"type": "string"}},
+        "required": ["answer", "reasoning"],
+        "additionalProperties": False,
+    }
+    asked = "In total, how often does the KESTREL badge come up on screen? Give the number."
+    assert filled(client, asked, schema, badge)["answer"] == "1"
+
+
 def test_a_what_question_gets_the_words_read_beside_what_it_names(client: openai.OpenAI) -> None:
     assert said(client, "What code is printed on the parcel for HENDRIX?", PARCEL) == "RX-7730"
     assert said(client, "Which word is written beside ORCHID on the sign?", STREET) == "LANE"

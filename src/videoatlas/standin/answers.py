@@ -284,8 +284,11 @@ class Answers:
         return text
 
     def asked_pair(self) -> Labelled | None:
-        """The label and value pair the question asks about (its label means what the question names), if any."""
-        pairs = self.req.labelled()
+        """The label and value pair the question asks about (its label means what the question names), if any.
+
+        A count is a number: for "how many", only a pair whose value holds one.
+        """
+        pairs = [p for p in self.req.labelled() if not self.req.counting or any(c.isdigit() for c in p.value)]
         if not pairs or not self.req.question or self.req.choices:
             return None  # with choices, the answer is one of them
         labels = list(dict.fromkeys(p.label for p in pairs))
