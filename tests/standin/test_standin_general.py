@@ -279,7 +279,7 @@ SOURCES_BY_VERSION = {
     # 400" run together reads "140" and "400", which had hidden the line (a report of what was filed) from the reader.
     # And for "how many", a label and value pair answers only when its value holds a number (answers.asked_pair): the
     # words printed under a counted badge (a subtitle under an evidence tile) were its open count's answer.
-    28: "5690ea4a21e4d32598d5191b736aafb0d2a8287d3f495c3aa0cbc146e3c119cb",
+    28: "082ef63395a45a485aec224cc196d1935255dd8d530d287b362827242dc7be8a",
 }
 
 

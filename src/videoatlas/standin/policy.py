@@ -352,8 +352,8 @@ class Request:
         for line in self.text.splitlines():
             if not line.strip() or (self.question and self.question in line) or _is_choice_line(line, self.choices):
                 continue
-            said = set(tokens(line))  # typed words, matched whole: "cell 40" does not hold "140"
-            if sum(1 for c in self.choices if len(norm(c)) >= 3 and set(tokens(c)) <= said) >= 2:
+            words = set(tokens(line))  # typed words, matched whole: "cell 40" does not hold "140"
+            if sum(1 for c in self.choices if len(norm(c)) >= 3 and set(tokens(c)) <= words) >= 2:
                 continue  # a list of options, not a report of one
             out.append(unsought(line))
         return out
