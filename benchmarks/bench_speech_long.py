@@ -12,7 +12,10 @@ Prints a Markdown table, one row per (duration, agent, mode): right answers, the
 audio heard (seconds, share of the track, requests), mean tokens and wall time.
 
 Usage: python benchmarks/bench_speech_long.py --out bench-data/speech-long [--durations 10m,1h]
-       [--agents video-rlm,uniform] [--modes auto,full] [--json rows.json]
+       [--agents video-rlm,uniform] [--modes auto,full] [--routine-gap 8,12] [--json rows.json]
+
+``--routine-gap 8,12`` makes the track a dense one (an announcement every 8-12 s, as a talk never
+pauses long) instead of mostly silence.
 """
 
 from __future__ import annotations
@@ -29,12 +32,13 @@ from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.speech import forget as forget_speech
 from videoatlas.synth import speech
-from videoatlas.synth.long_talk import Talk, long_talk
+from videoatlas.synth.long_talk import ROUTINE_GAP_S, Talk, long_talk
 
 
-def video_of(out: Path, talk: Talk) -> Path:
-    """The talk's video in ``out`` (written once; the same duration and seed give the same file)."""
-    path = out / f"talk-{talk.duration:g}s.mp4"
+def video_of(out: Path, talk: Talk, gap: tuple[float, float]) -> Path:
+    """The talk's video in ``out`` (written once; the same duration, seed and gap give the same file)."""
+    dense = "" if gap == ROUTINE_GAP_S else f"-every{gap[0]:g}-{gap[1]:g}s"
+    path = out / f"talk-{talk.duration:g}s{dense}.mp4"
     if not path.exists():
         partial = path.with_suffix(".partial.mp4")
         speech.write_speech_video(partial, cards=talk.cards, lines=talk.lines, duration=talk.duration)
@@ -43,15 +47,20 @@ def video_of(out: Path, talk: Talk) -> Path:
 
 
 async def measure(
-    out: Path, durations: list[float], agents: list[str], modes: list[str], endpoint: EndpointSettings
+    out: Path,
+    durations: list[float],
+    agents: list[str],
+    modes: list[str],
+    endpoint: EndpointSettings,
+    gap: tuple[float, float] = ROUTINE_GAP_S,
 ) -> list[dict[str, Any]]:
     rows = []
     for duration in durations:
-        talk = long_talk(duration)
-        video = video_of(out, talk)
+        talk = long_talk(duration, routine_gap=gap)
+        video = video_of(out, talk, gap)
         for agent in agents:
             for mode in modes:
-                store = out / f"{agent}-{mode}-{duration:g}s.db"
+                store = out / f"{agent}-{mode}-{video.stem.removeprefix('talk-')}.db"
                 store.unlink(missing_ok=True)
                 forget_speech()  # as a new process: what an earlier agent heard is in its own store only
                 began = time.perf_counter()
@@ -103,10 +112,16 @@ def main() -> None:
     parser = speech_parser(__doc__.split("\n")[0], "folder for the videos and the run stores")
     parser.add_argument("--durations", default="10m,1h", help="comma-separated lengths (default 10m,1h)")
     parser.add_argument("--modes", default="auto", help="comma-separated --speech modes (default auto)")
+    parser.add_argument(
+        "--routine-gap",
+        default=",".join(f"{g:g}" for g in ROUTINE_GAP_S),
+        help="least,most seconds between routine announcements (default 90,120; 8,12 fills the track)",
+    )
     args = parser.parse_args()
     durations = [parse_time(part) for part in args.durations.split(",")]
     agents, modes = args.agents.split(","), args.modes.split(",")
-    report_on_standin(args, lambda endpoint: measure(args.out, durations, agents, modes, endpoint), table)
+    low, high = (float(part) for part in args.routine_gap.split(","))
+    report_on_standin(args, lambda endpoint: measure(args.out, durations, agents, modes, endpoint, (low, high)), table)
 
 
 if __name__ == "__main__":

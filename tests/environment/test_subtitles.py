@@ -8,7 +8,7 @@ import pytest
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.subtitles import SubtitleLine, Subtitles, fitting_lines, load_subtitles
 from videoatlas.errors import SubtitleError
-from videoatlas.runtime.calls import speech_lines
+from videoatlas.runtime.calls import speech_lines, subtitles_by_cell
 
 pytestmark = pytest.mark.unit
 
@@ -136,6 +136,41 @@ def test_neighbouring_cells_that_hear_the_same_lines_share_one_line() -> None:
         f"1/2 to 1/13: {long}",
         "1/18 to 1/21: Your driver today is Maria.",
     ]
+
+
+def _deck_calls(cells: int) -> list[SubtitleLine]:
+    """Four calls a minute for ``cells`` minutes, the same few sentences over and over."""
+    calls = ("Mind the step on the deck.", "Hot drinks are sold on the deck.", "Lifejackets are under the seats.")
+    return [SubtitleLine(15.0 * i, 15.0 * i + 4, calls[i % 3]) for i in range(4 * cells)]
+
+
+def test_wide_cells_quote_what_bears_on_the_question_first() -> None:
+    fact = SubtitleLine(5 * 60.0 + 31, 5 * 60.0 + 34, "The island ferry is painted orange this week.")
+    subs = Subtitles([*_deck_calls(8), fact])
+    cells = [(f"cell {i}", Interval(i * 60.0, (i + 1) * 60.0)) for i in range(8)]
+    about = "What colour is the island ferry painted? orange green"
+    plain = subs.by_cell(cells, max_chars=400).splitlines()
+    asked = subs.by_cell(cells, max_chars=400, about=about).splitlines()
+    # Without the question, cell 5 shows its first and its last call and cuts the fact away.
+    assert not any("island" in row for row in plain)
+    # With it, the fact is quoted whole in its own cell, marked as part of what was said there.
+    assert asked[5] == "cell 5: … The island ferry is painted orange this week. …"
+    # Every other cell still has its line, within the budget that is left to them.
+    assert [r.split(":")[0] for r in asked] == [f"cell {i}" for i in range(8)]
+    assert sum(len(r.split(": ", 1)[1]) for r in asked) <= 400
+    assert asked[:5] == plain[:5] or all(len(r) < len(p) for r, p in zip(asked[:5], plain[:5], strict=True))
+    # The nodes' helper asks with the question and its choices.
+    ids = [(i, iv) for i, (_, iv) in enumerate(cells)]
+    by_node = subtitles_by_cell(subs, ids, "What colour is the island ferry painted?", ["orange", "green"], 400)
+    assert by_node.splitlines()[5] == asked[5]
+
+
+def test_a_word_most_lines_say_marks_no_line() -> None:
+    # "on", "the" and "deck" are said by most calls: sharing them is no reason to quote a call whole.
+    subs = Subtitles(_deck_calls(8))
+    cells = [(f"cell {i}", Interval(i * 60.0, (i + 1) * 60.0)) for i in range(8)]
+    about = "What is on the deck?"
+    assert subs.by_cell(cells, max_chars=400, about=about) == subs.by_cell(cells, max_chars=400)
 
 
 ROUTINE = [

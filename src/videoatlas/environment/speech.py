@@ -7,9 +7,12 @@ seconds is Whisper's own window (one decode a chunk) and 0.96 MB of 16 kHz WAV, 
 transcription route's limits.
 
 Which chunks a view needs (:func:`chunks_to_hear`): every chunk a short stretch overlaps, and only
-the chunk at the middle of a stretch that spans more than :data:`WIDE_CHUNKS` chunks, as a frame
-shows one moment of a wide cell. An agent looking at a whole long video at once therefore hears a
-sample of it, and hears the rest as it narrows down: speech is fetched lazily, for what is looked at.
+the chunk at the middle of a stretch longer than :data:`WIDE_CHUNKS` chunks, as a frame shows one
+moment of a wide cell. Short or wide is the stretch's length, not how it falls on the chunks' clock:
+two cells of one grid are heard alike wherever the chunk boundaries fall. An agent looking at a
+whole long video at once therefore hears a sample of it (a grid of an hour in cells of a minute or
+less is heard whole), and hears the rest as it narrows down: speech is fetched lazily, for what is
+looked at.
 
 :class:`SpeechTrack` holds the chunks heard so far and answers like subtitles do
 (:class:`~videoatlas.environment.subtitles.Subtitles`), so every view that shows subtitles can show
@@ -27,7 +30,7 @@ from videoatlas.environment.subtitles import SubtitleLine, Subtitles
 CHUNK_S = 30.0
 """Seconds of video time one chunk of the speech track covers."""
 WIDE_CHUNKS = 2
-"""A stretch over more chunks than this is heard at its middle only (a sample, as a frame is of a wide cell)."""
+"""A stretch longer than this many chunks is heard at its middle only (a sample, as a frame is of a wide cell)."""
 
 
 def chunk_count(duration: float) -> int:
@@ -54,12 +57,13 @@ def chunks_to_hear(spans: Iterable[Interval], duration: float, whole: bool = Fal
     """The chunks a view of ``spans`` needs, in order.
 
     ``whole``: every chunk of every span (a request to listen to those stretches). Otherwise a span
-    over more than :data:`WIDE_CHUNKS` chunks gives only the chunk at its middle.
+    longer than :data:`WIDE_CHUNKS` chunks gives only the chunk at its middle, and a shorter one every
+    chunk it overlaps (up to one more than :data:`WIDE_CHUNKS`, where it straddles their boundaries).
     """
     wanted: set[int] = set()
     for span in spans:
         over = chunks_over(span, duration)
-        if whole or len(over) <= WIDE_CHUNKS:
+        if whole or span.span <= WIDE_CHUNKS * CHUNK_S + 1e-9:
             wanted.update(over)
         else:
             wanted.update(chunks_over(Interval(span.mid, span.mid), duration))

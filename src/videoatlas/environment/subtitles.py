@@ -147,13 +147,18 @@ class Subtitles:
                 out.append(ln)
         return out
 
-    def by_cell(self, cells: Sequence[tuple[str, Interval]], max_chars: int = 1600) -> str:
+    def by_cell(self, cells: Sequence[tuple[str, Interval]], max_chars: int = 1600, about: str = "") -> str:
         """What is said during each cell, one line per cell labelled with its id, within ``max_chars`` in all.
 
         Neighbouring cells during which the same lines are said share one line (``cell 3 to cell 9:
         ...``): a sentence that lasts longer than a cell is said once. The budget spans the whole
         view: it is shared among the lines, and one whose words do not fit shows its first and its
         last cue (what was said as the stretch began and as it ended) rather than only its beginning.
+
+        ``about`` (a question and its choices): when some cell's words do not fit, the cues that bear
+        on it (:func:`bearing`) are quoted whole in their cells first, up to half the budget, and the
+        other cells share the rest. Without it, a fact said in the middle of a wide cell would be cut
+        away for the routine said as the cell began and ended.
         """
         runs: list[tuple[str, str, list[SubtitleLine]]] = []
         for label, iv in cells:
@@ -167,14 +172,22 @@ class Subtitles:
         if not runs:
             return ""
         share = max(40, max_chars // len(runs))
+        quotes: dict[int, str] = {}
+        if about and any(len(" ".join(ln.text for ln in lines)) > share for *_, lines in runs):
+            quotes = _bearing_quotes([lines for *_, lines in runs], about, max_chars // 2)
+            if quotes and len(runs) > len(quotes):
+                rest = max_chars - sum(len(q) for q in quotes.values())
+                share = max(40, rest // (len(runs) - len(quotes)))
         out = []
-        for first, last, lines in runs:
-            whole = " ".join(ln.text for ln in lines)
-            if len(whole) > share and len(lines) > 1:
-                half = max(10, (share - 5) // 2)
-                whole = f"{_cut(lines[0].text, half)} … {_cut(lines[-1].text, half)}"
+        for n, (first, last, lines) in enumerate(runs):
+            whole = quotes.get(n) or " ".join(ln.text for ln in lines)
+            if n not in quotes:
+                if len(whole) > share and len(lines) > 1:
+                    half = max(10, (share - 5) // 2)
+                    whole = f"{_cut(lines[0].text, half)} … {_cut(lines[-1].text, half)}"
+                whole = _cut(whole, share)
             label = first if first == last else f"{first} to {last}"
-            out.append(f"{label}: {_cut(whole, share)}")
+            out.append(f"{label}: {whole}")
         return "\n".join(out)
 
     def text_for(self, interval: Interval, max_chars: int = 400) -> str:
@@ -191,24 +204,15 @@ def fitting_lines(
 ) -> list[SubtitleLine]:
     """The lines to quote within ``max_chars`` (``size`` each), in time order: all when they fit.
 
-    When they do not, the lines that bear most on ``about`` (a question and its choices) are kept
-    first, then the others spread evenly over time. A line bears by the words it shares with
-    ``about``, each weighted by how few of the lines say it (its inverse document frequency): a word
-    every line says weighs nothing, a word one line says weighs most. A fact said once in an hour is
-    kept over the routine said before it, which a cut in time order would keep instead.
+    When they do not, the lines that bear most on ``about`` (a question and its choices, by
+    :func:`bearing`) are kept first, then the others spread evenly over time. A fact said once in an
+    hour is kept over the routine said before it, which a cut in time order would keep instead.
     """
     if sum(size(ln) for ln in lines) <= max_chars:
         return list(lines)
-    words = [set(_WORD.findall(ln.text.lower())) for ln in lines]
-    asked = set(_WORD.findall(about.lower()))
-    said_by: dict[str, int] = {}
-    for seen in words:
-        for word in seen & asked:
-            said_by[word] = said_by.get(word, 0) + 1
-    weight = {w: math.log(len(lines) / n) for w, n in said_by.items()}
-    bearing = [sum(weight[w] for w in seen & asked) for seen in words]
+    bears = bearing([ln.text for ln in lines], about)
     spread = _spread_order(len(lines))
-    order = sorted(range(len(lines)), key=lambda i: (-bearing[i], spread[i]))
+    order = sorted(range(len(lines)), key=lambda i: (-bears[i], spread[i]))
     kept: list[int] = []
     used = 0
     for i in order:
@@ -216,6 +220,51 @@ def fitting_lines(
             kept.append(i)
             used += size(lines[i])
     return [lines[i] for i in sorted(kept)]
+
+
+def bearing(texts: Sequence[str], about: str, common: float = 1.0) -> list[float]:
+    """How much each of ``texts`` bears on ``about``: the words it shares with it, each weighted by rarity.
+
+    A word's weight is its inverse document frequency over ``texts``: a word every text says weighs
+    nothing, a word one text says weighs most. A word more than ``common`` of the texts say weighs
+    nothing either (1.0: only one every text says). 0 for a text that shares no weighed word with ``about``.
+    """
+    words = [set(_WORD.findall(t.lower())) for t in texts]
+    asked = set(_WORD.findall(about.lower()))
+    said_by: dict[str, int] = {}
+    for seen in words:
+        for word in seen & asked:
+            said_by[word] = said_by.get(word, 0) + 1
+    weight = {w: math.log(len(texts) / n) if n <= common * len(texts) else 0.0 for w, n in said_by.items()}
+    return [sum(weight[w] for w in seen & asked) for seen in words]
+
+
+def _bearing_quotes(runs: Sequence[Sequence[SubtitleLine]], about: str, max_chars: int) -> dict[int, str]:
+    """For the runs (a cell's cues each) that hold cues bearing on ``about``, those cues quoted, within ``max_chars``.
+
+    A cue bears when it shares with ``about`` a word that at most half of the view's cues say (so a
+    word most of them say, "the" or what every announcement repeats, marks none). Runs are taken by
+    their best cue's bearing, most first; a run's quote marks the cues left out around its own with an
+    ellipsis. A cue said over several runs is weighed once.
+    """
+    cues = sorted({ln for lines in runs for ln in lines}, key=lambda ln: (ln.start, ln.end, ln.text))
+    bears = dict(zip(cues, bearing([ln.text for ln in cues], about, common=0.5), strict=True))
+    ranked = sorted(
+        (n for n, lines in enumerate(runs) if any(bears[ln] > 0 for ln in lines)),
+        key=lambda n: (-max(bears[ln] for ln in runs[n]), n),
+    )
+    quotes: dict[int, str] = {}
+    used = 0
+    for n in ranked:
+        lines = runs[n]
+        kept = [i for i, ln in enumerate(lines) if bears[ln] > 0]
+        text = " … ".join(lines[i].text for i in kept)
+        text = ("… " if kept[0] > 0 else "") + text + (" …" if kept[-1] < len(lines) - 1 else "")
+        if used + len(text) > max_chars:
+            continue
+        quotes[n] = text
+        used += len(text)
+    return quotes
 
 
 def _spread_order(n: int) -> list[int]:

@@ -214,11 +214,21 @@ def speech_lines(
     return "\n".join(out) or "(none)"
 
 
-def subtitles_by_cell(subtitles: Subtitles | None, cells: Sequence[tuple[int, Interval]], max_chars: int = 1600) -> str:
-    """What is said during each cell of a grid, one line per cell labelled with its id (empty when nothing is)."""
+def subtitles_by_cell(
+    subtitles: Subtitles | None,
+    cells: Sequence[tuple[int, Interval]],
+    question: str = "",
+    choices: Sequence[str] = (),
+    max_chars: int = 1600,
+) -> str:
+    """What is said during each cell of a grid, one line per cell labelled with its id (empty when nothing is).
+
+    When the cells' words do not all fit, what bears on the question and its choices is quoted whole
+    first (:meth:`videoatlas.environment.subtitles.Subtitles.by_cell`).
+    """
     if subtitles is None:
         return ""
-    return subtitles.by_cell([(f"cell {i}", iv) for i, iv in cells], max_chars)
+    return subtitles.by_cell([(f"cell {i}", iv) for i, iv in cells], max_chars, " ".join([question, *choices]).strip())
 
 
 def fallback(exc: BaseException, node: str, round_no: int, rule: str) -> tuple[Cost, Repair]:

@@ -3,7 +3,8 @@
 The 24 s video of :mod:`.speech` asks whether an agent listens at all; this one asks whether it
 hears a sentence said once in a long track it cannot afford to hear whole at every look. The
 pictures are hall boards that change every minute and never bear on a question; the sound is a
-routine announcement every one and a half to two minutes, and the three facts of
+routine announcement every one and a half to two minutes (or as often as asked: a track that
+is never silent long), and the three facts of
 :data:`.speech.LINES` (a city, a name, a room number), each said once, at seeded places spread
 over the video. Each fact starts at least 3 s into a 30 s stretch of the track and ends inside it,
 so the measure is of where an agent listens, not of a sentence cut in two. The same duration and
@@ -33,6 +34,8 @@ STRETCH_S = 30.0
 """The length of the stretches a fact is kept inside (the speech track's chunk)."""
 FACT_S = 8.0
 """Room left for one spoken fact (each of :data:`.speech.LINES` takes under 6 s at the voice's speed)."""
+ROUTINE_GAP_S = (90.0, 120.0)
+"""The least and most seconds between two routine announcements, by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +50,22 @@ class Talk:
     """When each question's fact is said, in the order of ``questions``."""
 
 
-def long_talk(duration: float, seed: int = 1) -> Talk:
-    """Lay out a spoken video of ``duration`` seconds (at least five minutes)."""
+def long_talk(duration: float, seed: int = 1, routine_gap: tuple[float, float] = ROUTINE_GAP_S) -> Talk:
+    """Lay out a spoken video of ``duration`` seconds (at least five minutes).
+
+    ``routine_gap``: the least and most seconds from one routine announcement to the next; the
+    default leaves the track mostly silent, ``(8, 12)`` fills it (each announcement takes about 4 s),
+    as a talk or a lecture does. A routine announcement keeps clear of a fact by 20 s, or by the
+    least gap when that is shorter.
+    """
     if duration < 300:
         raise ValueError(f"a long talk lasts at least 300 s, got {duration:g}")
-    rng = random.Random(f"long-talk:{duration:g}:{seed}")
+    low, high = routine_gap
+    if not FACT_S <= low <= high:
+        raise ValueError(f"routine_gap must be two numbers, {FACT_S:g} <= least <= most, got {routine_gap}")
+    clear = min(20.0, low)
+    key = f"long-talk:{duration:g}:{seed}" + ("" if routine_gap == ROUTINE_GAP_S else f":{low:g}-{high:g}")
+    rng = random.Random(key)
     cards = tuple(
         Card(start, min(duration, start + CARD_S), rng.choice(HALLS), rng.choice(BOARDS))
         for start in _steps(0.0, duration, CARD_S)
@@ -65,9 +79,9 @@ def long_talk(duration: float, seed: int = 1) -> Talk:
     routine = []
     t = rng.uniform(20.0, 60.0)
     while t < duration - 10.0:
-        if all(abs(t - f.start) > 20.0 for f in facts):
+        if all(abs(t - f.start) > clear for f in facts):
             routine.append(Line(round(t, 1), rng.choice(ROUTINE)))
-        t += rng.uniform(90.0, 120.0)
+        t += rng.uniform(low, high)
     spoken = [q for q in QUESTIONS if q.sense == "speech"]
     return Talk(
         duration,

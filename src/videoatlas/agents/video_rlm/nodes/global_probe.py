@@ -146,7 +146,10 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
             f"{coverage_text(state, duration, step)}; "
             f"{len(state['evidence'])} evidence items",
             "hints": ", ".join(t.key for t in targets) or "(none)",
-            "subtitles": subtitles_by_cell(heard.subtitles, [(c.index, c.interval) for c in open_cells]) or "(none)",
+            "subtitles": subtitles_by_cell(
+                heard.subtitles, [(c.index, c.interval) for c in open_cells], state["question"], state["choices"]
+            )
+            or "(none)",
         }
         emit("probe", round=round_no)
         try:

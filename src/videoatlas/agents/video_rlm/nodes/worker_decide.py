@@ -87,7 +87,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         "previous": state["summary"],
         "collected": _collected_lines(state),
         "actions": "\n".join(ACTION_HELP[a] for a in state["allowed"]),
-        "subtitles": subtitles_by_cell(heard.subtitles, spoken) or "(none)",
+        "subtitles": subtitles_by_cell(heard.subtitles, spoken, state["question"], state["choices"]) or "(none)",
         "zoom": zoom_line,
     }
     open_ids = open_cells(cells)
