@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from videoatlas.environment.geometry import Interval
@@ -13,6 +15,7 @@ from videoatlas.environment.speech import (
     chunk_span,
     chunks_over,
     chunks_to_hear,
+    spread_chunks,
 )
 from videoatlas.environment.subtitles import SubtitleLine
 
@@ -57,6 +60,16 @@ def test_a_view_hears_short_stretches_whole_and_wide_ones_at_their_middle() -> N
     assert chunks_to_hear([Interval(0.0, HOUR)], HOUR, whole=True) == list(range(120))
     # A cell of a finer grid is heard whole.
     assert chunks_to_hear([Interval(100.0, 140.0)], HOUR) == [3, 4]
+
+
+def test_an_index_of_the_track_hears_every_chunk_or_a_spread_of_them() -> None:
+    assert spread_chunks(HOUR, 240) == list(range(120))  # an hour: every chunk
+    ten_hours = spread_chunks(10 * HOUR, 240)
+    assert len(ten_hours) == 240 and ten_hours == sorted(set(ten_hours))
+    gaps = {b - a for a, b in pairwise(ten_hours)}
+    assert gaps == {5}  # 1,200 chunks, one in five, evenly
+    assert ten_hours[0] == 2 and ten_hours[-1] == 1197  # the middle of each fifth
+    assert spread_chunks(HOUR, 0) == [] and spread_chunks(10.0, 5) == [0]
 
 
 def test_the_track_keeps_each_chunks_lines_inside_the_chunk_and_reads_like_subtitles() -> None:

@@ -44,6 +44,21 @@ def chunk_span(index: int, duration: float) -> Interval:
     return Interval(start, max(start, min(duration, start + CHUNK_S)))
 
 
+def spread_chunks(duration: float, most: int) -> list[int]:
+    """Every chunk of the track when it has at most ``most``, else ``most`` of them spread evenly, in order."""
+    count = chunk_count(duration)
+    if most <= 0:
+        return []
+    if count <= most:
+        return list(range(count))
+    return sorted({int((i + 0.5) * count / most) for i in range(most)})
+
+
+def track_spans(duration: float, most: int) -> list[Interval]:
+    """The stretches of :func:`spread_chunks`: what an agent that reads the track first listens to."""
+    return [chunk_span(i, duration) for i in spread_chunks(duration, most)]
+
+
 def chunks_over(span: Interval, duration: float) -> list[int]:
     """The chunks ``span`` overlaps (a zero-length span: the chunk it lies in)."""
     last = chunk_count(duration) - 1

@@ -1,7 +1,8 @@
 """The start: the question turned into search queries, the frame index built or reused, the first anchors.
 
-One text call asks for 1-5 queries; each is matched against the index and against the speech
-heard at a first look over the whole video; the hits, clustered in time, give the anchors. The
+One text call asks for 1-5 queries; each is matched against the index and against what is said
+over the whole video (the speech track heard chunk by chunk as the frames are indexed, spread over
+a long video: ``speech_index_chunks``); the hits, clustered in time, give the anchors. The
 first segment to expand is the whole video. The same call says the question's time relation ("right
 after the banner"); when it names an anchor, that phrase is the first query, and its own hits are
 kept apart: they are expanded first, until the anchor is seen.
@@ -20,6 +21,7 @@ from videoatlas.agents.eea.state import EEAState, Segment
 from videoatlas.agents.eea.views import SYSTEM
 from videoatlas.agents.relation import Relation, relation_of
 from videoatlas.environment.geometry import Interval
+from videoatlas.environment.speech import track_spans
 from videoatlas.errors import ModelReplyError
 from videoatlas.runtime.calls import ask, choices_block, emit, fallback, hear
 from videoatlas.runtime.context import AgentContext
@@ -59,8 +61,11 @@ async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         repairs.append(Repair(node="discover", round=0, kind="fallback", detail="no query left: the question used"))
     index, info = await frame_index(ctx, settings)
     vectors, embedded = await query_vectors(ctx, settings, queries)
-    # What is said anchors the search too: the speech heard at a first look over the whole video.
-    heard = await hear(ctx, [Interval(0.0, ctx.atlas.duration)], Where("discover", 0))
+    # What is said anchors the search too: the track is heard for it as the frames are indexed, over the
+    # whole video (spread over a long one), not only the sample a first look at the whole video hears.
+    duration = ctx.atlas.duration
+    listened = track_spans(duration, settings.speech_index_chunks) or [Interval(0.0, duration)]
+    heard = await hear(ctx, listened, Where("discover", 0))
     repairs.extend(heard.repairs)
     spoken, texts = await speech_hits(ctx, settings, vectors, heard.subtitles)
     hits = merge_hits([], [*search_hits(index, vectors, settings.top_k), *spoken])
@@ -68,7 +73,7 @@ async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     anchor_hits = merge_hits([], search_hits(index, vectors[:1], settings.top_k)) if led else []
     anchors = anchors_of(hits, settings.cluster_gap_s)
     emit("anchors", queries=len(queries), anchors=len(anchors), index_frames=info.frames, reused=info.reused)
-    root = Segment(id=ROOT, start=0.0, end=ctx.atlas.duration)
+    root = Segment(id=ROOT, start=0.0, end=duration)
     return {
         "queries": queries,
         "hits": hits,

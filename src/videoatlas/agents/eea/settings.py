@@ -48,6 +48,10 @@ class EEASettings(AgentSettings):
     index_cap: int = Field(default=4000, ge=1, le=100_000)
     """Frames the index holds at most: a longer video is indexed at index_cap / duration frames per second
     instead (the run records the rate used)."""
+    speech_index_chunks: int = Field(default=240, ge=0, le=100_000)
+    """Chunks of the speech track (30 s each) heard at the start and matched against the queries, as the frame
+    index is: every chunk of a video up to two hours, that many spread evenly over a longer one (0: only what a
+    first look at the whole video hears, its middle chunk). Not in the paper, which has no sound."""
     index_px: int = Field(default=448, ge=64, le=2048)
     """Long side of a frame sent to the embedding model, in pixels."""
     embedding_model: str = ""

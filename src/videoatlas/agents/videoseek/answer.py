@@ -7,14 +7,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.videoseek.look import listened, turn_span
+from videoatlas.agents.videoseek.look import heard_so_far
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history, subtitles_text
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import hear
 from videoatlas.runtime.context import AgentContext
-from videoatlas.runtime.speech import Heard, Where
+from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Evidence, FrameRef
 
 
@@ -52,8 +51,7 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
     settings = seek(ctx)
     evidence = flagged_evidence(turns, ctx, settings.short_px)
     duration = ctx.atlas.duration
-    looked = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
-    heard = await hear(ctx, looked, Where("answer", len(turns))) if looked else Heard(None)
+    heard = await heard_so_far(ctx, turns, settings, Where("answer", len(turns)))
     anchor = anchor_of(turns)
     values = {
         "duration": format_ts(duration, 0),

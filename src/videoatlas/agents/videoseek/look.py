@@ -25,12 +25,13 @@ from videoatlas.agents.videoseek.settings import VideoSeekSettings, seek
 from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
 from videoatlas.agents.videoseek.views import TOOL_SYSTEM, subtitles_text
 from videoatlas.environment.geometry import Interval
+from videoatlas.environment.speech import track_spans
 from videoatlas.environment.timefmt import format_moment, format_ts
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger, hear
+from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger, hear, said
 from videoatlas.runtime.context import AgentContext
-from videoatlas.runtime.speech import Where
+from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Cost, Repair
 from videoatlas.state.schemas import distinct
 
@@ -81,6 +82,18 @@ def listened(tool: str, span: Interval, settings: VideoSeekSettings) -> list[Int
     count = settings.overview_frames if tool == "overview" else settings.skim_frames
     step = span.span / max(1, count)
     return [Interval(span.start + i * step, span.start + (i + 1) * step) for i in range(max(1, count))]
+
+
+async def heard_so_far(ctx: AgentContext, turns: Sequence[Turn], settings: VideoSeekSettings, where: Where) -> Heard:
+    """What the planner and the answer know is said.
+
+    The track read first, as a subtitle file would be, and what the tools listened to since (read again
+    from the speech track's cache: nothing is transcribed twice).
+    """
+    duration = ctx.atlas.duration
+    spans = track_spans(duration, settings.speech_chunks)
+    spans += [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
+    return await hear(ctx, spans, where) if spans else Heard(said(ctx))
 
 
 def turn_span(turn: Turn, duration: float) -> Interval:

@@ -14,16 +14,16 @@ from langgraph.types import Command
 
 from videoatlas.agents.relation import Anchor, Relation, RelationStep, inside, relation_note, window
 from videoatlas.agents.tool_loop import choose_tool, next_step
-from videoatlas.agents.videoseek.look import listened, turn_span
+from videoatlas.agents.videoseek.look import heard_so_far
 from videoatlas.agents.videoseek.schemas import turn_schema
 from videoatlas.agents.videoseek.settings import VideoSeekSettings, seek
 from videoatlas.agents.videoseek.state import SeekState, anchor_of
 from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, history, subtitles_text
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.runtime.calls import budget_exhausted, choices_block, emit, hear, said, with_heard
+from videoatlas.runtime.calls import budget_exhausted, choices_block, emit, with_heard
 from videoatlas.runtime.context import AgentContext
-from videoatlas.runtime.speech import Heard, Where
+from videoatlas.runtime.speech import Where
 
 TOOLS = ("overview", "skim", "focus", "answer")
 
@@ -40,9 +40,7 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
     if spent:
         return Command(goto="answer", update={"stop_reason": spent})
     duration = ctx.atlas.duration
-    # What the tools listened to so far (read again from the speech track's cache: nothing is transcribed twice).
-    spans = [span for t in turns for span in listened(t.tool, turn_span(t, duration), settings)]
-    heard = await hear(ctx, spans, Where("plan", turn_no)) if spans else Heard(said(ctx))
+    heard = await heard_so_far(ctx, turns, settings, Where("plan", turn_no))
     relation = state.get("relation")
     anchor = anchor_of(turns)
     beside = anchor_window(relation, anchor, duration, settings) if anchor is not None else None

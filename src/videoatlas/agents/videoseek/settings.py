@@ -28,6 +28,11 @@ class VideoSeekSettings(AgentSettings):
     """Overview and skim frames tiled per image (4 to a row)."""
     subtitle_chars: int = Field(default=6000, ge=0, le=200_000)
     """Characters of subtitles the planner starts from (the whole track when it fits, else spread over it)."""
+    speech_chunks: int = Field(default=240, ge=0, le=100_000)
+    """With a speech track and no subtitle file, the chunks of it (30 s each) heard before the first turn, so
+    that the planner starts from what is said as it would from a subtitle file (the paper's first query carries
+    the subtitles): every chunk of a video up to two hours, that many spread evenly over a longer one (0: only
+    what the tools listen to, as they look)."""
 
     @property
     def overview_frames(self) -> int:
