@@ -171,17 +171,19 @@ class Subtitles:
                 runs.append((label, label, lines))
         if not runs:
             return ""
+        joined = [" ".join(ln.text for ln in lines) for *_, lines in runs]
         share = max(40, max_chars // len(runs))
         quotes: dict[int, str] = {}
-        if about and any(len(" ".join(ln.text for ln in lines)) > share for *_, lines in runs):
+        if about and any(len(text) > share for text in joined):
             quotes = _bearing_quotes([lines for *_, lines in runs], about, max_chars // 2)
             if quotes and len(runs) > len(quotes):
                 rest = max_chars - sum(len(q) for q in quotes.values())
                 share = max(40, rest // (len(runs) - len(quotes)))
         out = []
         for n, (first, last, lines) in enumerate(runs):
-            whole = quotes.get(n) or " ".join(ln.text for ln in lines)
-            if n not in quotes:
+            whole = quotes.get(n)
+            if whole is None:
+                whole = joined[n]
                 if len(whole) > share and len(lines) > 1:
                     half = max(10, (share - 5) // 2)
                     whole = f"{_cut(lines[0].text, half)} … {_cut(lines[-1].text, half)}"
