@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from videoatlas.agents.eea.evaluate import candidates
-from videoatlas.agents.eea.retrieve import clean_queries, merge_hits
+from videoatlas.agents.eea.retrieve import clean_queries, index_rate, merge_hits, search_hits
 from videoatlas.agents.eea.search import (
     children,
     cluster_anchors,
@@ -30,7 +30,7 @@ from videoatlas.agents.eea.settings import EEASettings
 from videoatlas.agents.eea.state import Segment
 from videoatlas.errors import EndpointError, ModelNotServedError
 from videoatlas.llm.embeddings import EmbeddingsClient
-from videoatlas.runtime.frame_index import plan_index
+from videoatlas.runtime.frame_index import FrameIndex, plan_index
 
 pytestmark = pytest.mark.unit
 
@@ -131,6 +131,38 @@ def test_hits_cluster_in_time_and_each_cluster_keeps_its_best() -> None:
     hits = [(10.0, 0.5), (14.0, 0.8), (16.0, 0.6), (40.0, 0.7), (41.0, 0.9), (41.0, 0.95), (100.0, 0.4)]
     assert cluster_anchors(hits, 5.0) == [(14.0, 0.8), (41.0, 0.95), (100.0, 0.4)]
     assert merge_hits([(1.0, 0.2)], [(1.0, 0.5), (2.0, 0.1)]) == [(1.0, 0.5), (2.0, 0.1)]
+
+
+def shown_three_times() -> FrameIndex:
+    """One frame a second for 100 s: a sign on screen at 10-29 s (clearest at 20 s), 50-54 s and 80-84 s."""
+    times = np.arange(100, dtype=float) + 0.5
+    sims = np.full(100, 0.1)
+    sims[10:30], sims[20] = 0.90, 0.95
+    sims[50:55] = 0.80
+    sims[80:85] = 0.85
+    vectors = np.stack([sims, np.sqrt(1.0 - sims**2)], axis=1)  # unit vectors whose cosine with (1, 0) is sims
+    return FrameIndex(times=times, vectors=vectors)
+
+
+def test_a_query_retrieves_each_showing_once_not_the_neighbours_of_the_best_one() -> None:
+    index, query = shown_three_times(), np.array([[1.0, 0.0]])
+    # Frame by frame the best three are neighbours in the first showing: the other two are missed.
+    assert [t for t, _ in index.search(query[0], 3)] == [20.5, 10.5, 11.5]
+    hits = search_hits(index, query, EEASettings(top_k=3, cluster_gap_s=10.0))
+    assert [t for t, _ in hits] == [20.5, 80.5, 50.5]  # each showing's best frame, the best showing first
+    assert [phi for _, phi in hits] == pytest.approx([0.95, 0.85, 0.80])
+    assert [t for t, _ in cluster_anchors(hits, 10.0)] == [20.5, 50.5, 80.5]
+    # With no gap a query's hits are its best frames, as before.
+    assert [t for t, _ in search_hits(index, query, EEASettings(top_k=3, cluster_gap_s=0.0))] == [20.5, 10.5, 11.5]
+
+
+def test_a_query_every_frame_matches_alike_gives_one_hit_not_a_chain() -> None:
+    times = np.arange(600, dtype=float) * 2.0 + 1.0  # 20 minutes at one frame every 2 s
+    vectors = np.tile([0.9, np.sqrt(1 - 0.81)], (600, 1))  # a place name on screen throughout
+    index = FrameIndex(times=times, vectors=vectors)
+    assert index_rate(index) == pytest.approx(0.5)
+    [(t, phi)] = search_hits(index, np.array([[1.0, 0.0]]), EEASettings(top_k=8, cluster_gap_s=10.0))
+    assert t == 1.0 and phi == pytest.approx(0.9)  # the first frame of the one long showing, not eight in a row
 
 
 def test_empty_and_repeated_queries_are_dropped() -> None:

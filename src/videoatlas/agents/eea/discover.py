@@ -68,9 +68,9 @@ async def discover(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     heard = await hear(ctx, listened, Where("discover", 0))
     repairs.extend(heard.repairs)
     spoken, texts = await speech_hits(ctx, settings, vectors, heard.subtitles)
-    hits = merge_hits([], [*search_hits(index, vectors, settings.top_k), *spoken])
+    hits = merge_hits([], [*search_hits(index, vectors, settings), *spoken])
     led = relation.anchored and queries[:1] == [" ".join(relation.anchor.split())]
-    anchor_hits = merge_hits([], search_hits(index, vectors[:1], settings.top_k)) if led else []
+    anchor_hits = merge_hits([], search_hits(index, vectors[:1], settings)) if led else []
     anchors = anchors_of(hits, settings.cluster_gap_s)
     emit("anchors", queries=len(queries), anchors=len(anchors), index_frames=info.frames, reused=info.reused)
     root = Segment(id=ROOT, start=0.0, end=duration)

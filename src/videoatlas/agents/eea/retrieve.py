@@ -12,6 +12,7 @@ drop recorded.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -44,9 +45,30 @@ def clean_queries(proposed: Sequence[str], held: Sequence[str]) -> tuple[list[st
     return kept, dropped
 
 
-def search_hits(index: FrameIndex, vectors: np.ndarray, top_k: int) -> list[tuple[float, float]]:
-    """Every query's ``top_k`` frames, as (time, similarity)."""
-    return [hit for vector in vectors for hit in index.search(vector, top_k)]
+def search_hits(index: FrameIndex, vectors: np.ndarray, settings: EEASettings) -> list[tuple[float, float]]:
+    """Every query's ``top_k`` clips, as (time, similarity): the best frame of each of its best clusters.
+
+    The paper retrieves clips and clusters them in time. The index holds single frames, and one long shot
+    holds many: a query's ``top_k`` best frames were neighbours in the shot that matched best (a badge
+    shown five times, twenty seconds each, gave eight hits in two of its showings and none in the other
+    three). So a query takes as many frames as ``top_k`` clips of ``cluster_gap_s`` hold at the index's
+    rate, clusters them as the anchors are clustered, and keeps its ``top_k`` best clusters. A query that
+    every frame matches alike (a place name on screen throughout) still gives one hit, not a chain of them.
+    """
+    per_clip = max(1, math.ceil(settings.cluster_gap_s * index_rate(index)))
+    hits: list[tuple[float, float]] = []
+    for vector in vectors:
+        clusters = cluster_anchors(index.search(vector, settings.top_k * per_clip), settings.cluster_gap_s)
+        hits.extend(sorted(clusters, key=lambda a: (-a[1], a[0]))[: settings.top_k])
+    return hits
+
+
+def index_rate(index: FrameIndex) -> float:
+    """Frames per second of video the index holds (1.0 for an index of fewer than two frames)."""
+    times = index.times
+    if len(times) < 2 or float(times[-1]) <= float(times[0]):
+        return 1.0
+    return (len(times) - 1) / (float(times[-1]) - float(times[0]))
 
 
 async def speech_hits(

@@ -40,7 +40,8 @@ class EEASettings(AgentSettings):
     empty_score: float = Field(default=0.0, ge=-1.0, le=1.0)
     """The query score of a segment with no anchor in it (open in the paper)."""
     top_k: int = Field(default=8, ge=1, le=256)
-    """Index frames retrieved per query (open in the paper)."""
+    """Clips retrieved per query (open in the paper): the best clusters in time of its best index frames, as many
+    frames as that many clips of cluster_gap_s hold."""
     cluster_gap_s: float = Field(default=10.0, ge=0.0, le=3600.0)
     """Retrieved frames closer than this in time form one cluster, whose best frame is an anchor (open)."""
     index_fps: float = Field(default=1.0, gt=0.0, le=30.0)

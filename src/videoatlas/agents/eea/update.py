@@ -66,7 +66,7 @@ async def update(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         heard = await hear(ctx, looked, Where("update", this_round.index))
         out = with_heard(out, heard)
         spoken, texts = await speech_hits(ctx, settings, vectors, heard.subtitles)
-        hits = merge_hits(state.get("hits") or [], [*search_hits(index, vectors, settings.top_k), *spoken])
+        hits = merge_hits(state.get("hits") or [], [*search_hits(index, vectors, settings), *spoken])
         out |= {
             "queries": [*held, *new],
             "hits": hits,
