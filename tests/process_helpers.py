@@ -19,12 +19,14 @@ EXE = str(Path(sys.executable).parent / "videoatlas")
 def bare_env(home: Path) -> dict[str, str]:
     """A fresh user's environment: a data directory of its own and a bare PATH, nothing else of ours.
 
-    The stand-in's OCR cache is passed on (``tests/conftest.py`` names one for the session): a reading
-    from it equals a fresh one, so it changes how often the recogniser runs, never what the run sees.
+    The stand-in's OCR cache and its model threads are passed on (``tests/conftest.py`` sets both for the
+    session): a reading from the cache equals a fresh one, and so does one read on fewer threads, so they
+    change how often and how fast the recogniser runs, never what the run sees.
     """
     env = {"VIDEOATLAS_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    if "VIDEOATLAS_OCR_CACHE" in os.environ:
-        env["VIDEOATLAS_OCR_CACHE"] = os.environ["VIDEOATLAS_OCR_CACHE"]
+    for name in ("VIDEOATLAS_OCR_CACHE", "VIDEOATLAS_STANDIN_THREADS"):
+        if name in os.environ:
+            env[name] = os.environ[name]
     return env
 
 

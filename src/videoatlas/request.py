@@ -163,8 +163,9 @@ def open_endpoint(choice: EndpointChoice, config: RunConfig | None = None) -> It
             standin.max_images = choice.max_images
         if config is not None:
             limits.check_image_fits(config.k, config.cell_px, standin.max_image_pixels)
+        local = StandinServer(standin)  # refuses bad settings from the environment before the notice
         sys.stderr.write(STANDIN_NOTICE + "\n")
-        with RunningServer(StandinServer(standin)) as server:
+        with RunningServer(local) as server:
             yield EndpointSettings.from_env(
                 {},
                 base_url=server.base_url,

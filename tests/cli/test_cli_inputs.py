@@ -269,3 +269,14 @@ def test_a_base_url_without_v1_that_gets_404_asks_whether_v1_was_meant(video: Pa
         proc = run("ask", str(video), "-q", "why?", "--base-url", root, "--timeout", "10", home=tmp_path)
     line = assert_one_line(proc, 5, "HTTP 404")
     assert line.endswith(f"did you mean {root}/v1?"), line
+
+
+@pytest.mark.parametrize("command", ["ask", "sim-server"])
+def test_a_bad_stand_in_thread_count_is_one_line_before_it_starts(video: Path, tmp_path: Path, command: str) -> None:
+    env = {**os.environ, "VIDEOATLAS_HOME": str(tmp_path), "VIDEOATLAS_STANDIN_THREADS": "two"}
+    args = (
+        [EXE, "ask", str(video), "-q", "why?", "--standin"] if command == "ask" else [EXE, "sim-server", "--port", "1"]
+    )
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert_one_line(proc, 2, "VIDEOATLAS_STANDIN_THREADS must be a whole number of threads, 1 or more; got 'two'")
+    assert json.loads(run("runs", "--json", home=tmp_path).stdout) == []

@@ -5,14 +5,17 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from videoatlas.errors import BadInputError
 from videoatlas.standin import ocr_cache, perception
 from videoatlas.standin.perception import EncodedImage, Reader, Sight
 
@@ -133,3 +136,29 @@ def test_another_process_takes_the_reading_from_disk(tmp_path: Path, monkeypatch
     fresh = Reader()
     fresh._engine = _NoEngine()
     assert fresh.see(rgb).text == done.stdout.strip()
+
+
+def _threads(reader: Reader) -> tuple[int, int]:
+    """The intra-op threads of the reader's detection and recognition sessions (0: ONNX Runtime's own default)."""
+    engine: Any = reader._engine
+    det = engine.text_det.infer.session.get_session_options().intra_op_num_threads
+    rec = engine.text_rec.session.session.get_session_options().intra_op_num_threads
+    return det, rec
+
+
+def test_the_readers_threads_follow_the_variable_and_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ocr_cache.ENV, "off")
+    cards = [_card("PLATE KX-4471"), _card("GATE 12 NORTH", size=28)]
+    monkeypatch.delenv(perception.THREADS_ENV, raising=False)
+    default = Reader()
+    monkeypatch.setenv(perception.THREADS_ENV, "1")
+    single = Reader()
+    assert _threads(default) == (0, 0) and _threads(single) == (1, 1)
+    assert [single.see(c) for c in cards] == [default.see(c) for c in cards]
+
+
+@pytest.mark.parametrize("given", ["two", "0", "-1", "1.5"])
+def test_a_thread_count_that_is_no_whole_number_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, given: str) -> None:
+    monkeypatch.setenv(perception.THREADS_ENV, given)
+    with pytest.raises(BadInputError, match=rf"VIDEOATLAS_STANDIN_THREADS must be a whole number .*{re.escape(given)}"):
+        Reader()

@@ -195,13 +195,14 @@ def cmd_standin(args: argparse.Namespace) -> int:
         enable_auto_tool_choice=args.enable_auto_tool_choice,
         tool_call_parser=args.tool_call_parser,
     )
+    server = StandinServer(config)  # refuses bad settings from the environment before it binds or says it serves
     _check_port_free(args.host, args.port)
     sys.stderr.write(
         f"STAND-IN VLM (OCR-based test backend, not a real model) serving '{config.model}' "
         f"at http://{args.host}:{args.port}/v1; stats at /stats\n"
     )
     try:
-        serve_forever(StandinServer(config), args.host, args.port)
+        serve_forever(server, args.host, args.port)
     except OSError as exc:  # taken between the check and the server's own bind
         raise BadInputError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return 0

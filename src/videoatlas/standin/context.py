@@ -11,7 +11,7 @@ import threading
 
 from videoatlas.standin import faults
 from videoatlas.standin.config import StandinConfig
-from videoatlas.standin.perception import Reader, shared_reader
+from videoatlas.standin.perception import Reader, model_threads, shared_reader
 from videoatlas.standin.stats import StandinStats
 from videoatlas.standin.tokens import PrefixCache
 
@@ -21,6 +21,7 @@ class ServerContext:
 
     def __init__(self, config: StandinConfig | None = None, reader: Reader | None = None) -> None:
         self.config = config or StandinConfig()
+        model_threads()  # a bad $VIDEOATLAS_STANDIN_THREADS stops the server at its start, not at its first image
         self.stats = StandinStats()
         self.cache = PrefixCache(self.config.cache_blocks)
         self._rng = random.Random(self.config.seed)

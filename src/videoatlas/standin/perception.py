@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import io
 import itertools
+import os
 import re
 import statistics
 import threading
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from videoatlas.errors import BadInputError
 from videoatlas.standin import boxes
 from videoatlas.standin.boxes import detect_text_lines, text_boxes
 from videoatlas.standin.ocr_cache import ReadingCache, pixel_key
@@ -138,6 +140,24 @@ def decode_data_url(url: str) -> EncodedImage:
     return EncodedImage(raw, hashlib.sha256(raw).hexdigest(), width, height)
 
 
+THREADS_ENV = "VIDEOATLAS_STANDIN_THREADS"
+"""Threads each of the stand-in's models (the text reader, the speech model) may use; unset: their own defaults."""
+
+
+def model_threads() -> int | None:
+    """The threads ``$VIDEOATLAS_STANDIN_THREADS`` gives each model, or None when it is unset or empty.
+
+    Several processes on few cores (a test suite's workers, a benchmark beside another) run faster with
+    one each: a model's idle threads spin while others hold the cores. Readings do not depend on it.
+    """
+    given = os.environ.get(THREADS_ENV, "").strip()
+    if not given:
+        return None
+    if not given.isdigit() or int(given) < 1:
+        raise BadInputError(f"{THREADS_ENV} must be a whole number of threads, 1 or more; got {given!r}")
+    return int(given)
+
+
 class ReadCancelled(Exception):
     """A read given up because its server is stopping (no result: nothing is cached)."""
 
@@ -157,7 +177,8 @@ class Reader:
         from rapidocr_onnxruntime import RapidOCR
 
         self.min_text_px = min_text_px
-        self._engine = RapidOCR()
+        threads = model_threads()
+        self._engine = RapidOCR() if threads is None else RapidOCR(intra_op_num_threads=threads)
         self._lock = threading.Lock()
         self._cache: dict[str, Sight] = {}
         self._cache_size = cache_size

@@ -31,6 +31,7 @@ from aiohttp import web
 
 from videoatlas.standin import record
 from videoatlas.standin.context import ServerContext
+from videoatlas.standin.perception import model_threads
 
 MAX_FILE_MB = 25
 """vLLM's default ``VLLM_MAX_AUDIO_CLIP_FILESIZE_MB``."""
@@ -82,7 +83,8 @@ def whisper() -> Any:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local directory: nothing is ever fetched
             from faster_whisper import WhisperModel  # type: ignore[import-untyped]
 
-            _model = WhisperModel(model_dir(), device="cpu", compute_type="int8", cpu_threads=2)
+            threads = model_threads() or 2
+            _model = WhisperModel(model_dir(), device="cpu", compute_type="int8", cpu_threads=threads)
         return _model
 
 
