@@ -8,8 +8,9 @@ the first question heard is read back by the others, as in an eval; the audio co
 three questions' total. ``--speech full`` (the whole track at the first look) is the reference:
 ``--modes auto,full``.
 
-Prints a Markdown table, one row per (duration, agent, mode): right answers, the answers, the
-audio heard (seconds, share of the track, requests), mean tokens and wall time.
+Prints a Markdown table, one row per (duration, agent, mode): right answers, how many of the answers
+cite evidence, the answers, the audio heard (seconds, share of the track, requests), mean tokens and
+wall time.
 
 Usage: python benchmarks/bench_speech_long.py --out bench-data/speech-long [--durations 10m,1h]
        [--agents video-rlm,uniform] [--modes auto,full] [--routine-gap 8,12] [--json rows.json]
@@ -79,6 +80,7 @@ async def measure(
                         "agent": agent,
                         "speech": mode,
                         "right": sum(r.answer == q.answer for q, r in zip(talk.questions, results, strict=True)),
+                        "grounded": sum(r.grounded for r in results),
                         "answers": [r.answer for r in results],
                         "truth": [q.answer for q in talk.questions],
                         "said_at": list(talk.said_at),
@@ -96,12 +98,14 @@ async def measure(
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| video | agent | speech | right (3) | answers | audio heard: s (share, requests) | mean tokens | wall |",
-        "| --- | --- | --- | ---: | --- | ---: | ---: | ---: |",
+        "| video | agent | speech | right (3) | grounded | answers | audio heard: s (share, requests) "
+        "| mean tokens | wall |",
+        "| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(
             f"| {r['duration_s'] / 60:g} min | {r['agent']} | {r['speech']} | {r['right']}/3 | "
+            f"{r.get('grounded', '-')} | "
             f"{', '.join(r['answers'])} | {r['audio_s']:,.0f} ({r['heard_share']:.0%}, {r['transcriptions']}) | "
             f"{r['mean_tokens']:,} | {r['wall_s']:.0f} s |"
         )

@@ -127,3 +127,18 @@ def test_video_rlm_grounds_what_is_only_said_on_evidence_that_quotes_it(
         assert result.grounded, (q.question, result.reasoning)
         quoted = [e.subtitle or "" for e in result.evidence]
         assert any(q.answer.lower() in text.lower() for text in quoted), (q.question, quoted)
+
+
+def test_videoseek_cites_the_line_that_says_a_spoken_answer(
+    answered: dict[str, list[tuple[RunResult, int]]],
+) -> None:
+    """It answers a spoken question from the track read first, before any tool: the line quoted is its evidence."""
+    for q, (result, _) in zip(QUESTIONS, answered["videoseek"], strict=True):
+        said = [e for e in result.evidence if e.worker == "speech"]
+        if q.sense != "speech":
+            assert not said, (q.question, said)  # a question about what is shown rests on no line said
+            continue
+        assert result.grounded, (q.question, result.reasoning)
+        assert said and {e.id for e in said} <= set(result.cited), (q.question, said, result.cited)
+        assert any(q.answer.lower() in (e.subtitle or "").lower() for e in said), (q.question, said)
+        assert all(e.start <= e.time <= e.end for e in said)

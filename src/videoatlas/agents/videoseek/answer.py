@@ -1,4 +1,9 @@
-"""The final answer, from the trajectory and the frames the tools flagged (text only, like every planner turn)."""
+"""The final answer from the trajectory, the frames the tools flagged and what is said (text only, as every turn).
+
+The frames flagged and the lines of speech (or subtitles) quoted are the evidence an answer may cite:
+the frames labelled first, the lines after them. A line cited joins the run's evidence beside the
+frames, so an answer resting on what was said is grounded in it, as one resting on a frame is.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.videoseek.look import heard_so_far
 from videoatlas.agents.videoseek.settings import seek
 from videoatlas.agents.videoseek.state import SeekState, Turn, anchor_of
-from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history, subtitles_text
+from videoatlas.agents.videoseek.views import PLANNER_SYSTEM, evidence_block, history, lines_text, quoted_lines
+from videoatlas.environment.subtitles import SubtitleLine
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
@@ -40,6 +46,28 @@ def flagged_evidence(turns: list[Turn], ctx: AgentContext, short_px: int) -> lis
     return [items[k] for k in sorted(items)]
 
 
+def said_evidence(lines: list[SubtitleLine], ctx: AgentContext, short_px: int) -> list[Evidence]:
+    """The quoted lines as evidence items: each the stretch it is said in, with the frame at its middle."""
+    items = []
+    for line in lines:
+        t = (line.start + line.end) / 2
+        items.append(
+            Evidence(
+                id=f"said-{line.start:.1f}",
+                time=t,
+                start=line.start,
+                end=line.end,
+                description=f'said: "{line.text}"',
+                confidence=0.8,
+                subtitle=line.text,
+                frame=FrameRef(video=ctx.atlas.source.identity, time=t, px=short_px),
+                round=0,
+                worker="speech",
+            )
+        )
+    return items
+
+
 async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Judge each choice against what was reported and answer; a failed reply is recorded, never guessed.
 
@@ -49,28 +77,31 @@ async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, 
     ctx = runtime.context
     turns = state.get("turns") or []
     settings = seek(ctx)
-    evidence = flagged_evidence(turns, ctx, settings.short_px)
+    frames = flagged_evidence(turns, ctx, settings.short_px)
     duration = ctx.atlas.duration
     heard = await heard_so_far(ctx, turns, settings, Where("answer", len(turns)))
-    anchor = anchor_of(turns)
+    about = " ".join([state["question"], *state["choices"]])
+    lines, left = quoted_lines(heard.subtitles, settings.subtitle_chars, about, labels_from=len(frames))
+    said = said_evidence(lines, ctx, settings.short_px)
     values = {
         "duration": format_ts(duration, 0),
         "history": history(turns),
-        "evidence": evidence_block(evidence),
-        "subtitles": subtitles_text(
-            heard.subtitles, settings.subtitle_chars, " ".join([state["question"], *state["choices"]])
-        ),
+        "evidence": evidence_block(frames),
+        "subtitles": lines_text(lines, left, labels_from=len(frames)),
     }
-    return await decide_on_evidence(
+    result = await decide_on_evidence(
         ctx,
         state,
-        evidence,
+        [*frames, *said],
         system=PLANNER_SYSTEM,
         images=[],
         values=values,
         stop="the planner answered",
         thinker="planner",
         extra={"round": len(turns)},
-        anchor=anchor,
+        anchor=anchor_of(turns),
         heard=heard,
+        record_evidence=False,
     )
+    cited = set(result.get("cited") or [])
+    return {**result, "evidence": [*frames, *(e for e in said if e.id in cited)]}

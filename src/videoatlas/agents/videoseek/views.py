@@ -34,25 +34,53 @@ def history(turns: Sequence[Turn]) -> str:
     return "\n".join(blocks)
 
 
+def quoted_lines(
+    subtitles: Subtitles | None,
+    max_chars: int,
+    about: str,
+    span: Interval | None = None,
+    labels_from: int | None = None,
+) -> tuple[list[SubtitleLine], int]:
+    """The subtitle lines a prompt quotes (of ``span``, or the whole track) and how many it leaves out.
+
+    Those bearing most on ``about`` are kept when not all fit in ``max_chars``: see
+    :func:`videoatlas.environment.subtitles.fitting_lines`. ``labels_from``: the lines are quoted with
+    evidence labels from that index on, and the room the labels take counts against the budget.
+    """
+    if subtitles is None:
+        return [], 0
+    lines = subtitles.overlapping(span) if span is not None else list(subtitles.lines)
+    label_room = 0 if labels_from is None else len(f"[{evidence_label(labels_from + len(lines))}] ")
+    kept = fitting_lines(lines, about, max_chars, lambda ln: len(said_line(ln)) + 1 + label_room)
+    return kept, len(lines) - len(kept)
+
+
+def said_line(line: SubtitleLine, label: str | None = None) -> str:
+    """A quoted line with its times, after its evidence label when it has one."""
+    text = f"[{format_ts(line.start, 1)}-{format_ts(line.end, 1)}] {line.text}"
+    return f"[{label}] {text}" if label else text
+
+
 def subtitles_text(subtitles: Subtitles | None, max_chars: int, about: str, span: Interval | None = None) -> str:
     """Timed subtitle lines (of ``span``, or the whole track); those bearing most on ``about`` when not all fit.
 
-    ``about`` is what the reader is after (the question and its choices, or a tool's query): see
-    :func:`videoatlas.environment.subtitles.fitting_lines`.
+    ``about`` is what the reader is after (the question and its choices, or a tool's query).
     """
-    if subtitles is None:
-        return "(none)"
-    lines = subtitles.overlapping(span) if span is not None else list(subtitles.lines)
+    return lines_text(*quoted_lines(subtitles, max_chars, about, span))
+
+
+def lines_text(lines: Sequence[SubtitleLine], left: int, labels_from: int | None = None) -> str:
+    """Quoted lines one a row, then how many were left out; ``labels_from``: labelled as evidence from that index.
+
+    The final answer's lines follow its flagged frames' labels, so an answer resting on what is said can cite it.
+    """
     if not lines:
         return "(none)"
-
-    def rendered(ln: SubtitleLine) -> str:
-        return f"[{format_ts(ln.start, 1)}-{format_ts(ln.end, 1)}] {ln.text}"
-
-    kept = fitting_lines(lines, about, max_chars, lambda ln: len(rendered(ln)) + 1)
-    out = [rendered(ln) for ln in kept]
-    if len(kept) < len(lines):
-        out.append(f"({len(lines) - len(kept)} more lines not shown: they share fewer words with what is asked)")
+    out = [
+        said_line(ln, None if labels_from is None else evidence_label(labels_from + i)) for i, ln in enumerate(lines)
+    ]
+    if left:
+        out.append(f"({left} more lines not shown: they share fewer words with what is asked)")
     return "\n".join(out)
 
 
