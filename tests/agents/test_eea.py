@@ -99,6 +99,23 @@ def test_the_best_anchors_inside_the_segment_come_first() -> None:
     assert set(fixed) <= set(frames) and len(frames) == 4
 
 
+def test_anchors_in_neighbouring_clips_take_one_frame_and_leave_the_next_to_another_showing() -> None:
+    """A badge shown at 1,085-1,106 s, 1,688-1,709 s and 2,396-2,416 s of an hour; its hits cluster at both ends
+    of the second showing. The three best anchors by similarity hold that showing twice and miss the third."""
+    anchors = [(1085.0, 0.851), (1697.0, 0.851), (1708.0, 0.851), (2396.0, 0.848), (3007.0, 0.848)]
+    assert expansion_frames(0.0, 3600.0, anchors, 6, 3)[0] == [1085.0, 1697.0, 1708.0]  # the paper's rule
+    fixed, frames = expansion_frames(0.0, 3600.0, anchors, 6, 3, apart=20.0)
+    assert fixed == [1085.0, 1697.0, 2396.0]
+    assert 1708.0 not in frames and len(frames) == 6
+
+
+def test_anchors_minutes_apart_are_taken_by_similarity_alone() -> None:
+    """A programme on air for five minutes (1,040-1,345 s): its three anchors are the best, however close in an hour."""
+    anchors = [(1047.0, 0.86), (1243.0, 0.87), (1340.0, 0.86), (1795.0, 0.80), (2783.0, 0.79)]
+    fixed, _ = expansion_frames(0.0, 3600.0, anchors, 6, 3, apart=20.0)
+    assert fixed == [1047.0, 1243.0, 1340.0]
+
+
 def test_equal_rewards_give_the_query_score() -> None:
     h, uncertainty = fuse([0.4, 0.4, 0.4, 0.4], [0.1, 0.8, 0.3, 0.5], 0.1)
     assert uncertainty == pytest.approx(1.0)

@@ -103,7 +103,7 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     else:
         fixed, frames = expansion_frames(
             parent.start, parent.end, [(a.time, a.phi) for a in placing or anchors], settings.expand_frames,
-            settings.anchors,
+            settings.anchors, 2 * settings.cluster_gap_s,
         )  # fmt: skip
     first_id = max(s.id for s in segments) + 1
     kids = [

@@ -103,12 +103,26 @@ def coverage_frames(points: Sequence[float], fixed: Sequence[float], n: int) -> 
 
 
 def expansion_frames(
-    start: float, end: float, anchors: Sequence[tuple[float, float]], b: int, b_s: int
+    start: float, end: float, anchors: Sequence[tuple[float, float]], b: int, b_s: int, apart: float = 0.0
 ) -> tuple[list[float], list[float]]:
-    """The B frames of a segment: its ``b_s`` best anchors, then coverage frames. Returns (anchor times, all)."""
+    """The B frames of a segment: its ``b_s`` best anchors, then coverage frames. Returns (anchor times, all).
+
+    Anchors are taken best first, each more than ``apart`` seconds from those taken before; a closer one
+    is passed over for the next best. EEA passes twice its cluster gap: two clusters of hits that close
+    lie in neighbouring clips, as the two ends of one 20 s showing do (eleven seconds apart, split by a
+    dip in similarity between them), and two anchor frames there see one showing twice while another,
+    matched almost as well, is not seen at all. Anchors farther apart are taken as the paper takes them,
+    by similarity alone (a needle in a five-minute programme has its best anchors minutes apart inside it).
+    A slot no anchor fills goes to coverage; an anchor passed over stays an anchor of the child it lies in.
+    """
     inside = [a for a in anchors if start + _EPS < a[0] < end - _EPS]
-    best = sorted(inside, key=lambda a: (-a[1], a[0]))[:b_s]
-    fixed = sorted(a[0] for a in best)
+    fixed: list[float] = []
+    for t, _ in sorted(inside, key=lambda a: (-a[1], a[0])):
+        if len(fixed) >= b_s:
+            break
+        if all(abs(t - f) > apart for f in fixed):
+            fixed.append(t)
+    fixed.sort()
     added = coverage_frames(grid(start, end), fixed, b - len(fixed))
     return fixed, sorted([*fixed, *added])
 

@@ -22,7 +22,9 @@ class EEASettings(AgentSettings):
     LVBench, 4 on EgoSchema)."""
     anchors: int = Field(default=3, ge=0, le=16)
     """B_s: of those frames, how many are the segment's best semantic anchors (the paper: 3; 0 turns
-    semantic-guided expansion off: every frame then goes to coverage)."""
+    semantic-guided expansion off: every frame then goes to coverage). Two taken are more than twice
+    cluster_gap_s apart, in clips that do not neighbour (not in the paper); a slot no such anchor fills goes to
+    coverage."""
     memory_frames: int = Field(default=16, ge=1, le=64)
     """Frames the memory keeps; past that the lowest-reward ones are evicted (the paper: 16 on LVBench, 8 on
     EgoSchema)."""
