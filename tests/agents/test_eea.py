@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import numpy as np
@@ -26,6 +28,7 @@ from videoatlas.agents.eea.search import (
     query_score,
     radius,
 )
+from videoatlas.agents.eea.select import seen_px
 from videoatlas.agents.eea.settings import EEASettings
 from videoatlas.agents.eea.state import Segment
 from videoatlas.errors import EndpointError, ModelNotServedError
@@ -114,6 +117,20 @@ def test_anchors_minutes_apart_are_taken_by_similarity_alone() -> None:
     anchors = [(1047.0, 0.86), (1243.0, 0.87), (1340.0, 0.86), (1795.0, 0.80), (2783.0, 0.79)]
     fixed, _ = expansion_frames(0.0, 3600.0, anchors, 6, 3, apart=20.0)
     assert fixed == [1047.0, 1243.0, 1340.0]
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "frame_px", "expected"),
+    [(1280, 720, 256, 455), (720, 1280, 256, 455), (640, 480, 256, 341), (1280, 720, 1024, 1024)],
+)
+def test_the_answer_reads_the_memory_as_large_as_the_rounds_showed_it(
+    width: int, height: int, frame_px: int, expected: int
+) -> None:
+    """A round shows frames ``frame_px`` on their short side; the answer's tiles are that frame's long side (capped)."""
+    ctx: Any = SimpleNamespace(
+        atlas=SimpleNamespace(source=SimpleNamespace(info=SimpleNamespace(width=width, height=height)))
+    )
+    assert seen_px(ctx, EEASettings(frame_px=frame_px)) == expected
 
 
 def test_equal_rewards_give_the_query_score() -> None:

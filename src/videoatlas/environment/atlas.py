@@ -344,23 +344,31 @@ class VideoAtlas:
             pages.append(self._cached("mosaic", params, draw))
         return pages
 
-    def scratchpad(self, tiles: Sequence[ScratchTile], per_page: int = 16) -> list[RenderedImage]:
-        """Evidence tiles as labelled pages of at most ``per_page`` tiles each, in label order."""
+    def scratchpad(
+        self, tiles: Sequence[ScratchTile], per_page: int = 16, px: int | None = None
+    ) -> list[RenderedImage]:
+        """Evidence tiles as labelled pages of at most ``per_page`` tiles each, in label order.
+
+        ``px``: a tile's side (a frame's long side), the atlas's cell size when None.
+        """
         if per_page < 1:
             raise BadInputError("scratchpad pages need at least one tile")
+        tile_px = self.cell_px if px is None else px
+        if problem := limits.cell_px_problem(tile_px):
+            raise BadInputError(f"scratchpad tiles: {problem}")
         ordered = sorted(tiles, key=lambda tl: tl.index)
         pages = []
         for first in range(0, len(ordered), per_page):
             page = ordered[first : first + per_page]
             params = self._params(
                 "scratchpad",
-                px=self.cell_px,
+                px=tile_px,
                 tiles=[[tl.index, _exact(tl.time), tl.subtitle or ""] for tl in page],
             )
 
             def draw(page: list[ScratchTile] = page) -> tuple[Image.Image, list[dict[str, Any]]]:
-                frames = self.source.frames_at([tl.time for tl in page], self.cell_px)
-                image = render_scratchpad_page(page, frames, self.cell_px)
+                frames = self.source.frames_at([tl.time for tl in page], tile_px)
+                image = render_scratchpad_page(page, frames, tile_px)
                 notes = [
                     {"tile": tl.index, "time": f.time, "method": f.method, "reason": f.reason}
                     for tl, f in zip(page, frames, strict=True)
@@ -402,7 +410,9 @@ class VideoAtlas:
         result: list[RenderedImage] = await self._off_loop(self.mosaic, list(times), cols, rows, short_px, first_id)
         return result
 
-    async def ascratchpad(self, tiles: Sequence[ScratchTile], per_page: int = 16) -> list[RenderedImage]:
+    async def ascratchpad(
+        self, tiles: Sequence[ScratchTile], per_page: int = 16, px: int | None = None
+    ) -> list[RenderedImage]:
         """:meth:`scratchpad` off the event loop."""
-        result: list[RenderedImage] = await self._off_loop(self.scratchpad, list(tiles), per_page)
+        result: list[RenderedImage] = await self._off_loop(self.scratchpad, list(tiles), per_page, px)
         return result

@@ -1,4 +1,10 @@
-"""The answer, from the frames in memory (shown as labelled pages) and how the search went."""
+"""The answer, from the frames in memory (shown as labelled pages) and how the search went.
+
+The pages show each frame as large as the round that looked at it did (``frame_px`` on its short side),
+not at the atlas's cell size: a badge read on a round's frame was too small to read again on a
+320 px tile, and the answer counted nothing where the search had found it. The policy's pages
+between rounds stay at the cell size (they choose where to look next; the answer reads).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.eea.select import memory_images
+from videoatlas.agents.eea.select import memory_images, seen_px
+from videoatlas.agents.eea.settings import eea
 from videoatlas.agents.eea.state import EEAState
 from videoatlas.agents.eea.views import SYSTEM, rounds_block
 from videoatlas.environment.geometry import Interval
@@ -19,8 +26,8 @@ from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
 
 
-def memory_evidence(state: EEAState, ctx: AgentContext) -> list[Evidence]:
-    """The memory frames as evidence items, in time order (each with the child segment around it)."""
+def memory_evidence(state: EEAState, ctx: AgentContext, px: int) -> list[Evidence]:
+    """The memory frames as evidence items, in time order (each with the child segment around it), shown ``px`` wide."""
     items = []
     rounds = {r.index: r for r in state.get("rounds") or []}
     for n, m in enumerate(state.get("memory") or []):
@@ -34,7 +41,7 @@ def memory_evidence(state: EEAState, ctx: AgentContext) -> list[Evidence]:
                 description=f"frame looked at in round {m.round}, kept with reward {m.reward:.2f}"
                 + (f" (stretch {seen_in.segment} opened)" if seen_in else ""),
                 confidence=m.reward,
-                frame=FrameRef(video=ctx.atlas.source.identity, time=m.time, px=ctx.atlas.cell_px),
+                frame=FrameRef(video=ctx.atlas.source.identity, time=m.time, px=px),
                 round=m.round,
                 worker="memory",
             )
@@ -49,7 +56,8 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
     checked against it in the reasoning (:func:`videoatlas.agents.relation.time_check`).
     """
     ctx = runtime.context
-    evidence = memory_evidence(state, ctx)
+    px = seen_px(ctx, eea(ctx))
+    evidence = memory_evidence(state, ctx, px)
     rounds = state.get("rounds") or []
     opened = [Interval(s.start, s.end) for s in state.get("segments") or [] if s.expanded]
     heard = await hear(ctx, opened, Where("answer", len(rounds))) if opened else Heard(said(ctx))
@@ -68,7 +76,7 @@ async def answer(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         state,
         evidence,
         system=SYSTEM,
-        images=await memory_images(ctx, [e.time for e in evidence]),
+        images=await memory_images(ctx, [e.time for e in evidence], px),
         values=values,
         stop="the policy answered",
         thinker="searcher",

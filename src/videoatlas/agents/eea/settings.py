@@ -62,7 +62,7 @@ class EEASettings(AgentSettings):
     query_prefix: str = "query: "
     """Put before each query sent to the embedding model (E5 models expect ``query: ``)."""
     frame_px: int = Field(default=256, ge=64, le=1024)
-    """Short side of the frames the VLM is shown, in pixels."""
+    """Short side of the frames the VLM is shown, in pixels: each round's frames, and the memory at the answer."""
 
     @model_validator(mode="after")
     def _anchors_within_frames(self) -> EEASettings:
