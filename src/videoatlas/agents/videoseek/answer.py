@@ -69,10 +69,11 @@ def said_evidence(lines: list[SubtitleLine], ctx: AgentContext, short_px: int) -
 
 
 async def answer(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Judge each choice against what was reported and answer; a failed reply is recorded, never guessed.
+    """Judge each choice against what the tools reported and what is said, and answer; never a guess.
 
-    A question with a time relation is told the anchor's time, and the answer's cited times are
-    checked against it in the reasoning (:func:`videoatlas.agents.relation.time_check`).
+    A failed reply is recorded as the run's result. The run's evidence is the frames flagged and the
+    lines the answer cited. A question with a time relation is told the anchor's time, and the cited
+    times are checked against it in the reasoning (:func:`videoatlas.agents.relation.time_check`).
     """
     ctx = runtime.context
     turns = state.get("turns") or []
