@@ -49,11 +49,11 @@ def flagged_evidence(turns: list[Turn], ctx: AgentContext, short_px: int) -> lis
 def said_evidence(lines: list[SubtitleLine], ctx: AgentContext, short_px: int) -> list[Evidence]:
     """The quoted lines as evidence items: each the stretch it is said in, with the frame at its middle."""
     items = []
-    for line in lines:
+    for k, line in enumerate(lines):
         t = (line.start + line.end) / 2
         items.append(
             Evidence(
-                id=f"said-{line.start:.1f}",
+                id=f"said-{k}-{line.start:.1f}",  # two lines may start together (a subtitle file's overlaps)
                 time=t,
                 start=line.start,
                 end=line.end,
