@@ -140,10 +140,10 @@ def test_scratchpad_is_labelled_near_square_and_paged(atlas: VideoAtlas) -> None
 def test_scratchpad_tiles_can_be_larger_than_cells_and_their_frames_are_decoded_that_large(atlas: VideoAtlas) -> None:
     """A page at 2.5 cells a tile: the same frames, more pixels of each (what EEA's answer reads the memory at)."""
     tiles = [ScratchTile(i, 1.0 + i) for i in range(4)]
-    small, large = atlas.scratchpad(tiles)[0], atlas.scratchpad(tiles, px=5 * PX // 2)[0]
-    assert (large.width, large.height) == (2 * (5 * PX // 2), 2 * (5 * PX // 2))
-    assert [f["time"] for f in large.frames] == [f["time"] for f in small.frames]
     side = 5 * PX // 2
+    small, large = atlas.scratchpad(tiles)[0], atlas.scratchpad(tiles, px=side)[0]
+    assert (large.width, large.height) == (2 * side, 2 * side)
+    assert [f["time"] for f in large.frames] == [f["time"] for f in small.frames]
     row = pixels(large.jpeg)[side // 2 + 10, :side].astype(int)  # across the middle of tile [A]
     shown = np.where(np.abs(row - 24).max(axis=1) > 12)[0]  # not the page's background (24, 24, 24)
     assert shown.min() <= 2 and shown.max() >= side - 3  # the frame fills the tile's width: decoded that large
