@@ -14,6 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
+from videoatlas.agents.eea.answer import seen_px
 from videoatlas.agents.eea.evaluate import candidates
 from videoatlas.agents.eea.retrieve import clean_queries, index_rate, merge_hits, search_hits
 from videoatlas.agents.eea.search import (
@@ -28,7 +29,6 @@ from videoatlas.agents.eea.search import (
     query_score,
     radius,
 )
-from videoatlas.agents.eea.select import seen_px
 from videoatlas.agents.eea.settings import EEASettings
 from videoatlas.agents.eea.state import Segment
 from videoatlas.errors import EndpointError, ModelNotServedError

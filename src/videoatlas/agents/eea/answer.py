@@ -12,9 +12,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from videoatlas import limits
 from videoatlas.agents.decision import decide_on_evidence
-from videoatlas.agents.eea.select import memory_images, seen_px
-from videoatlas.agents.eea.settings import eea
+from videoatlas.agents.eea.select import memory_images
+from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import EEAState
 from videoatlas.agents.eea.views import SYSTEM, rounds_block
 from videoatlas.environment.geometry import Interval
@@ -24,6 +25,18 @@ from videoatlas.runtime.calls import hear, said, speech_lines
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
 from videoatlas.state.models import Evidence, FrameRef
+
+
+def seen_px(ctx: AgentContext, settings: EEASettings) -> int:
+    """A frame's long side when its short side is ``frame_px``, as each round's frames were shown.
+
+    At most a cell's largest size. The answer is shown the memory at this size, so that what a round read
+    there can be read again.
+    """
+    info = ctx.atlas.source.info
+    long_side, short_side = max(info.width, info.height), min(info.width, info.height)
+    ratio = long_side / short_side if short_side > 0 else 1.0
+    return min(limits.CELL_PX_MAX, max(limits.CELL_PX_MIN, round(settings.frame_px * ratio)))
 
 
 def memory_evidence(state: EEAState, ctx: AgentContext, px: int) -> list[Evidence]:

@@ -14,7 +14,6 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas import limits
 from videoatlas.agents.eea.evaluate import candidates, shortest_opened
 from videoatlas.agents.eea.schemas import select_schema
 from videoatlas.agents.eea.settings import EEASettings, eea
@@ -38,18 +37,6 @@ async def memory_images(ctx: AgentContext, times: list[float], px: int | None = 
         return []
     pages = await ctx.atlas.ascratchpad([ScratchTile(i, t) for i, t in enumerate(times)], px=px)
     return [as_image(page, f"memory {n + 1}") for n, page in enumerate(pages)]
-
-
-def seen_px(ctx: AgentContext, settings: EEASettings) -> int:
-    """A frame's long side when its short side is ``frame_px``, as each round's frames were shown.
-
-    At most a cell's largest size. The answer is shown the memory at this size, so that what a round read
-    there can be read again.
-    """
-    info = ctx.atlas.source.info
-    long_side, short_side = max(info.width, info.height), min(info.width, info.height)
-    ratio = long_side / short_side if short_side > 0 else 1.0
-    return min(limits.CELL_PX_MAX, max(limits.CELL_PX_MIN, round(settings.frame_px * ratio)))
 
 
 def scoring(settings: EEASettings) -> str:
