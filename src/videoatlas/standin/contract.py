@@ -70,7 +70,7 @@ class Grammar:
             if not matcher.consume_token(token):
                 return False, matcher.get_error().splitlines()[0] if matcher.get_error() else "rejected"
         if not matcher.is_accepting():
-            return False, "the reply ends before the grammar does"
+            return False, "the reply is cut short of what the grammar requires"
         return True, ""
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from videoatlas.standin.actions import Actions, Moved
+from videoatlas.standin.described import member_by_reach
 from videoatlas.standin.fields import (
     AMOUNT,
     ANSWER,
@@ -270,7 +271,7 @@ class Filler(Actions):
     # -- scalars ----------------------------------------------------------------------------------
 
     def enum(self, values: list[Any], name: str) -> Any:
-        """An enum value by its meaning: ids, actions, directions, search modes, verdicts, answers.
+        """An enum value by its meaning: ids, actions, directions, verdicts, answers, or the reach the text gives it.
 
         Any other enum: the member the question states or says its anchor's side with (:func:`.stated_member`,
         :func:`.member_saying`); else, for a wide question, an enum of amounts takes its largest.
@@ -295,9 +296,8 @@ class Filler(Actions):
             if want is None:
                 want = next((v for v in ("none", "neither", "n/a") if v in lower), self.req.direction or "after")
             return values[lower.index(want)]
-        if any("bfs" in v or "breadth" in v for v in lower) and any("dfs" in v or "depth" in v for v in lower):
-            key = ("bfs", "breadth") if self.wide() else ("dfs", "depth")
-            return values[next(i for i, v in enumerate(lower) if any(k in v for k in key))]
+        if (fitting := member_by_reach(text, self.req.text, self.wide())) is not None:  # what the text says each is for
+            return values[fitting]
         polarity = {v: polarity_of(v) for v in lower}
         if "yes" in polarity.values() and "unknown" in polarity.values():
             return values[lower.index(self.verdict(polarity))]

@@ -112,7 +112,7 @@ def unsought(line: str) -> str:
 # What a verb, an enum value or a field name usually means, by the words it is made of.
 INTENTS: dict[str, tuple[str, ...]] = {
     "record": ("add", "record", "save", "note", "collect", "keep", "store", "log", "remember"),
-    "stop": ("finish", "finished", "done", "stop", "end", "complete", "quit", "exit", "nothing"),
+    "stop": ("finish", "finished", "done", "stop", "end", "complete", "quit", "nothing"),
     "open": ("expand", "open", "drill", "descend", "enter", "subdivide", "dive", "split", "refine", "finer"),
     "back": ("back", "return", "parent", "ascend", "undo", "up"),
     "zoom": ("zoom", "magnify", "enlarge", "closeup", "resolution", "inspect", "detail"),

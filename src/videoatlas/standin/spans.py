@@ -23,7 +23,7 @@ from videoatlas.standin.language import parse_time, time_spans, words_of
 
 _STARTS = frozenset({"start", "begin", "beginning", "from", "since", "t0", "first"})
 _ENDS = frozenset({"end", "stop", "to", "until", "till", "t1", "last", "finish"})
-_TIMELY = frozenset({"second", "seconds", "time", "timestamp", "sec", "secs", "s", "clock", "offset"})
+_TIMELY = frozenset({"second", "seconds", "time", "timestamp", "sec", "secs", "s", "offset"})
 """Words a number's name or description uses when the number is a moment of the video."""
 Span = tuple[float, float]
 MIN_GAP_S = 2.5
