@@ -31,8 +31,7 @@ ASKED_FITS = 0.045
 TOOL_FITS = 0.04
 """The same rise for what the user asked and a function's name and description: worth calling for it."""
 _BACKGROUND = (  # noqa: SIM905 - a word list reads best as text
-    "name date time number total type price page colour size weight address phone email status score "
-    "title note model"
+    "name date time number total type price page colour size weight address phone email status score title note model"
 ).split()
 """Everyday words that fit no particular request: the usual level a text's cosines sit at is taken with them."""
 _CACHE_SIZE = 4096
