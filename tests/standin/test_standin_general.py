@@ -298,6 +298,10 @@ SOURCES_BY_VERSION = {
     # (signage, the long talk) left the stand-in: "exit" (language.INTENTS), "clock" (spans._TIMELY), "level"
     # (meaning._BACKGROUND), "ends" (a refusal text of contract.py).
     30: "33265c8edf9aa1deb20db445fdae461484fe446c11001e10a488111b9d65a139",
+    # 31: a list of evidence labels cites each label once, and nothing when the question has choices and none is
+    # backed by what was seen (answers.Answers.cited_labels); before, such a guess cited whatever showed the
+    # question's subject (a chapter's title without any code), so the run counted as grounded.
+    31: "691ddc977f36e06c666c947a8e3bc00157fdcefc855e58a1c2e3c227df0e6c01",
 }
 
 

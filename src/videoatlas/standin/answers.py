@@ -219,8 +219,10 @@ class Answers:
         return share is not None and share >= COUNT_COVERAGE_PCT
 
     def cited_labels(self) -> list[str]:
-        """Labels of tagged tiles that show the chosen answer (or anything relevant, for open questions)."""
+        """Labels of tagged tiles showing the chosen answer (open questions: anything relevant); none for a guess."""
         idx = self.answer_index()
+        if idx is None and self.req.choices and self.per_choice is None:
+            return []
         out = []
         for tile in self.req.tiles:
             if tile.evidence is None or tile.masked:
@@ -237,7 +239,7 @@ class Answers:
             wanted = idx in seen.choices if idx is not None else bool(seen.context or seen.choices)
             if label and (wanted or (self.req.counting and seen.context)):
                 out.append(label.group(1))
-        return out
+        return list(dict.fromkeys(out))
 
     def describe(self, tile: Tile) -> str:
         """One sentence on what a tile shows, with the stretch of video it stands for."""

@@ -1,0 +1,61 @@
+"""A final decision cites only what backs the choice it names, over real HTTP.
+
+With choices to pick from and nothing seen that backs any of them, a careful model still has to name
+one, and it cites nothing for it: the pick rests on no evidence. Until v31 the stand-in cited then
+whatever showed the question's subject (the part of the video the question names, without any
+choice), and the guess read as grounded. Words, times and labels here are the test's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from picture_helpers import ask, user
+from videoatlas.standin.perception import Reader
+from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas.state.schemas import decision_schema
+
+pytestmark = pytest.mark.e2e
+
+QUESTION = "Which tag is shown on the gate during the HERON part of the film?"
+CHOICES = ["WREN-12", "KITE-40", "RAIL-77", "MOTH-09"]
+SUBJECT_ONLY = [
+    "[A] 02:10.0: tile 8 (130.0-135.0 s) shows: PART 2 HERON",
+    "[B] 02:40.0: tile 9 (160.0-165.0 s) shows: PART 2 HERON",
+]
+WITH_A_CHOICE = [*SUBJECT_ONLY, "[C] 03:05.0: tile 10 (185.0-190.0 s) shows: PART 2 HERON GATE KITE-40"]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[openai.OpenAI]:
+    with RunningServer(StandinServer(StandinConfig(), reader=Reader())) as server:
+        yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+
+
+def decided(client: openai.OpenAI, notes: list[str]) -> dict[str, Any]:
+    labels = [line[1] for line in notes]
+    schema = decision_schema(len(CHOICES), labels).model_json_schema()
+    fmt = {"type": "json_schema", "json_schema": {"name": "decision", "schema": schema}}
+    options = "\n".join(f"{chr(65 + i)}. {c}" for i, c in enumerate(CHOICES))
+    text = "Evidence:\n" + "\n".join(notes) + f"\n\nQuestion: {QUESTION}\nChoices:\n{options}\nAnswer."
+    value: dict[str, Any] = json.loads(
+        ask(client, messages=[user(text)], response_format=fmt).choices[0].message.content or ""
+    )
+    return value
+
+
+def test_a_pick_nothing_backs_cites_nothing(client: openai.OpenAI) -> None:
+    value = decided(client, SUBJECT_ONLY)
+    assert value["evidence"] == []
+    assert {j["verdict"] for j in value["judgements"]} == {"no_evidence"}
+
+
+def test_a_choice_seen_with_the_subject_is_cited_once(client: openai.OpenAI) -> None:
+    value = decided(client, WITH_A_CHOICE)
+    assert CHOICES[value["answer"]] == "KITE-40"
+    assert value["evidence"] == ["C"]
