@@ -128,6 +128,13 @@ async def test_anchors_mark_the_sign_cell_and_a_second_run_embeds_nothing(
     assert second.extras["index_frames"] == 32 and second.extras["index_s"] == 0.0 and second.state["index"].reused
     assert second.state["anchor_log"][0].cells == probe.cells
 
+    # Frames embedded at another size are another index: built anew, never the stored one reused.
+    before = standin.standin.stats.embedding_inputs
+    larger = RunConfig.of(agent="video-rlm", **SMALL, index_px=320)
+    third = await run_question(lighthouse, QUESTION, CHOICES, larger, endpoint, db_url=db)
+    assert not third.state["index"].reused and third.state["index"].embedded == 32
+    assert standin.standin.stats.embedding_inputs - before == 32  # the frames again; the task's vector is stored
+
 
 @pytest.mark.e2e
 def test_ask_and_eval_run_take_the_anchor_settings(

@@ -33,9 +33,13 @@ class StoredIndex:
     complete: bool
 
 
-def index_key(video_identity: str, model: str, fps: float) -> str:
-    """The key of the index of ``video_identity``'s frames by ``model`` at ``fps`` frames per second."""
-    return hashlib.sha256(f"{video_identity}\0{model}\0{fps:.6f}".encode()).hexdigest()
+def index_key(video_identity: str, model: str, fps: float, px: int) -> str:
+    """The key of the index of ``video_identity``'s frames by ``model`` at ``fps`` frames per second, ``px`` wide.
+
+    The frame size is part of it: frames embedded smaller are another index (text too small to read at one
+    size reads at a larger one), never one to reuse for it.
+    """
+    return hashlib.sha256(f"{video_identity}\0{model}\0{fps:.6f}\0{px}".encode()).hexdigest()
 
 
 def text_key(model: str, text: str) -> str:

@@ -129,7 +129,7 @@ class FrameIndexRow(Base):
 
     __tablename__ = "va_frame_indexes"
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
-    """sha256 of (video identity, model, fps): see :func:`videoatlas.persistence.frame_index.index_key`."""
+    """sha256 of (video identity, model, fps, frame size): see :func:`videoatlas.persistence.frame_index.index_key`."""
     video_identity: Mapped[str] = mapped_column(String(64), index=True)
     model: Mapped[str] = mapped_column(Text)
     fps: Mapped[float] = mapped_column(Float)

@@ -1,4 +1,4 @@
-"""A video's frame embedding index, and query vectors scored against it: built once per (video, model, fps).
+"""A video's frame embedding index, and query vectors scored against it: built once per (video, model, fps, px).
 
 EEA retrieves its anchors from it; Video-RLM's semantic anchors (``anchors``) score grid cells with it.
 
@@ -126,7 +126,7 @@ async def frame_index(ctx: AgentContext, settings: IndexSettings) -> tuple[Frame
     model = embedding_model(ctx, settings)
     plan = plan_index(ctx.atlas.duration, settings.index_fps, settings.index_cap)
     identity = ctx.atlas.source.identity
-    key = stored.index_key(identity, model, plan.fps)
+    key = stored.index_key(identity, model, plan.fps, settings.index_px)
     engine = ctx.tracer.store.engine if ctx.tracer is not None else None
 
     def info(build_s: float, embedded: int, reused: bool) -> IndexInfo:
