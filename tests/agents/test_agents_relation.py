@@ -264,7 +264,9 @@ async def test_videoarms_controller_finds_the_anchor_then_looks_right_after_it(
         if name in ("SnapReport", "ClipReport"):
             seen["tools"].append((text, schema))
             reply: dict[str, Any] = (
-                {"caption": "numbers"} if name == "SnapReport" else {"answer": "a 7", "confidence": 0.9}
+                {"caption": "numbers", "frames": []}
+                if name == "SnapReport"
+                else {"answer": "a 7", "confidence": 0.9, "frames": []}
             )
             if "anchor" in schema["properties"]:
                 seen["anchor_frame"].append(schema["properties"]["anchor"]["items"]["enum"][8])

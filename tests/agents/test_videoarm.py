@@ -86,13 +86,18 @@ def controller(calls: list[dict[str, Any]]) -> Any:
         if name == "ControllerStep":
             call = next(steps, {"tool": "answer"})
             return {"reason": f"because of step {len(call)}", "call": call}
-        if name == "SnapReport":
-            return {"caption": "a card with white text on blue"}
+        if name == "SnapReport":  # names its 8th frame shown, and one it was not shown (dropped)
+            return {"caption": "a card with white text on blue", "frames": [_shown(schema)[7], 10_000]}
         if name == "ClipReport":
-            return {"answer": "the card reads DEPARTURES", "confidence": 0.75}
+            return {"answer": "the card reads DEPARTURES", "confidence": 0.75, "frames": []}
         return default_reply(name, text, schema)
 
     return script
+
+
+def _shown(schema: dict[str, Any]) -> list[int]:
+    """The frame indices a tool report's schema lets it name (those its images showed)."""
+    return list(schema["properties"]["frames"]["items"]["enum"])
 
 
 async def run(
@@ -166,6 +171,29 @@ async def test_each_tool_takes_the_papers_frames_and_sizes(scripted: tuple[dict[
     assert out["cost"].frames_viewed == len(shown) <= 96
 
 
+def test_a_report_is_evidence_where_it_says_it_saw_it(scripted: tuple[dict[str, Any], Any]) -> None:
+    """A caption that names frames is placed at them; an answer that names none, over the stretch it looked at.
+
+    Before, every caption was placed at the middle of all its tool looked at (a sighting at 04:03 of a
+    survey of the whole 10 minutes was evidence at 05:03, from 00:00 to 10:00), so which of two things
+    came first could not be read from the evidence.
+    """
+    out, chat = scripted
+    first, _, clip, _ = out["memory"]
+    named = first.frames[7]
+    assert first.seen == [(named, (named + 0.5) / 4)]  # frame n is on screen from n / 4 s (4 frames a second)
+    assert clip.seen == []
+    by_step = {e.round: e for e in out["evidence"]}
+    assert (by_step[1].time, by_step[1].start, by_step[1].end) == ((named + 0.5) / 4,) * 3
+    assert f"scene_snapper, seen in frame {named} at 00:0" in by_step[1].description
+    assert (by_step[3].start, by_step[3].end) == (0.0, 24.0) and "clip_analyzer on 00:00.0-00:24.0" in by_step[
+        3
+    ].description
+    # The controller reads where each report saw it, from the step after it on.
+    steps = step_texts(chat)
+    assert f"  seen in: frame {named} at " in steps[1][1] and f"frame {named} at" not in steps[0][1]
+
+
 def test_every_mosaic_tile_shows_its_frame_index_and_time(scripted: tuple[dict[str, Any], Any]) -> None:
     out, chat = scripted
     names = [name for name, _ in chat.seen]
@@ -208,7 +236,8 @@ def test_the_controller_sees_only_its_focus_and_its_prompt_grows_by_memory_entri
     assert all(memories[k + 1].startswith(memories[k]) for k in range(1, len(memories) - 1))
     assert [m.count("\nStep ") + m.startswith("Step ") for m in memories] == list(range(len(memories)))
     # Every call carried its reason, and the memory kept it.
-    assert all("reason: because of step" in memories[-1].split("\n")[i * 3 - 2] for i in (1, 2))
+    reasons = [line for line in memories[-1].split("\n") if line.startswith("  reason: ")]
+    assert len(reasons) == len(CALLS) and all("because of step" in line for line in reasons)
     assert [e.reason for e in out["memory"]] == [f"because of step {len(c)}" for c in CALLS]
 
 

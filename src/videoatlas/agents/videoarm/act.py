@@ -1,9 +1,10 @@
 """The tool the controller called, run once; its result becomes one memory entry.
 
 * scene_snapper: ``num_frames`` (30, 60, 90 or 150) frames shared out over the ranges by length,
-  short side 256 px, as 3 x 2 mosaics; a one-sentence caption; its frames become the long-term pool;
+  short side 256 px, as 3 x 2 mosaics; a one-sentence caption and the frames that show what the
+  question asks about; its frames become the long-term pool;
 * clip_analyzer: up to 50 frames of one stretch, short side 512 px, on 4 x 3 contact sheets; an
-  answer to a sub-question with a confidence in [0, 1];
+  answer to a sub-question with a confidence in [0, 1], and the frames it rests on;
 * audio_transcriber: the whole of the ranges from the run's speech track (transcribed by the
   endpoint's transcription route when not yet heard, read from the cache otherwise; see
   :mod:`videoatlas.runtime.speech`), in video time.
@@ -24,8 +25,8 @@ import structlog
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.videoarm.control import anchor_of, offered_counts
-from videoatlas.agents.videoarm.render import MOSAIC, SHEET, sheets, spread
-from videoatlas.agents.videoarm.schemas import ClipReport, SnapReport, sought_schema
+from videoatlas.agents.videoarm.render import MOSAIC, SHEET, sheets, spread, time_of
+from videoatlas.agents.videoarm.schemas import report_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES, arm
 from videoatlas.agents.videoarm.state import ArmState, Entry, Heard
 from videoatlas.agents.videoarm.views import TOOL_SYSTEM, ranges_text, span_text
@@ -117,9 +118,10 @@ async def _report(
     """A tool's report on its frames (``template``: ``snap`` or ``clip``), asking for the anchor's frame while sought.
 
     Returns the reply (None when it cannot be used), its cost (a fallback counted when unusable), the
-    entry with the anchor frame the report named, and why the reply was unusable ("" when it was not).
+    entry with the frames the report named (those showing what the question asks about, and the
+    anchor's), and why the reply was unusable ("" when it was not).
     """
-    schema = sought_schema(template, frames) if sought else (SnapReport if template == "snap" else ClipReport)
+    schema = report_schema(template, frames, anchor=bool(sought))
     values = {**values, "anchor_request": _request(ctx, sought)}
     try:
         reply, cost = await ask(
@@ -129,7 +131,10 @@ async def _report(
     except ModelReplyError as exc:
         return None, failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images)), entry, str(exc)
     value: Any = reply.value
-    return value, cost, entry.model_copy(update={"anchor": _named(value, frames) if sought else None}), ""
+    shown = set(frames)
+    seen = [(f, time_of(ctx.atlas, f)) for f in dict.fromkeys(int(f) for f in value.frames) if f in shown]
+    named = {"seen": seen, "anchor": _named(value, frames) if sought else None}
+    return value, cost, entry.model_copy(update=named), ""
 
 
 async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, question: str, sought: str) -> dict[str, Any]:

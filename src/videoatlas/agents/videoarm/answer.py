@@ -10,7 +10,14 @@ from videoatlas.agents.decision import decide_on_evidence
 from videoatlas.agents.videoarm.control import anchor_of, focus_images
 from videoatlas.agents.videoarm.render import time_of
 from videoatlas.agents.videoarm.state import ArmState, Entry
-from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, evidence_block, heard_line, memory_text, ranges_text
+from videoatlas.agents.videoarm.views import (
+    CONTROLLER_SYSTEM,
+    evidence_block,
+    heard_line,
+    memory_text,
+    ranges_text,
+    seen_text,
+)
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, FrameRef
@@ -19,6 +26,8 @@ from videoatlas.state.models import Evidence, FrameRef
 def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
     """What the memory holds, as evidence items in step order: a caption, an answer, each stretch of speech.
 
+    A caption or an answer is placed at the frames its report named as showing what the question asks
+    about (the first named is its frame), else over the stretch its tool looked at (its middle frame).
     A step whose tool named the frame showing the time relation's anchor adds that frame as an item of its own.
     """
     video = ctx.atlas.source.identity
@@ -41,23 +50,23 @@ def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
         )
 
     for entry in memory:
-        start, end = (entry.ranges[0][0], entry.ranges[-1][1]) if entry.ranges else (0.0, ctx.atlas.duration)
-        middle = entry.frames[len(entry.frames) // 2] if entry.frames else None
         if entry.tool == "audio_transcriber":
             for h in entry.heard:
                 add(entry, h.start, h.end, f"step {entry.step}, heard {heard_line(h.start, h.end, h.text)}", 0.8, None)
-        elif entry.tool == "clip_analyzer":
-            text = f"step {entry.step}, clip_analyzer on {ranges_text(entry.ranges)}: {entry.output}"
-            add(entry, start, end, text, entry.confidence if entry.confidence is not None else 0.5, middle)
+            continue
+        confidence = 0.6 if entry.tool == "scene_snapper" else entry.confidence if entry.confidence is not None else 0.5
+        frame: int | None
+        if entry.seen:  # placed where the report says it saw it, not over all the tool looked at
+            times = [t for _, t in entry.seen]
+            where, frame = f", seen in {seen_text(entry.seen)}", entry.seen[0][0]
+            start, end = min(times), max(times)
         else:
-            add(
-                entry,
-                start,
-                end,
-                f"step {entry.step}, scene_snapper on {ranges_text(entry.ranges)}: {entry.output}",
-                0.6,
-                middle,
+            start, end = (entry.ranges[0][0], entry.ranges[-1][1]) if entry.ranges else (0.0, ctx.atlas.duration)
+            where, frame = (
+                f" on {ranges_text(entry.ranges)}",
+                entry.frames[len(entry.frames) // 2] if entry.frames else None,
             )
+        add(entry, start, end, f"step {entry.step}, {entry.tool}{where}: {entry.output}", confidence, frame)
         if entry.anchor is not None:
             t = time_of(ctx.atlas, entry.anchor)
             add(

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, create_model
 
 from videoatlas.agents.tool_loop import seconds_within, step_model
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES
-from videoatlas.state.schemas import reply_model, reply_schema, some_of, text
+from videoatlas.state.schemas import reply_schema, some_of, text
 
 MAX_RANGES = 4
 """Stretches one scene_snapper or audio_transcriber call may name."""
@@ -59,30 +59,41 @@ def step_schema(
     return step_model("ControllerStep", "reason", variants, relation)
 
 
-@reply_model
 class SnapReport(BaseModel):
-    """scene_snapper's caption of the frames in its mosaics."""
+    """scene_snapper's caption of the frames in its mosaics (sent as :func:`report_schema` builds it)."""
 
     caption: text(600)  # type: ignore[valid-type]
 
 
-@reply_model
 class ClipReport(BaseModel):
-    """clip_analyzer's answer to its sub-question, and how sure it is."""
+    """clip_analyzer's answer to its sub-question, and how sure it is (sent as :func:`report_schema` builds it)."""
 
     answer: text(600)  # type: ignore[valid-type]
     confidence: Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-@reply_schema(
-    lambda: ({"tool": tool, "frames": frames} for tool in ("snap", "clip") for frames in ([0], list(range(50))))
-)
-def sought_schema(tool: str, frames: Sequence[int]) -> type[BaseModel]:
-    """A tool's report (``snap``: scene_snapper's, ``clip``: clip_analyzer's) that also names the anchor's frame.
+NAMED_MAX = 8
+"""Frames one tool report may name as showing what the question asks about."""
 
-    ``anchor``: 0 or 1 of the frame indices shown, the one showing the time relation's anchor.
+
+@reply_schema(
+    lambda: (
+        {"tool": tool, "frames": frames, "anchor": anchor}
+        for tool in ("snap", "clip")
+        for frames in ([0], list(range(50)))
+        for anchor in (False, True)
+    )
+)
+def report_schema(tool: str, frames: Sequence[int], anchor: bool = False) -> type[BaseModel]:
+    """A tool's report (``snap``: scene_snapper's, ``clip``: clip_analyzer's) with the frames it rests on.
+
+    ``frames``: 0 to :data:`NAMED_MAX` of the frame indices shown, those that show what the question
+    asks about (where in the video the report was seen); ``anchor`` (while the time relation's anchor is
+    sought): 0 or 1 of them, the one showing the anchor.
     """
     base = SnapReport if tool == "snap" else ClipReport
-    fields: dict[str, Any] = {"anchor": (some_of(frames, 0, 1), ...)}
+    fields: dict[str, Any] = {"frames": (some_of(frames, 0, NAMED_MAX), ...)}
+    if anchor:
+        fields["anchor"] = (some_of(frames, 0, 1), ...)
     model: type[BaseModel] = create_model(base.__name__, __base__=base, **fields)
     return model

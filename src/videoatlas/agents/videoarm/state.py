@@ -49,6 +49,8 @@ class Entry(Frozen):
     """clip_analyzer's confidence in its answer, in [0, 1]."""
     heard: list[Heard] = Field(default_factory=list)
     """audio_transcriber's segments."""
+    seen: list[tuple[int, float]] = Field(default_factory=list)
+    """The frames the tool's report named as showing what the question asks about: (frame index, video seconds)."""
     anchor: int | None = None
     """The frame index the tool said shows the time relation's anchor (None: not asked, or none did)."""
 

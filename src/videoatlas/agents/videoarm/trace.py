@@ -12,7 +12,7 @@ from typing import Any
 from videoatlas.agents import decision
 from videoatlas.agents.page import PageContext, timeline
 from videoatlas.agents.videoarm.control import CALLED_EVENT, STEP_EVENT
-from videoatlas.agents.videoarm.views import entry_header, heard_line
+from videoatlas.agents.videoarm.views import entry_header, heard_line, seen_text
 from videoatlas.agents.views import step_head
 
 
@@ -35,6 +35,7 @@ def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str,
                 "question": e.question,
                 "output": e.output,
                 "confidence": e.confidence,
+                "seen": seen_text(e.seen),
                 "transcript": [heard_line(h.start, h.end, h.text) for h in e.heard],
                 "images": shown.get((e.tool, e.step), []),
             }
@@ -53,6 +54,8 @@ def lines(found: dict[str, Any], repairs: dict[int, list[str]]) -> list[str]:
         out += [f"    | {line[:160]}" for line in said[:6]]
         if step["confidence"] is not None:
             out.append(f"    | confidence {step['confidence']:.2f}")
+        if step.get("seen"):
+            out.append(f"    | seen in {step['seen'][:160]}")
     return out
 
 
@@ -65,7 +68,9 @@ def page_view(trace: dict[str, Any], context: PageContext) -> dict[str, Any]:
             "header": s["header"],
             "thought": s["reason"],
             "observation": "\n".join(
-                ([f"sub-question: {s['question']}"] if s["question"] else []) + (s["transcript"] or [s["output"]])
+                ([f"sub-question: {s['question']}"] if s["question"] else [])
+                + (s["transcript"] or [s["output"]])
+                + ([f"seen in {s['seen']}"] if s.get("seen") else [])
             ),
             "images": s["images"],
         }

@@ -41,6 +41,11 @@ def entry_header(entry: Entry) -> str:
     return f"Step {entry.step}: audio_transcriber on {where}"
 
 
+def seen_text(seen: Sequence[tuple[int, float]]) -> str:
+    """The frames a report named, in time order: ``frame 1216 at 04:03.2, frame 1230 at 04:06.0``."""
+    return ", ".join(f"frame {f} at {format_ts(t, 1)}" for f, t in sorted(seen, key=lambda ft: ft[1]))
+
+
 def entry_lines(entry: Entry) -> list[str]:
     """A step as the controller reads it: the call, its reason, and what it returned."""
     out = [entry_header(entry), f"  reason: {entry.reason}"]
@@ -52,6 +57,8 @@ def entry_lines(entry: Entry) -> list[str]:
         out.append(f"  answer (confidence {confidence}): {entry.output}")
     else:
         out += [f"  {heard_line(h.start, h.end, h.text)}" for h in entry.heard] or [f"  {entry.output}"]
+    if entry.seen:
+        out.append(f"  seen in: {seen_text(entry.seen)}")
     if entry.anchor is not None:
         out.append(f"  the time relation's anchor is seen in frame {entry.anchor}")
     return out
