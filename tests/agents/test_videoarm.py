@@ -189,6 +189,9 @@ def test_a_report_is_evidence_where_it_says_it_saw_it(scripted: tuple[dict[str, 
     assert (by_step[3].start, by_step[3].end) == (0.0, 24.0) and "clip_analyzer on 00:00.0-00:24.0" in by_step[
         3
     ].description
+    # scene_snapper is asked with the question's choices, so that it can name the frames that bear on them.
+    snaps = [text for name, text in chat.seen if name == "SnapReport"]
+    assert all(f"{QUESTION}\nIts choices:\nA. Maria\nB. Peter\nC. Sofia\nD. James\n" in text for text in snaps)
     # The controller reads where each report saw it, from the step after it on.
     steps = step_texts(chat)
     assert f"  seen in: frame {named} at " in steps[1][1] and f"frame {named} at" not in steps[0][1]

@@ -302,6 +302,13 @@ SOURCES_BY_VERSION = {
     # backed by what was seen (answers.Answers.cited_labels); before, such a guess cited whatever showed the
     # question's subject (a chapter's title without any code), so the run counted as grounded.
     31: "691ddc977f36e06c666c947a8e3bc00157fdcefc855e58a1c2e3c227df0e6c01",
+    # 32: a union of actions with none that opens or flags, about to answer unsettled while the question's subject
+    # is in view with nothing asked of it, sends a look that takes a stretch and a frame count to the subject's
+    # stretch, when its most frames see it 1.5 times closer than the frames in view (closer.Closer.subject_look);
+    # before, such a request answered (a guess) as soon as a survey showed a chapter's title and no code. A
+    # sentence on what the images show names the tiles showing the subject as related when none stands out in
+    # its image (answers.Answers.overview); before, "nothing related" while the subject filled the picture.
+    32: "ddc7a10e5c785ced7760fc52c19395d94ce05fb62541c810b5757155e21c93f4",
 }
 
 

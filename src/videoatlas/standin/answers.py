@@ -266,7 +266,7 @@ class Answers:
         return sentence
 
     def overview(self) -> str:
-        """A sentence on what the images show that matters to the question, and what could not be read."""
+        """What the images show that matters: the evidence, else the subject (cues first), and what is unreadable."""
         if not self.req.sights:
             noted = [s.line.strip() for s in self.req.written_sightings() if s.choices or s.context]
             return "no image was given" + (f"; the text says: {noted[0]}" if noted else ", so nothing could be seen")
@@ -274,7 +274,8 @@ class Answers:
         if ev:
             text = "; ".join(self.describe(t) for t in ev[:4])
         else:
-            cues = [t for t in self.req.tiles if self.req.is_anchor(t)]
+            shown = [t for t in self.req.tiles if self.req.context_in(t)]  # the question's subject, as related
+            cues = [t for t in shown if self.req.is_anchor(t)] or shown
             text = (
                 "related: " + "; ".join(self.describe(t) for t in cues[:3])
                 if cues

@@ -11,15 +11,15 @@ Any other enum takes the member the user's question states word for word (the lo
 after" over "after"), as a model copies a relation or kind the question names, or else the one member
 that says the question's side of its anchor in other words; an enum of amounts (``num_...``,
 ``sample_size``) takes the largest for a count or an order, the densest look offered; an object with
-one field per numbered item (``segment_12``) judges each on the item's own stretch (:mod:`.items`).
-Fields it has no opinion on get the simplest valid value.
+one field per numbered item (``segment_12``) judges each on the item's own stretch (:mod:`.items`). Any
+field it has no opinion on gets the simplest valid value.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from videoatlas.standin.actions import Actions, Moved
+from videoatlas.standin.closer import Closer
 from videoatlas.standin.described import member_by_reach
 from videoatlas.standin.fields import (
     AMOUNT,
@@ -61,15 +61,13 @@ from videoatlas.standin.relations import member_saying, reference_field, referen
 from videoatlas.standin.spans import placed, tag_of
 
 
-class Filler(Actions):
+class Filler(Closer):
     """Builds a schema-valid JSON value, choosing field values from a :class:`Request`."""
 
     def __init__(self, request: Request, schema: dict[str, Any], seed: int = 0) -> None:
         super().__init__(request, seed)
         self.root = schema
         self._depth = 0
-        self.stretch: Moved | None = None
-        """A variant sent to a stretch of video no look covered yet (:meth:`.actions.Actions.another_stretch`)."""
 
     def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
         """Follow ``$ref`` into ``$defs`` (a cycle of references resolves to an empty schema)."""
@@ -126,13 +124,15 @@ class Filler(Actions):
     def _pick_option(self, options: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
         """A variant of a union: one whose ``action``-like constant matches the chosen intent, else the first.
 
-        While looks found nothing, one that takes a stretch goes where nobody looked (:meth:`another_stretch`).
+        While looks found nothing, one that takes a stretch goes where nobody looked (:meth:`another_stretch`);
+        unsettled, with no action that opens, it looks closer where the subject is in view (:meth:`subject_look`).
         """
         tagged = [(o, tag_of(o, self.resolve)) for o in options if o.get("type") != "null"]
         acting = [t for _, t in tagged if t is not None and intent_of(t, self._described(t)) is not None]
         wanted = self.choose_action(acting) if acting else None
         heard = wanted is not None and intent_of(wanted, self._described(wanted)) == "listen"  # another sense first
-        if not heard and (moved := self.another_stretch(tagged, self.resolve)):
+        moved = None if heard else self.another_stretch(tagged, self.resolve)
+        if moved or (not heard and (moved := self.subject_look(tagged, self.resolve, wanted))):
             self.stretch, wanted = moved, tag_of(moved[0], self.resolve)
         if wanted is not None:
             self.intent = intent_of(wanted, self._described(wanted))  # the variant's other fields follow it

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-BEHAVIOUR_VERSION = 31
+BEHAVIOUR_VERSION = 32
 """Bumped whenever a source of the stand-in changes (a rule here or in perception changing what it answers,
 or anything else: tests/standin/test_standin_general.py holds each version's sources hash); part of its model id."""
 STANDIN_MODEL = f"videoatlas-standin-v{BEHAVIOUR_VERSION}"

@@ -1,8 +1,8 @@
 """The tool the controller called, run once; its result becomes one memory entry.
 
 * scene_snapper: ``num_frames`` (30, 60, 90 or 150) frames shared out over the ranges by length,
-  short side 256 px, as 3 x 2 mosaics; a one-sentence caption and the frames that show what the
-  question asks about; its frames become the long-term pool;
+  short side 256 px, as 3 x 2 mosaics, with the question and its choices; a one-sentence caption and
+  the frames that show what the question asks about; its frames become the long-term pool;
 * clip_analyzer: up to 50 frames of one stretch, short side 512 px, on 4 x 3 contact sheets; an
   answer to a sub-question with a confidence in [0, 1], and the frames it rests on;
 * audio_transcriber: the whole of the ranges from the run's speech track (transcribed by the
@@ -33,7 +33,7 @@ from videoatlas.agents.videoarm.views import TOOL_SYSTEM, ranges_text, span_text
 from videoatlas.environment.geometry import Interval
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import as_image, ask, emit, failed_call_cost, frame_ledger, hear
+from videoatlas.runtime.calls import as_image, ask, choices_block, emit, failed_call_cost, frame_ledger, hear
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
 from videoatlas.state.models import Cost, Repair
@@ -83,7 +83,7 @@ async def act(state: ArmState, runtime: Runtime[AgentContext]) -> dict[str, Any]
     seeking = relation is not None and relation.anchored and anchor_of(state.get("memory") or [], ctx.atlas) is None
     sought = relation.anchor if seeking and relation is not None else ""
     if tool == "scene_snapper":
-        update = await _snap(ctx, planned, entry, state["question"], sought)
+        update = await _snap(ctx, planned, entry, state["question"], state["choices"], sought)
     elif tool == "clip_analyzer":
         update = await _clip(ctx, planned, entry, sought)
     else:
@@ -137,7 +137,9 @@ async def _report(
     return value, cost, entry.model_copy(update=named), ""
 
 
-async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, question: str, sought: str) -> dict[str, Any]:
+async def _snap(
+    ctx: AgentContext, planned: dict[str, Any], entry: Entry, question: str, choices: Sequence[str], sought: str
+) -> dict[str, Any]:
     settings = arm(ctx)
     ranges, notes = clamp_ranges(planned.get("ranges") or [], ctx.atlas.duration)
     counts = offered_counts(ctx)
@@ -150,6 +152,7 @@ async def _snap(ctx: AgentContext, planned: dict[str, Any], entry: Entry, questi
     images = [as_image(page, f"mosaic {n + 1}") for n, page in enumerate(pages)]
     entry = entry.model_copy(update={"ranges": ranges, "frames": frames, "mosaics": len(pages)})
     values = {"count": len(frames), "ranges": ranges_text(ranges), "question": question}
+    values["choices"] = choices_block(choices)  # what would answer it, so that the caption names what bears on it
     value, cost, entry, unusable = await _report(ctx, "scene_snapper", "snap", images, values, entry, frames, sought)
     if value is None:
         notes.append(f"scene_snapper caption unusable: {unusable}")

@@ -45,7 +45,7 @@ TEMPLATES: TemplateSpec = {
     **RELATION_TEMPLATES,
     "listen.line": (frozenset(), frozenset()),
     "deaf.line": (frozenset(), frozenset({"why"})),
-    "snap.user": (frozenset(), frozenset({"count", "ranges", "question", "anchor_request"})),
+    "snap.user": (frozenset(), frozenset({"count", "ranges", "question", "choices", "anchor_request"})),
     "clip.user": (frozenset({"question"}), frozenset({"count", "start", "end", "anchor_request"})),
     "answer.user": (
         frozenset({"question", "memory"}),
