@@ -47,6 +47,35 @@ def user(text: str, *images: str) -> dict[str, Any]:
     return {"role": "user", "content": [*parts, {"type": "text", "text": text}]}
 
 
+_SECONDS = {"type": "number", "minimum": 0, "maximum": 600}
+SURVEY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "act": {"const": "survey"},
+        "spans": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"from_s": _SECONDS, "to_s": _SECONDS},
+                "required": ["from_s", "to_s"],
+            },
+            "maxItems": 3,
+        },
+        "n_frames": {"type": "integer", "enum": [24, 48]},
+    },
+    "required": ["act", "spans", "n_frames"],
+}
+"""A step's variant that surveys up to 3 stretches of a 600 s video through 24 or 48 frames."""
+FINISH: dict[str, Any] = {"type": "object", "properties": {"act": {"const": "finish"}}, "required": ["act"]}
+"""A step's variant that ends the search."""
+
+
+def step_format(*variants: dict[str, Any]) -> dict[str, Any]:
+    """A ``response_format`` asking for ``why``, then ``step``: one of ``variants`` (each tagged by its ``act``)."""
+    schema = {"type": "object", "properties": {"why": {"type": "string"}, "step": {"anyOf": list(variants)}}}
+    return {"type": "json_schema", "json_schema": {"name": "step", "schema": schema | {"required": ["why", "step"]}}}
+
+
 def function(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
     """An OpenAI function tool whose every property is required."""
     params = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}

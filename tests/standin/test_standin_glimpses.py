@@ -19,7 +19,7 @@ from typing import Any
 import openai
 import pytest
 
-from picture_helpers import Box, ask, picture, said, user
+from picture_helpers import FINISH, SURVEY, Box, ask, picture, said, step_format, user
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
@@ -80,20 +80,7 @@ def page(first_frame: int, start_s: float, signs: list[str], step_s: float = 2.0
 
 
 def step_schema() -> dict[str, Any]:
-    time = {"type": "number", "minimum": 0, "maximum": 600}
-    span = {"type": "object", "properties": {"from_s": time, "to_s": time}, "required": ["from_s", "to_s"]}
-    survey = {
-        "type": "object",
-        "properties": {
-            "act": {"const": "survey"},
-            "spans": {"type": "array", "items": span, "maxItems": 3},
-            "n_frames": {"type": "integer", "enum": [24, 48]},
-        },
-        "required": ["act", "spans", "n_frames"],
-    }
-    finish = {"type": "object", "properties": {"act": {"const": "finish"}}, "required": ["act"]}
-    schema = {"type": "object", "properties": {"why": {"type": "string"}, "step": {"anyOf": [survey, finish]}}}
-    return {"type": "json_schema", "json_schema": {"name": "step", "schema": schema | {"required": ["why", "step"]}}}
+    return step_format(SURVEY, FINISH)
 
 
 SHOWN = page(3000, 500.0, ["QUAY", "QUAY", "CORMORANT", "QUAY", "QUAY", "QUAY"], step_s=25.0)

@@ -16,7 +16,7 @@ from typing import Any
 import openai
 import pytest
 
-from picture_helpers import Box, ask, picture, user
+from picture_helpers import FINISH, SURVEY, Box, ask, picture, step_format, user
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.standin.perception import Reader
 from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
@@ -48,17 +48,8 @@ def page(start_s: float, step_s: float, signs: list[str]) -> str:
 
 
 def step_schema(opens: bool = False) -> dict[str, Any]:
+    """A survey, a close look at one clip, a way to open a tile (only with ``opens``) and a finish."""
     time = {"type": "number", "minimum": 0, "maximum": 600}
-    span = {"type": "object", "properties": {"from_s": time, "to_s": time}, "required": ["from_s", "to_s"]}
-    survey = {
-        "type": "object",
-        "properties": {
-            "act": {"const": "survey"},
-            "spans": {"type": "array", "items": span, "maxItems": 3},
-            "n_frames": {"type": "integer", "enum": [24, 48]},
-        },
-        "required": ["act", "spans", "n_frames"],
-    }
     inspect = {
         "type": "object",
         "properties": {"act": {"const": "inspect"}, "from_s": time, "to_s": time},
@@ -69,10 +60,7 @@ def step_schema(opens: bool = False) -> dict[str, Any]:
         "properties": {"act": {"const": "expand"}, "tile": {"type": "integer"}},
         "required": ["act", "tile"],
     }
-    finish = {"type": "object", "properties": {"act": {"const": "finish"}}, "required": ["act"]}
-    variants = [survey, inspect, *([expand] if opens else []), finish]
-    schema = {"type": "object", "properties": {"why": {"type": "string"}, "step": {"anyOf": variants}}}
-    return {"type": "json_schema", "json_schema": {"name": "step", "schema": schema | {"required": ["why", "step"]}}}
+    return step_format(SURVEY, inspect, *([expand] if opens else []), FINISH)
 
 
 LOG = (
