@@ -3,7 +3,8 @@
 With choices to pick from and nothing seen that backs any of them, a careful model still has to name
 one, and it cites nothing for it: the pick rests on no evidence. Until v31 the stand-in cited then
 whatever showed the question's subject (the part of the video the question names, without any
-choice), and the guess read as grounded. Words, times and labels here are the test's own.
+choice), and the guess read as grounded. Nor is a line that reports one choice a list of options
+because a time in it holds another's number (since v32). Words, times and labels here are the test's own.
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ def client() -> Iterator[openai.OpenAI]:
         yield openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
 
 
-def decided(client: openai.OpenAI, notes: list[str]) -> dict[str, Any]:
+def decided(
+    client: openai.OpenAI, notes: list[str], question: str = QUESTION, choices: list[str] = CHOICES
+) -> dict[str, Any]:
     labels = [line[1] for line in notes]
-    schema = decision_schema(len(CHOICES), labels).model_json_schema()
+    schema = decision_schema(len(choices), labels).model_json_schema()
     fmt = {"type": "json_schema", "json_schema": {"name": "decision", "schema": schema}}
-    options = "\n".join(f"{chr(65 + i)}. {c}" for i, c in enumerate(CHOICES))
-    text = "Evidence:\n" + "\n".join(notes) + f"\n\nQuestion: {QUESTION}\nChoices:\n{options}\nAnswer."
+    options = "\n".join(f"{chr(65 + i)}. {c}" for i, c in enumerate(choices))
+    text = "Evidence:\n" + "\n".join(notes) + f"\n\nQuestion: {question}\nChoices:\n{options}\nAnswer."
     value: dict[str, Any] = json.loads(
         ask(client, messages=[user(text)], response_format=fmt).choices[0].message.content or ""
     )
@@ -59,3 +62,14 @@ def test_a_choice_seen_with_the_subject_is_cited_once(client: openai.OpenAI) -> 
     value = decided(client, WITH_A_CHOICE)
     assert CHOICES[value["answer"]] == "KITE-40"
     assert value["evidence"] == ["C"]
+
+
+def test_a_number_in_a_time_is_not_a_choice_of_its_own(client: openai.OpenAI) -> None:
+    """BAY 7 seen at 01:40: the line reports one choice, not a list of two (its 40 belongs to the time, not to BAY).
+
+    Until v32 a line holding the words of two choices anywhere counted as a list of options and was not read,
+    so what it reported was neither the answer nor cited.
+    """
+    notes = ["[A] seen in frame 400 at 01:40.0: PLATFORM HERON BAY 7", "[B] seen in frame 900 at 03:45.0: PLATFORM"]
+    value = decided(client, notes, "Which bay is shown on the HERON platform sign?", ["BAY 12", "BAY 7", "BAY 40"])
+    assert value["answer"] == 1 and value["evidence"] == ["A"]

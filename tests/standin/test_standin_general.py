@@ -308,7 +308,8 @@ SOURCES_BY_VERSION = {
     # before, such a request answered (a guess) as soon as a survey showed a chapter's title and no code. A
     # sentence on what the images show names the tiles showing the subject as related when none stands out in
     # its image (answers.Answers.overview); before, "nothing related" while the subject filled the picture.
-    32: "ddc7a10e5c785ced7760fc52c19395d94ce05fb62541c810b5757155e21c93f4",
+    # A line is a list of options only when two choices stand in it as words in a row (policy.written_lines).
+    32: "f8fb1930b1efe3433cf6ec7901a69ec6278ce735f68a40028415a3c2196ca892",
 }
 
 

@@ -352,8 +352,11 @@ class Request:
         for line in self.text.splitlines():
             if not line.strip() or (self.question and self.question in line) or _is_choice_line(line, self.choices):
                 continue
-            words = set(tokens(line))  # typed words, matched whole: "cell 40" does not hold "140"
-            if sum(1 for c in self.choices if len(norm(c)) >= 3 and set(tokens(c)) <= words) >= 2:
+            words = tokens(
+                line
+            )  # typed words, whole and in a row: "cell 40" holds no "140", "BAY 7 at 1:40" no "BAY 40"
+            runs = [tokens(c) for c in self.choices if len(norm(c)) >= 3]
+            if sum(1 for r in runs if any(words[i : i + len(r)] == r for i in range(len(words)))) >= 2:
                 continue  # a list of options, not a report of one
             out.append(unsought(line))
         return out
