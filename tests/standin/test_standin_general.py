@@ -309,7 +309,7 @@ SOURCES_BY_VERSION = {
     # sentence on what the images show names the tiles showing the subject as related when none stands out in
     # its image (answers.Answers.overview); before, "nothing related" while the subject filled the picture.
     # A line is a list of options only when two choices stand in it as words in a row (policy.written_lines).
-    32: "f8fb1930b1efe3433cf6ec7901a69ec6278ce735f68a40028415a3c2196ca892",
+    32: "e13e76403f78e65d3a84cfb3a50ca87c31752eedd91a3a7a4b28fc672170cce0",
 }
 
 

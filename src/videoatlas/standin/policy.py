@@ -349,13 +349,11 @@ class Request:
     def written_lines(self) -> list[str]:
         """Lines that report something (not the question or the choices), less any search (`.language.unsought`)."""
         out = []
-        for line in self.text.splitlines():
+        runs = [tokens(c) for c in self.choices if len(norm(c)) >= 3]  # whole words in a row: "cell 40" holds no
+        for line in self.text.splitlines():  # "140", and "BAY 7 at 1:40" no "BAY 40"
             if not line.strip() or (self.question and self.question in line) or _is_choice_line(line, self.choices):
                 continue
-            words = tokens(
-                line
-            )  # typed words, whole and in a row: "cell 40" holds no "140", "BAY 7 at 1:40" no "BAY 40"
-            runs = [tokens(c) for c in self.choices if len(norm(c)) >= 3]
+            words = tokens(line)
             if sum(1 for r in runs if any(words[i : i + len(r)] == r for i in range(len(words)))) >= 2:
                 continue  # a list of options, not a report of one
             out.append(unsought(line))
