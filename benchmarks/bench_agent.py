@@ -35,9 +35,9 @@ from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import configure_logging
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth import STYLES, Style, SynthSpec, default_fps, load_current, synthesize
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 DATA = Path("bench-data/agent")
 VIDEOS = {

@@ -38,8 +38,8 @@ from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
 from videoatlas.runtime import frame_index
 from videoatlas.runtime.config import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 log = structlog.get_logger(__name__)
 

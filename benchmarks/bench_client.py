@@ -28,7 +28,7 @@ from videoatlas.llm.client import VLMClient
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import configure_logging
-from videoatlas.standin.version import STANDIN_MODEL
+from videoatlas_standin.version import STANDIN_MODEL
 
 
 class Pick(BaseModel):

@@ -26,7 +26,7 @@ from PIL import Image
 
 def read_all(paths: list[str]) -> None:
     """One process's part: read every image once and print what it read and what it cost (JSON)."""
-    from videoatlas.standin.perception import Reader
+    from videoatlas_standin.perception import Reader
 
     reader = Reader()
     images = [np.asarray(Image.open(p).convert("RGB")) for p in paths]

@@ -30,8 +30,8 @@ import numpy as np
 from videoatlas.environment.audio import RATE
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.transcribe import Transcriber, join_text
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth import speech
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 PHRASES: list[tuple[str, str, bool]] = [
     # (what espeak-ng says, how it is written, in the track's style)

@@ -25,8 +25,8 @@ from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.speech import forget as forget_speech
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth import speech
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 AGENTS = ("video-rlm", "videoseek", "videoarm", "eea", "uniform")
 MODES = ("off", "auto")

@@ -150,7 +150,7 @@ def main() -> int:
     import httpx
     from fastapi.testclient import TestClient
 
-    from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+    from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
     vllm = TestClient(vllm_routes.app(), raise_server_exceptions=False)
     check_routes.RouteChecker.quiet()

@@ -13,7 +13,7 @@ from openai.types.chat import ChatCompletion
 from PIL import Image, ImageDraw
 
 from videoatlas.environment.render import load_font
-from videoatlas.standin.version import STANDIN_MODEL
+from videoatlas_standin.version import STANDIN_MODEL
 
 Box = tuple[int, int, str, int]
 """x, y, text, pixel size."""

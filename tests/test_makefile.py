@@ -25,7 +25,7 @@ def planned(venv: Path, target: str) -> str:
 def test_make_test_on_a_set_up_machine_runs_no_apt_get(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     venv.mkdir()
-    for stamp in (".installed", ".setup"):  # what `make setup` leaves
+    for stamp in (".installed-demo", ".installed", ".setup"):  # what `make setup` leaves
         (venv / stamp).touch()
     plan = planned(venv, "test")
     assert "apt-get" not in plan and "chromium" not in plan
@@ -48,3 +48,11 @@ def test_setup_installs_only_the_missing_packages_without_recommends_or_upgrades
     apt = [line for line in plan.splitlines() if "apt-get " in line]
     upgrades = {word for line in apt for word in line.split() if word.endswith("upgrade")}
     assert upgrades == {"--no-upgrade"}  # no `apt-get upgrade`, `dist-upgrade` or `full-upgrade`
+
+
+def test_make_demo_installs_the_product_and_the_stand_in_only(tmp_path: Path) -> None:
+    plan = planned(tmp_path / "fresh", "demo")
+    installs = [line for line in plan.splitlines() if "pip install" in line and "--upgrade pip" not in line]
+    assert installs and all("-e . -e ./standin" in line for line in installs), installs
+    assert "torch" not in plan and "[dev]" not in plan
+    assert plan.rstrip().endswith("videoatlas demo")

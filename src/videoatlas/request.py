@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,8 +48,6 @@ __all__ = [
 
 Spell = Callable[[str], str]
 """How the caller names an option in a message: ``--cell-px`` on the command line, ``cell_px`` from Python."""
-
-STANDIN_NOTICE = "starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process"
 
 
 def _as_named(name: str) -> str:
@@ -154,25 +151,22 @@ def open_endpoint(choice: EndpointChoice, config: RunConfig | None = None) -> It
     stand-in. This is the one place the stand-in is started for a run.
     """
     if choice.standin:
-        from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+        from videoatlas import standin
 
-        standin = StandinConfig(reasoning=choice.standin_reasoning)
-        if choice.max_image_pixels is not None:
-            standin.max_image_pixels = choice.max_image_pixels
-        if choice.max_images is not None:
-            standin.max_images = choice.max_images
+        settings = EndpointSettings.from_env({}, base_url="http://127.0.0.1/v1", model="")
+        pixels = choice.max_image_pixels or settings.max_image_pixels
         if config is not None:
-            limits.check_image_fits(config.k, config.cell_px, standin.max_image_pixels)
-        local = StandinServer(standin)  # refuses bad settings from the environment before the notice
-        sys.stderr.write(STANDIN_NOTICE + "\n")
-        with RunningServer(local) as server:
+            limits.check_image_fits(config.k, config.cell_px, pixels)
+        with standin.running(
+            reasoning=choice.standin_reasoning, max_image_pixels=pixels, max_images=choice.max_images
+        ) as server:
             yield EndpointSettings.from_env(
                 {},
                 base_url=server.base_url,
                 model=choice.model or "",
                 timeout_s=choice.timeout_s,
-                max_image_pixels=standin.max_image_pixels,
-                max_images=standin.max_images,
+                max_image_pixels=server.standin.config.max_image_pixels,
+                max_images=server.standin.config.max_images,
                 standin=True,
             )
         return

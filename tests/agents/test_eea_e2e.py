@@ -29,8 +29,8 @@ from videoatlas.runs import RunResult, run_question
 from videoatlas.runtime import frame_index as index_module
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.frame_index import plan_index
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 

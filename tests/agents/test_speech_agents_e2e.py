@@ -20,10 +20,10 @@ from db_helpers import sqlite_url
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
 from videoatlas.runtime.config import RunConfig
-from videoatlas.standin import record
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth.speech import QUESTIONS, write_speech_video
+from videoatlas_standin import record
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 AGENTS = {

@@ -22,10 +22,10 @@ from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.speech import forget as forget_speech
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth import speech
 from videoatlas.synth.long_talk import Talk, long_talk
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

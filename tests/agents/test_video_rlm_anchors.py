@@ -27,9 +27,9 @@ from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
 from videoatlas.runtime import frame_index
 from videoatlas.runtime.config import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.ui.report import report_html
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 DURATION = 64.0
 SIGNS = (Sign(49.0, 55.0, "LIGHTHOUSE", 56, 320, 70, card=(20, 60, 140)),)

@@ -28,9 +28,9 @@ from videoatlas.agents.videoarm.settings import SNAP_FRAMES
 from videoatlas.errors import BadInputError
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.speech import forget as forget_speech
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth.speech import write_speech_video
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.unit
 QUESTION = "Who does the announcer say is the driver today?"

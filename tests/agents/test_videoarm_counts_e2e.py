@@ -19,8 +19,8 @@ from db_helpers import sqlite_url
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
 from videoatlas.runtime.config import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 BADGE = (20, 90, 150)

@@ -27,9 +27,9 @@ from videoatlas.inspect import load_trace, trace_lines
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
 from videoatlas.runtime.config import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth.speech import QUESTIONS, write_speech_video
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 SPOKEN, SHOWN = QUESTIONS[0], QUESTIONS[1]

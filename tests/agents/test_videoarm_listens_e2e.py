@@ -17,9 +17,9 @@ from videoatlas.agents.videoarm.settings import VideoArmSettings
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth.speech import HELD_OUT, HELD_OUT_CARDS, HELD_OUT_LINES, write_speech_video
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 

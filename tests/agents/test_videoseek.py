@@ -29,8 +29,8 @@ from videoatlas.inspect import load_trace, trace_lines
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 DURATION = 80.0  # the counter video: 320 x 240, 25 fps
 

@@ -16,7 +16,7 @@ from process_helpers import EXE
 from videoatlas.agents.registry import agent_names
 from videoatlas.cli.main import EXIT_CODES, build_parser
 from videoatlas.errors import VideoAtlasError
-from videoatlas.standin.version import STANDIN_MODEL
+from videoatlas_standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

@@ -262,7 +262,7 @@ def test_a_typo_in_ask_is_reported_before_the_stand_in_starts_or_the_agent_stack
 
 
 def test_a_base_url_without_v1_that_gets_404_asks_whether_v1_was_meant(video: Path, tmp_path: Path) -> None:
-    from videoatlas.standin.server import RunningServer, StandinServer
+    from videoatlas_standin.server import RunningServer, StandinServer
 
     with RunningServer(StandinServer()) as server:
         root = f"http://127.0.0.1:{server.port}"

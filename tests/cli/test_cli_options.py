@@ -136,6 +136,6 @@ def test_a_flag_two_agents_share_says_what_it_means_for_each(monkeypatch: pytest
 @pytest.mark.unit
 def test_the_reasoning_option_offers_the_stand_ins_modes() -> None:
     from videoatlas.cli.options import REASONING_MODES
-    from videoatlas.standin.thinking import MODES
+    from videoatlas_standin.thinking import MODES
 
     assert REASONING_MODES == MODES

@@ -20,8 +20,8 @@ from videoatlas.evals.report import load_eval
 from videoatlas.evals.runner import EvalSpec, Shard, read_rows, run_eval
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runtime.context import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 UNIFORM = "videoatlas.agents.uniform"
 

@@ -39,9 +39,9 @@ from videoatlas.llm.settings import EndpointSettings
 from videoatlas.persistence.store import TraceStore
 from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig, parse_thinking
-from videoatlas.standin.chat import _reply
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer, StandinStats
+from videoatlas_standin.chat import _reply
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer, StandinStats
 
 ARTIFACTS = (
     Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"

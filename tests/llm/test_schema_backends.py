@@ -22,9 +22,9 @@ from xgrammar.testing import _is_grammar_accept_string
 import videoatlas
 from videoatlas.agents.registry import all_agents
 from videoatlas.llm.schemas import closed_schema
-from videoatlas.standin.contract import Grammar, Refusal, structured_outputs
 from videoatlas.state.portable import CONSTRAINTS, keywords_used, unportable, xgrammar_unsupported
 from videoatlas.state.schemas import registered_factories, registered_schemas
+from videoatlas_standin.contract import Grammar, Refusal, structured_outputs
 
 pytestmark = pytest.mark.unit
 

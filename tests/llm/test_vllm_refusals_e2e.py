@@ -18,8 +18,8 @@ from videoatlas.errors import EndpointError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import resume_run, run_question
 from videoatlas.runtime.context import RunConfig
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

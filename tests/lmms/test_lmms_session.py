@@ -17,7 +17,7 @@ from videoatlas.lmms.docs import run_of
 from videoatlas.lmms.session import Session
 from videoatlas.lmms.settings import parse_model_args
 from videoatlas.persistence.store import TraceStore
-from videoatlas.standin.server import RunningServer, StandinServer
+from videoatlas_standin.server import RunningServer, StandinServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -16,8 +16,8 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from videoatlas.errors import BadInputError
-from videoatlas.standin import ocr_cache, perception
-from videoatlas.standin.perception import EncodedImage, Reader, Sight
+from videoatlas_standin import ocr_cache, perception
+from videoatlas_standin.perception import EncodedImage, Reader, Sight
 
 pytestmark = pytest.mark.unit
 
@@ -127,7 +127,7 @@ def test_another_process_takes_the_reading_from_disk(tmp_path: Path, monkeypatch
     Image.fromarray(rgb).save(tmp_path / "card.png")
     monkeypatch.setenv(ocr_cache.ENV, str(tmp_path / "ocr"))
     script = (
-        "import sys, numpy as np; from PIL import Image; from videoatlas.standin.perception import Reader; "
+        "import sys, numpy as np; from PIL import Image; from videoatlas_standin.perception import Reader; "
         "print(Reader().see(np.asarray(Image.open(sys.argv[1]).convert('RGB'))).text)"
     )
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "card.png")], capture_output=True, text=True)

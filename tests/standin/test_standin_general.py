@@ -17,8 +17,6 @@ import pytest
 
 import videoatlas
 from videoatlas.agents.registry import all_agents
-from videoatlas.standin.language import FUNCTION_WORDS
-from videoatlas.standin.version import BEHAVIOUR_VERSION, STANDIN_MODEL
 from videoatlas.state.schemas import registered_schemas
 from videoatlas.synth import KITS, STYLES, SynthSpec
 from videoatlas.synth import broadcast as synth_broadcast
@@ -26,6 +24,8 @@ from videoatlas.synth import long_talk as synth_long_talk
 from videoatlas.synth import signage as synth_signage
 from videoatlas.synth import speech as synth_speech
 from videoatlas.synth.spec import Timeline
+from videoatlas_standin.language import FUNCTION_WORDS
+from videoatlas_standin.version import BEHAVIOUR_VERSION, STANDIN_MODEL
 
 pytestmark = pytest.mark.unit
 

@@ -21,9 +21,9 @@ import pytest
 
 from picture_helpers import FINISH, SURVEY, Box, ask, picture, said, step_format, user
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.standin.spans import denser_look, glimpses
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.spans import denser_look, glimpses
 
 QUESTION = "Which ferry is shown right after the FOG NOTICE?"
 CHOICES = ("MERIDIAN", "CORMORANT", "SANDPIPER")

@@ -26,10 +26,10 @@ from picture_helpers import ask, picture, said, user
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.standin.items import listed_scores, listed_spans
-from videoatlas.standin.language import read_words, word_parts
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.items import listed_scores, listed_spans
+from videoatlas_standin.language import read_words, word_parts
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 
 @pytest.mark.unit

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from videoatlas.standin.labels import Labelled, labelled, split_pair
-from videoatlas.standin.language import budget_left, image_position, index_base, steps_left
-from videoatlas.standin.perception import TextLine, Tile
+from videoatlas_standin.labels import Labelled, labelled, split_pair
+from videoatlas_standin.language import budget_left, image_position, index_base, steps_left
+from videoatlas_standin.perception import TextLine, Tile
 
 pytestmark = pytest.mark.unit
 

@@ -19,8 +19,8 @@ import pytest
 
 from picture_helpers import ask, picture, said, user
 from videoatlas.evals.open_answers import as_number
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 

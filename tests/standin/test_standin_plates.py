@@ -26,8 +26,8 @@ from picture_helpers import ask, user
 from videoatlas.environment.render import load_font, render_zoom
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.environment.video import DecodedFrame
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 QUESTION = "Which ferry is shown right after the FOG NOTICE?"
 CHOICES = ["MERIDIAN", "CORMORANT", "SANDPIPER"]

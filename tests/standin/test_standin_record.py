@@ -20,8 +20,8 @@ from videoatlas.errors import ModelNotServedError
 from videoatlas.llm.embeddings import EmbeddingsClient
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.transcribe import Transcriber, TranscriptionUnavailable
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.standin.version import STANDIN_MODEL
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

@@ -25,9 +25,9 @@ from action_video import Sign, write_signs_video
 from picture_helpers import ask, user
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.relations import member_saying, reference_field, reference_points
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.relations import member_saying, reference_field, reference_points
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 

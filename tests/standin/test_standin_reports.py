@@ -28,9 +28,9 @@ from picture_helpers import ask, user
 from videoatlas.agents.videoarm.render import MOSAIC, sheets, spread
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
-from videoatlas.standin.language import timed_reports
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.language import timed_reports
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 LISTED = "[B] survey of 00:00-10:00: tile 41 (20.0-24.0 s) shows a WREN tag; tile 96 (310.5-314.0 s) shows a WREN tag"
 

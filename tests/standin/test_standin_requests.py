@@ -17,9 +17,9 @@ import pytest
 from PIL import Image, ImageDraw
 
 from videoatlas.environment.render import load_font
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.standin.version import STANDIN_MODEL
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

@@ -1,11 +1,11 @@
-"""Lines of a request's text labelled with the ids of a picture's grid cells (:mod:`videoatlas.standin.said`)."""
+"""Lines of a request's text labelled with the ids of a picture's grid cells (:mod:`videoatlas_standin.said`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from videoatlas.standin.perception import Tile
-from videoatlas.standin.said import said_by_cell
+from videoatlas_standin.perception import Tile
+from videoatlas_standin.said import said_by_cell
 
 pytestmark = pytest.mark.unit
 

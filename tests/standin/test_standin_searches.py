@@ -4,7 +4,7 @@ An agent's history repeats its own queries beside the stretch they were run on (
 100.0-116.0 s for "a QUINCE crate""). A model reads that as where someone looked; the stand-in read
 the query's words as a thing seen there, so one empty look settled an open question and added one to
 a count. Since v18 the object of a search (a quoted query, the words after "looking for") is left out
-of what a line reports (:func:`videoatlas.standin.language.unsought`). Words here are the test's own.
+of what a line reports (:func:`videoatlas_standin.language.unsought`). Words here are the test's own.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import openai
 import pytest
 
 from picture_helpers import ask, said, user
-from videoatlas.standin.language import unsought
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.language import unsought
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 QUESTION = "Which code is stencilled on the QUINCE crate?"
 SEARCHED = 'Turn 1: skim 100.0-116.0 s for "a QUINCE crate with a stencilled code" (8 frames)'

@@ -24,9 +24,9 @@ from videoatlas.llm.client import VLMClient
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.schemas import choice_schema, response_format
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.standin.version import STANDIN_MODEL
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

@@ -20,9 +20,9 @@ import openai
 import pytest
 
 from picture_helpers import ask
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.standin.spans import SpanField, looks_written, placed, span_field
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.spans import SpanField, looks_written, placed, span_field
 
 pytestmark = pytest.mark.e2e
 

@@ -17,9 +17,9 @@ import openai
 import pytest
 
 from picture_helpers import ask, calls_of, function
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.standin.spans import span_keys, stated_length, uncovered
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.spans import span_keys, stated_length, uncovered
 
 pytestmark = pytest.mark.e2e
 

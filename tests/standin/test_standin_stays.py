@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from videoatlas.standin.stays import Sighted, stays
+from videoatlas_standin.stays import Sighted, stays
 
 TOUCH, REACH = 0.25, 30.0
 

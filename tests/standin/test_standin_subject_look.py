@@ -18,8 +18,8 @@ import pytest
 
 from picture_helpers import FINISH, SURVEY, Box, ask, picture, step_format, user
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 

@@ -21,9 +21,9 @@ from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import Interval, path_at
 from videoatlas.llm.images import ImagePart
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
-from videoatlas.standin.version import STANDIN_MODEL
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.e2e
 

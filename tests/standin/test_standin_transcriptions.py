@@ -14,8 +14,8 @@ import pytest
 
 from videoatlas.environment.audio import read_audio, wav_bytes
 from videoatlas.environment.geometry import Interval
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
 from videoatlas.synth.speech import DURATION_S, write_speech_video
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 

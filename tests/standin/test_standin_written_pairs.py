@@ -16,9 +16,9 @@ import openai
 import pytest
 
 from picture_helpers import ask, calls_of, function, picture, user
-from videoatlas.standin.labels import Labelled, written_pairs
-from videoatlas.standin.perception import Reader
-from videoatlas.standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.labels import Labelled, written_pairs
+from videoatlas_standin.perception import Reader
+from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
 
 pytestmark = pytest.mark.e2e
 

@@ -180,7 +180,7 @@ def test_backgrounds_move_behind_the_text(broadcast: tuple[Path, dict[str, Any],
 def test_every_kind_of_event_is_legible_at_grid_cell_size(
     broadcast: tuple[Path, dict[str, Any], BroadcastPlan],
 ) -> None:
-    from videoatlas.standin.perception import Reader
+    from videoatlas_standin.perception import Reader
 
     video, _, plan = broadcast
     tl = plan.timeline

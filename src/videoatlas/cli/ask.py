@@ -160,6 +160,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Synthesise (once) a 10-minute video, start the stand-in VLM in-process, and answer a question."""
     import shlex
 
+    from videoatlas import standin
     from videoatlas.agents.registry import get_agent
     from videoatlas.environment.render import ScratchTile
     from videoatlas.synth import SynthSpec, load_current, synthesize
@@ -170,6 +171,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     planned = len(plan_timeline(spec).questions)  # cheap: no pixels, so a bad --question costs nothing
     if not 0 <= args.question < planned:
         raise BadInputError(f"--question must be between 0 and {planned - 1}")
+    standin.require()
     truth = load_current(out)
     if truth is not None and (truth["spec"].get("seed") != spec.seed or truth["duration"] != spec.duration):
         truth = None

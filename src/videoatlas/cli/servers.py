@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from videoatlas.cli.options import (
     Subparsers,
@@ -23,7 +22,6 @@ from videoatlas.cli.options import (
 from videoatlas.cli.outputs import write_json as _json
 from videoatlas.cli.outputs import write_line as _out
 from videoatlas.errors import BadInputError
-from videoatlas.standin.version import STANDIN_MODEL
 
 
 def add_ui_parser(sub: Subparsers) -> None:
@@ -47,7 +45,7 @@ def add_standin_parser(sub: Subparsers) -> None:
     add_listen_options(
         p, "127.0.0.1", "address to listen on (default 127.0.0.1)", 8001, "port to listen on (default 8001)"
     )
-    add_model_option(p, f"model id it serves (default {STANDIN_MODEL})")
+    add_model_option(p, "model id it serves (default: the stand-in's own id, videoatlas-standin-...)")
     p.add_argument("--latency", type=float, default=0.0, help="fixed seconds per completion")
     p.add_argument("--per-token", type=float, default=0.0, help="extra seconds per completion token")
     p.add_argument("--patch", type=int, default=28, choices=[28, 32], help="visual token patch size")
@@ -149,77 +147,11 @@ def add_serve_parser(sub: Subparsers) -> None:
     p.set_defaults(func=cmd_serve)
 
 
-def _faults(specs: list[str]) -> dict[str, float]:
-    faults: dict[str, float] = {}
-    for spec in specs:
-        name, _, rate = spec.partition("=")
-        try:
-            value = float(rate)
-        except ValueError:
-            raise BadInputError(f"--fault {spec!r} must look like NAME=RATE, e.g. http500=0.1") from None
-        if not 0 <= value <= 1:
-            raise BadInputError(f"--fault rate must be between 0 and 1, got {value}")
-        faults[name] = value
-    return faults
-
-
 def cmd_standin(args: argparse.Namespace) -> int:
-    """``videoatlas standin``: the stand-in VLM in the foreground."""
-    from videoatlas.standin.server import FAULTS, StandinConfig, StandinServer, serve_forever
-    from videoatlas.standin.tools import PARSERS
+    """``videoatlas standin``: the stand-in VLM in the foreground (a package of its own, reached by its door)."""
+    from videoatlas import standin
 
-    faults = _faults(args.fault)
-    unknown = set(faults) - set(FAULTS)
-    if unknown:
-        raise BadInputError(f"unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
-    if args.record and not Path(args.record).parent.is_dir():
-        raise BadInputError(f"--record: folder {Path(args.record).parent} does not exist")
-    if args.enable_auto_tool_choice and not args.tool_call_parser:
-        raise BadInputError("--enable-auto-tool-choice requires --tool-call-parser")
-    if args.enable_auto_tool_choice and args.tool_call_parser not in PARSERS:
-        raise BadInputError(f"invalid tool call parser: {args.tool_call_parser} (choose from {', '.join(PARSERS)})")
-    config = StandinConfig(
-        model=args.model or STANDIN_MODEL,
-        seed=args.seed,
-        latency_s=args.latency,
-        per_token_s=args.per_token,
-        patch=args.patch,
-        cache_blocks=args.cache_blocks,
-        min_text_px=args.min_text_px,
-        faults=faults,
-        record=Path(args.record) if args.record else None,
-        reasoning=args.reasoning,
-        max_model_len=args.max_model_len,
-        max_images=args.limit_mm_per_prompt,
-        structured_outputs_backend=args.structured_outputs_backend,
-        enable_auto_tool_choice=args.enable_auto_tool_choice,
-        tool_call_parser=args.tool_call_parser,
-    )
-    server = StandinServer(config)  # refuses bad settings from the environment before it binds or says it serves
-    _check_port_free(args.host, args.port)
-    sys.stderr.write(
-        f"STAND-IN VLM (OCR-based test backend, not a real model) serving '{config.model}' "
-        f"at http://{args.host}:{args.port}/v1; stats at /stats\n"
-    )
-    try:
-        serve_forever(server, args.host, args.port)
-    except OSError as exc:  # taken between the check and the server's own bind
-        raise BadInputError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    return 0
-
-
-def _check_port_free(host: str, port: int) -> None:
-    """Refuse, before saying it serves, an address the server could not listen on."""
-    import errno
-    import socket
-
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise BadInputError(f"port {port} on {host} is already in use; choose another with --port") from None
-        raise BadInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return standin.serve(args)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import statistics
 
-from videoatlas.standin.perception import Sight, Tile
+from videoatlas_standin.perception import Sight, Tile
 
 SAME_STEP = 0.25
 """How far (as a share) two pages' steps between frames may differ and still be one sheet's."""

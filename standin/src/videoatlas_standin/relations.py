@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from videoatlas.standin.language import AFTER, BEFORE, words_of
+from videoatlas_standin.language import AFTER, BEFORE, words_of
 
 _RELATION = re.compile(
     r"\b(?:how\s+(?:long|many\s+(?:seconds|minutes))\s+(?:after|before)"

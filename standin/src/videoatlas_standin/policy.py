@@ -29,8 +29,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from videoatlas.standin.labels import Labelled, labelled, letter_pairs, written_pairs
-from videoatlas.standin.language import (
+from videoatlas_standin.labels import Labelled, labelled, letter_pairs, written_pairs
+from videoatlas_standin.language import (
     AFTER,
     BEFORE,
     COUNT_PATTERN,
@@ -51,9 +51,9 @@ from videoatlas.standin.language import (
     unsought,
     words_of,
 )
-from videoatlas.standin.perception import Sight, Tile
-from videoatlas.standin.said import said_by_cell
-from videoatlas.standin.sheets import sheet_cells, timed_tiles
+from videoatlas_standin.perception import Sight, Tile
+from videoatlas_standin.said import said_by_cell
+from videoatlas_standin.sheets import sheet_cells, timed_tiles
 
 IMMEDIATE_S = 30.0
 """How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""

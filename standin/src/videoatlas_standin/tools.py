@@ -29,11 +29,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from videoatlas.standin.contract import Refusal
-from videoatlas.standin.filler import Filler
-from videoatlas.standin.language import intent_of, steps_left, time_spans, words_of
-from videoatlas.standin.meaning import TOOL_FITS, phrase, similarity
-from videoatlas.standin.spans import looks_written, next_look, placed, span_field, stated_length
+from videoatlas_standin.contract import Refusal
+from videoatlas_standin.filler import Filler
+from videoatlas_standin.language import intent_of, steps_left, time_spans, words_of
+from videoatlas_standin.meaning import TOOL_FITS, phrase, similarity
+from videoatlas_standin.spans import looks_written, next_look, placed, span_field, stated_length
 
 PARSERS = (  # noqa: SIM905 - a list of names reads best as text
     "apertus beam cohere_command3 cohere_command4 deepseek_v3 deepseek_v31 deepseek_v32 deepseek_v4 deepseek_v41 "

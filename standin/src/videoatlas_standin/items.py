@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from videoatlas.standin.language import time_spans
+from videoatlas_standin.language import time_spans
 
 _KEY = re.compile(r"^([A-Za-z]+)_(\d+)$")
 """A field named by a word and a number (``segment_12``, ``option_3``)."""

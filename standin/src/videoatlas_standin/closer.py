@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from videoatlas.standin.actions import Actions, Moved, Resolve
-from videoatlas.standin.language import budget_left, intent_of
-from videoatlas.standin.spans import MIN_GAP_S, span_field, stated_length
+from videoatlas_standin.actions import Actions, Moved, Resolve
+from videoatlas_standin.language import budget_left, intent_of
+from videoatlas_standin.spans import MIN_GAP_S, span_field, stated_length
 
 CLOSER = 1.5
 """How many times closer than the frames in view a look must see the subject's stretch to be worth taking."""

@@ -14,13 +14,13 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from videoatlas.standin.answers import Answers
-from videoatlas.standin.items import listed_scores
-from videoatlas.standin.language import budget_left, clock_times, intent_of, stated_limit, steps_left, tokens
-from videoatlas.standin.perception import Tile
-from videoatlas.standin.policy import IMMEDIATE_S, SAME_SPAN_S, Sighting
-from videoatlas.standin.relations import reference_points
-from videoatlas.standin.spans import (
+from videoatlas_standin.answers import Answers
+from videoatlas_standin.items import listed_scores
+from videoatlas_standin.language import budget_left, clock_times, intent_of, stated_limit, steps_left, tokens
+from videoatlas_standin.perception import Tile
+from videoatlas_standin.policy import IMMEDIATE_S, SAME_SPAN_S, Sighting
+from videoatlas_standin.relations import reference_points
+from videoatlas_standin.spans import (
     Span,
     SpanField,
     denser_look,

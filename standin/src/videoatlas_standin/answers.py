@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from videoatlas.standin.labels import Labelled
-from videoatlas.standin.language import (
+from videoatlas_standin.labels import Labelled
+from videoatlas_standin.language import (
     NUMBER_ASKED,
     OCCURRENCES,
     asked_kind,
@@ -26,10 +26,10 @@ from videoatlas.standin.language import (
     word_parts,
     words_of,
 )
-from videoatlas.standin.meaning import ASKED_FITS, similarity
-from videoatlas.standin.perception import Tile
-from videoatlas.standin.policy import COUNT_COVERAGE_PCT, IMMEDIATE_S, SAME_SPAN_S, Request, Sighting
-from videoatlas.standin.stays import Sighted, stays
+from videoatlas_standin.meaning import ASKED_FITS, similarity
+from videoatlas_standin.perception import Tile
+from videoatlas_standin.policy import COUNT_COVERAGE_PCT, IMMEDIATE_S, SAME_SPAN_S, Request, Sighting
+from videoatlas_standin.stays import Sighted, stays
 
 WHOLE_SECOND_SLACK_S = 1.0
 """How far a frame may lie from a label written to whole seconds (rounded or cut off)."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 import random
 import threading
 
-from videoatlas.standin import faults
-from videoatlas.standin.config import StandinConfig
-from videoatlas.standin.perception import Reader, model_threads, shared_reader
-from videoatlas.standin.stats import StandinStats
-from videoatlas.standin.tokens import PrefixCache
+from videoatlas_standin import faults
+from videoatlas_standin.config import StandinConfig
+from videoatlas_standin.perception import Reader, model_threads, shared_reader
+from videoatlas_standin.stats import StandinStats
+from videoatlas_standin.tokens import PrefixCache
 
 
 class ServerContext:

@@ -6,7 +6,7 @@ import functools
 
 from aiohttp import web
 
-from videoatlas.standin.context import ServerContext
+from videoatlas_standin.context import ServerContext
 
 
 def routes(standin: ServerContext) -> list[web.RouteDef]:

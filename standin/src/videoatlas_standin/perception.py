@@ -34,9 +34,9 @@ import numpy as np
 from PIL import Image
 
 from videoatlas.errors import BadInputError
-from videoatlas.standin import boxes
-from videoatlas.standin.boxes import detect_text_lines, text_boxes
-from videoatlas.standin.ocr_cache import ReadingCache, pixel_key
+from videoatlas_standin import boxes
+from videoatlas_standin.boxes import detect_text_lines, text_boxes
+from videoatlas_standin.ocr_cache import ReadingCache, pixel_key
 
 _CELL_LABEL = re.compile(r"^\s*(\d{1,6})\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
 _EVIDENCE_LABEL = re.compile(r"^\s*\[?([A-Z]{1,3})\]\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")

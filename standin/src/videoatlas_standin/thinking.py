@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from videoatlas.standin.language import tokens
-from videoatlas.standin.policy import Request
+from videoatlas_standin.language import tokens
+from videoatlas_standin.policy import Request
 
 MODES = ("off", "field", "tags")
 """``off``: no reasoning; ``field``: in the reply's reasoning field (vLLM with a reasoning parser);

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from videoatlas.standin.language import FUNCTION_WORDS, intent_of, norm, words_of
+from videoatlas_standin.language import FUNCTION_WORDS, intent_of, norm, words_of
 
 ANSWER = {"answer", "choice", "option", "selection", "selected", "pick"}
 IDS = {"cell", "cells", "id", "ids", "tile", "tiles", "index", "indices", "top"}

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from videoatlas.standin.language import parse_time, time_spans, words_of
+from videoatlas_standin.language import parse_time, time_spans, words_of
 
 _STARTS = frozenset({"start", "begin", "beginning", "from", "since", "t0", "first"})
 _ENDS = frozenset({"end", "stop", "to", "until", "till", "t1", "last", "finish"})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from videoatlas.standin.perception import TextLine, Tile
+from videoatlas_standin.perception import TextLine, Tile
 
 _SEPARATOR = re.compile(r"\s+[/|·•]\s+")
 _KEYED = re.compile(r"^\s*([A-Za-z][A-Za-z .#'-]{0,30}?)\s*[:=]\s*(\S.*?)\s*$")

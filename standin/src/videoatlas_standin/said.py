@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from videoatlas.standin.perception import Tile
+from videoatlas_standin.perception import Tile
 
 _LABEL = re.compile(
     r"^\s*\[?\s*(?:[^\W\d_]+\s+)?(?P<first>\d{1,4})"

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from videoatlas.standin.language import words_of
+from videoatlas_standin.language import words_of
 
 FITS = 0.045
 """How far a query's cosine with a passage must rise above what each usually reaches to mean the same thing.

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from videoatlas.standin.closer import Closer
-from videoatlas.standin.described import member_by_reach
-from videoatlas.standin.fields import (
+from videoatlas_standin.closer import Closer
+from videoatlas_standin.described import member_by_reach
+from videoatlas_standin.fields import (
     AMOUNT,
     ANSWER,
     CITE,
@@ -51,14 +51,14 @@ from videoatlas.standin.fields import (
     stated_member,
     typed_value,
 )
-from videoatlas.standin.items import keyed_items, listed_spans
-from videoatlas.standin.labels import Labelled
-from videoatlas.standin.language import index_base, intent_of, norm, words_of
-from videoatlas.standin.meaning import assign
-from videoatlas.standin.perception import words_of_tile
-from videoatlas.standin.policy import Request
-from videoatlas.standin.relations import member_saying, reference_field, reference_points
-from videoatlas.standin.spans import placed, tag_of
+from videoatlas_standin.items import keyed_items, listed_spans
+from videoatlas_standin.labels import Labelled
+from videoatlas_standin.language import index_base, intent_of, norm, words_of
+from videoatlas_standin.meaning import assign
+from videoatlas_standin.perception import words_of_tile
+from videoatlas_standin.policy import Request
+from videoatlas_standin.relations import member_saying, reference_field, reference_points
+from videoatlas_standin.spans import placed, tag_of
 
 
 class Filler(Closer):

@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
-from videoatlas.standin import record
-from videoatlas.standin.context import ServerContext
-from videoatlas.standin.meaning import encoder
-from videoatlas.standin.perception import ReadCancelled, Sight, decode_data_url
+from videoatlas_standin import record
+from videoatlas_standin.context import ServerContext
+from videoatlas_standin.meaning import encoder
+from videoatlas_standin.perception import ReadCancelled, Sight, decode_data_url
 
 QUERY = "query: "
 PASSAGE = "passage: "

@@ -24,11 +24,11 @@ from typing import Any
 
 from aiohttp import web
 
-from videoatlas.standin import chat, embeddings, models, status, transcriptions
-from videoatlas.standin.config import StandinConfig
-from videoatlas.standin.context import ServerContext
-from videoatlas.standin.faults import FAULTS
-from videoatlas.standin.stats import StandinStats
+from videoatlas_standin import chat, embeddings, models, status, transcriptions
+from videoatlas_standin.config import StandinConfig
+from videoatlas_standin.context import ServerContext
+from videoatlas_standin.faults import FAULTS
+from videoatlas_standin.stats import StandinStats
 
 __all__ = ["FAULTS", "ROUTES", "RunningServer", "StandinConfig", "StandinServer", "StandinStats", "serve_forever"]
 

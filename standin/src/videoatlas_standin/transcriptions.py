@@ -29,9 +29,9 @@ from typing import Any
 
 from aiohttp import web
 
-from videoatlas.standin import record
-from videoatlas.standin.context import ServerContext
-from videoatlas.standin.perception import model_threads
+from videoatlas_standin import record
+from videoatlas_standin.context import ServerContext
+from videoatlas_standin.perception import model_threads
 
 MAX_FILE_MB = 25
 """vLLM's default ``VLLM_MAX_AUDIO_CLIP_FILESIZE_MB``."""

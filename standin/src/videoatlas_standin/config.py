@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from videoatlas.standin import contract
-from videoatlas.standin.faults import FAULTS
-from videoatlas.standin.thinking import MODES as REASONING_MODES
-from videoatlas.standin.tools import PARSERS
-from videoatlas.standin.version import STANDIN_MODEL
+from videoatlas_standin import contract
+from videoatlas_standin.faults import FAULTS
+from videoatlas_standin.thinking import MODES as REASONING_MODES
+from videoatlas_standin.tools import PARSERS
+from videoatlas_standin.version import STANDIN_MODEL
 
 
 @dataclass(slots=True)

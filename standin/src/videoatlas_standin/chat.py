@@ -23,14 +23,14 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from videoatlas.standin import contract, faults, jsontext, record, tools
-from videoatlas.standin.context import ServerContext
-from videoatlas.standin.filler import respond
-from videoatlas.standin.perception import EncodedImage, ReadCancelled, Sight, decode_data_url
-from videoatlas.standin.policy import Request
-from videoatlas.standin.thinking import reasoning_text
-from videoatlas.standin.tokens import prompt_tokens, text_pieces
-from videoatlas.standin.tools import ToolFiller
+from videoatlas_standin import contract, faults, jsontext, record, tools
+from videoatlas_standin.context import ServerContext
+from videoatlas_standin.filler import respond
+from videoatlas_standin.perception import EncodedImage, ReadCancelled, Sight, decode_data_url
+from videoatlas_standin.policy import Request
+from videoatlas_standin.thinking import reasoning_text
+from videoatlas_standin.tokens import prompt_tokens, text_pieces
+from videoatlas_standin.tools import ToolFiller
 
 log = structlog.get_logger(__name__)
 
