@@ -20,12 +20,14 @@ from typing import Any
 
 OWN_DECISIONS = ("answered", "evidence sufficient")
 """Stop reasons that are an agent's own decision (``the planner answered``...); any other is a limit."""
+ONE_PASS = ("single call",)
+"""Stop reasons of an agent that answers after one look by design (uniform)."""
 
 
 def ended(row: dict[str, Any]) -> str:
     """``decided``, ``limit`` or ``one pass`` (an agent that stops by design after one look, like uniform)."""
     reason = str(row.get("stop_reason") or "")
-    if not reason:
+    if not reason or reason in ONE_PASS:
         return "one pass"
     return "decided" if any(word in reason for word in OWN_DECISIONS) else "limit"
 
@@ -52,7 +54,7 @@ def table(folders: list[Path]) -> list[dict[str, Any]]:
         ok = [r for r in rows if r.get("status") == "ok"]
         n = max(1, len(ok))
         prompt = sum(r.get("prompt_tokens", 0) for r in ok)
-        ends = defaultdict(int)
+        ends: dict[str, int] = defaultdict(int)
         for r in ok:
             ends[ended(r)] += 1
         out.append(
@@ -76,8 +78,10 @@ def table(folders: list[Path]) -> list[dict[str, Any]]:
 
 def markdown(lines: list[dict[str, Any]]) -> str:
     """The table as Markdown (missed questions named after it)."""
-    head = "| agent | duration | questions | calls/q | tokens/q | cached | ended: decided / limit / one pass | declined |"
-    out = [head, "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = [
+        "| agent | duration | questions | calls/q | tokens/q | cached | ended: decided / limit / one pass | declined |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for t in lines:
         out.append(
             f"| {t['agent']} | {t['duration']} | {t['questions']} | {t['calls_per_q']} | {t['tokens_per_q']:,} | "

@@ -122,7 +122,7 @@ def default_reply(name: str, text: str, schema: dict[str, Any]) -> dict[str, Any
         }
     if name == "FinalDecision":
         if "answer" in schema["properties"] and schema["properties"]["answer"].get("type") == "string":
-            return {"answer": "it is a counter", "reasoning": "seen", "evidence": []}
+            return {"found": True, "answer": "it is a counter", "reasoning": "seen", "evidence": []}
         return {"judgements": [], "answer": 0, "reasoning": "seen", "evidence": []}
     raise AssertionError(f"unexpected schema {name}")
 

@@ -32,7 +32,8 @@ def _mentions(path: Path, root: Path = ROOT) -> list[str]:
             names = [node.module]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             names = [node.value]
-        found += [f"{path.relative_to(root)}:{node.lineno}" for name in names if "videoatlas_standin" in name]
+        line = getattr(node, "lineno", 0)
+        found += [f"{path.relative_to(root)}:{line}" for name in names if "videoatlas_standin" in name]
     return found
 
 
@@ -57,7 +58,9 @@ def test_the_scan_sees_a_deferred_and_a_named_import(tmp_path: Path) -> None:
 
 
 # The stand-in made unimportable, as in an environment where only `pip install .` ran.
-_WITHOUT = "import sys; sys.modules['videoatlas_standin'] = None; from videoatlas.cli.main import main; sys.exit(main())"
+_WITHOUT = (
+    "import sys; sys.modules['videoatlas_standin'] = None; from videoatlas.cli.main import main; sys.exit(main())"
+)
 
 
 @pytest.mark.e2e

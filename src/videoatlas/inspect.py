@@ -210,6 +210,7 @@ async def load_trace(
         ],
         "repairs": [r.model_dump() for r in values.get("repairs", [])],
         "grounded": bool(values.get("cited")),
+        "declined": bool(values.get("declined")),  # a run from before decisions could decline: False
         "cited": list(values.get("cited") or []),
         "cost_state": cost.summary() if cost is not None else {},
         "calls": calls,
@@ -280,7 +281,9 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
     run = trace["run"]
     cost = trace["cost_state"]
     lines = [f"run {run['id']} [{run['status']}] ({trace['agent']}): {run['question']}"]
-    if run["answer"] is not None:
+    if trace.get("declined"):
+        lines.append(f"  answer: none [no answer found: the model declined]  ({run['stop_reason']})")
+    elif run["answer"] is not None:
         unsupported = "" if trace["grounded"] or not run["answer"] else " [answered without evidence]"
         lines.append(f"  answer: {run['answer']}{unsupported}  ({run['stop_reason']})")
     if trace["pending"]:

@@ -261,7 +261,9 @@ async def test_a_failed_final_reply_is_recorded_never_guessed(monkeypatch: pytes
     monkeypatch.setattr(decision, "ask", refuse)
     kept = [_evidence("e1")]
     result = await decision.decide_final(None, _decision_call(round=3), decision.cite_labels({}), kept)  # type: ignore[arg-type]
-    assert list(result) == ["answer", "answer_index", "reasoning", "cited", "evidence", "cost", "stop_reason", "round"]
+    assert list(result) == [
+        "answer", "answer_index", "declined", "reasoning", "cited", "evidence", "cost", "stop_reason", "round"
+    ]  # fmt: skip
     assert result["answer"] == "" and result["answer_index"] is None and result["cited"] == []
     assert result["reasoning"] == "no valid verdict: no usable reply"
     assert result["stop_reason"] == "done looking; verdict failed"
@@ -284,6 +286,7 @@ async def test_the_final_reply_cites_through_the_agents_mapping(monkeypatch: pyt
     assert result == {
         "answer": "blue",
         "answer_index": 1,
+        "declined": False,
         "reasoning": "blue, as [B] shows",
         "cited": ["e2"],
         "cost": Cost(calls=1),

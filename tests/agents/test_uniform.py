@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent_helpers import ScriptedChat, default_reply, make_context, run_graph
 from videoatlas.agents.uniform.answer import sheet_intervals
 from videoatlas.agents.uniform.graph import build_uniform_graph
-from videoatlas.runtime.calls import FORMAT_CHOICES, FORMAT_OPEN
+from videoatlas.prompts import builtin_template
 from videoatlas.runtime.context import RunConfig
 
 pytestmark = pytest.mark.e2e
@@ -107,7 +107,7 @@ async def test_both_agents_final_call_asks_for_the_same_answer(
     assert uniform_labels["items"]["enum"][:2] == ["1/0", "1/1"] and len(uniform_labels["items"]["enum"]) == 16
     assert rlm_format == uniform_format
     assert rlm_format["json_schema"]["strict"] is True
-    lines = FORMAT_CHOICES if choices else FORMAT_OPEN
+    lines = builtin_template("format_choices.note" if choices else "format_open.note").text.rstrip("\n")
     assert lines in rlm_text and lines in uniform_text
 
 

@@ -18,7 +18,7 @@ from videoatlas.runtime.calls import ask, decision_values, emit, failed_call_cos
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard
 from videoatlas.state.models import Cost, Evidence
-from videoatlas.state.schemas import cited_ids, decided, decision_schema
+from videoatlas.state.schemas import cited_ids, decided, decision_schema, declined
 
 DECIDE_EVENT = "decide"
 """The progress event sent as the final call starts (``answer`` follows with its result)."""
@@ -72,8 +72,15 @@ def _result(
     cost: Cost,
     stop: str,
     extra: dict[str, Any],
+    declined: bool = False,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"answer": answer, "answer_index": index, "reasoning": reasoning, "cited": cited}
+    out: dict[str, Any] = {
+        "answer": answer,
+        "answer_index": index,
+        "declined": declined,
+        "reasoning": reasoning,
+        "cited": cited,
+    }
     if evidence is not None:
         out["evidence"] = evidence
     return {**out, "cost": cost, "stop_reason": stop, **extra}
@@ -86,6 +93,8 @@ async def decide_final(
 
     Judges each choice against what ``call`` shows and answers. A reply that cannot be used (or an
     endpoint that fails) ends the run with no answer and the error as its reasoning, never a guess.
+    An open reply that says it found no answer (:func:`~videoatlas.state.schemas.declined`) ends it
+    with no answer and ``declined`` set: unanswered, not a failed reply.
     ``evidence``: the evidence the result records (None: the state's evidence is left as it is).
     """
     emit(DECIDE_EVENT)
@@ -100,10 +109,11 @@ async def decide_final(
         return _result("", None, reason, [], evidence, failed, f"{call.stop}; {call.step} failed", call.extra)
     value: Any = reply.value
     cited, found = cite(value.evidence)
-    index, answer = decided(value, call.choices)
-    emit("answer", answer=answer, index=index, grounded=bool(cited))
+    gave_up = declined(value, call.choices)
+    index, answer = (None, "") if gave_up else decided(value, call.choices)
+    emit("answer", answer=answer, index=index, grounded=bool(cited) and not gave_up, declined=gave_up)
     recorded = found if found is not None else evidence
-    return _result(answer, index, value.reasoning, cited, recorded, cost, call.stop, call.extra)
+    return _result(answer, index, value.reasoning, cited, recorded, cost, call.stop, call.extra, gave_up)
 
 
 async def decide_on_evidence(
@@ -144,7 +154,7 @@ async def decide_on_evidence(
         template=template,
         system=system,
         images=images,
-        values={**decision_values(state["question"], choices), **values},
+        values={**decision_values(ctx.prompts, state["question"], choices), **values},
         choices=choices,
         labels=list(labels),
         stop=state.get("stop_reason") or stop,

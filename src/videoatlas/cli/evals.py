@@ -225,6 +225,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         "accuracy": p.accuracy,
         "error_rate": p.error_rate,
         "parse_failures": p.parse_failures,
+        "declined": p.declined,
         "errors": p.errors,
         "tokens": p.tokens,
     }
@@ -236,6 +237,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         sys.stdout.write(
             f"{p.total} question(s): accuracy {acc} ({p.correct}/{p.scored}, a failed run counts as wrong), "
             f"error rate {err} ({p.errors} failed to run), {p.parse_failures} parse failure(s), "
+            f"{p.declined} unanswered (the model declined), "
             f"{p.cached} from cache; results in {outcome.results_file}\n"
             f"report: {command_name()} eval report {outcome.out}\n"
         )

@@ -76,15 +76,25 @@ class RunProgress:
         return f"run {self.run_id} is interrupted; resume it with: {command_name()} resume {self.run_id}{where}"
 
 
+DECLINED = "no answer found (the model declined)"
+"""The answer line of a run whose final decision found no answer to its open question."""
+
+
+def answer_text(result: RunResult) -> str:
+    """The answer as people read it: the choice with its letter, the value, or why there is none."""
+    if result.declined:
+        return DECLINED
+    if result.answer_index is not None:
+        return f"{chr(ord('A') + result.answer_index)}. {result.answer}"
+    return result.answer or "(none)"
+
+
 def print_result(result: RunResult) -> None:
     """The answer, the evidence with timestamps, and the cost, for people."""
     from videoatlas.environment.render import evidence_label
 
     unsupported = "" if result.grounded or not result.answer else " (answered without evidence: no evidence cited)"
-    if result.answer_index is not None:
-        _out(f"answer: {chr(ord('A') + result.answer_index)}. {result.answer}{unsupported}")
-    else:
-        _out(f"answer: {result.answer or '(none)'}{unsupported}")
+    _out(f"answer: {answer_text(result)}{unsupported}")
     if result.reasoning:
         _out(f"reasoning: {result.reasoning}")
     _out(f"evidence ({len(result.evidence)}):")

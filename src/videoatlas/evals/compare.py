@@ -11,6 +11,7 @@ from videoatlas.errors import BadInputError
 from videoatlas.evals.iou import row_iou
 from videoatlas.evals.report import (
     EvalData,
+    declined,
     failed,
     grounding_hit,
     iou_text,
@@ -57,7 +58,8 @@ MIN_QUESTIONS_FOR_CI = 10
 def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Side by side on the questions both attempted: accuracy, errors, cost, and B - A with a clustered CI.
 
-    A question whose run failed on one side is paired as a wrong answer on that side, never dropped.
+    A question whose run failed on one side is paired as a wrong answer on that side, never dropped;
+    one left unanswered (the final decision declined) is paired as not right, and counted apart.
     """
     rows_a = {r["item"]: r for r in a.rows if scored(r)}
     rows_b = {r["item"]: r for r in b.rows if scored(r)}
@@ -75,6 +77,8 @@ def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> d
             "accuracy_b": mean_of(float(is_correct(rows_b[i])) for i in items),
             "error_rate_a": mean_of(float(failed(rows_a[i])) for i in items),
             "error_rate_b": mean_of(float(failed(rows_b[i])) for i in items),
+            "declined_a": sum(declined(rows_a[i]) for i in items),
+            "declined_b": sum(declined(rows_b[i]) for i in items),
             "difference": diff,
             "ci_low": low,
             "ci_high": high,
@@ -114,12 +118,13 @@ def render_comparison(cmp: dict[str, Any]) -> str:
         f"A = {cmp['a']}",
         f"B = {cmp['b']}",
         f"paired on questions both attempted ({cmp['only_a']} only in A, {cmp['only_b']} only in B), "
-        "a failed run counting as wrong; "
+        "a failed run counting as wrong, an unanswered one (the model declined) as not right; "
         f"95% CI from {cmp['resamples']} bootstrap resamples of videos",
         "",
         "| kind | questions | videos | accuracy A | accuracy B | errors A | errors B | B - A | 95% CI | "
-        "IoU A | IoU B | grounding A | grounding B | tokens A | tokens B | wall A | wall B |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |" + " ---: |" * 8,
+        "unanswered A | unanswered B | IoU A | IoU B | grounding A | grounding B | tokens A | tokens B | "
+        "wall A | wall B |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |" + " ---: |" * 10,
     ]
     for name, s in [("overall", cmp["overall"]), *cmp["categories"].items()]:
         few = " (too few)" if s["too_few_questions"] else ""
@@ -127,6 +132,7 @@ def render_comparison(cmp: dict[str, Any]) -> str:
             f"| {name} | {s['questions']} | {s['videos']} | {s['accuracy_a']:.1%} | {s['accuracy_b']:.1%} | "
             f"{s['error_rate_a']:.1%} | {s['error_rate_b']:.1%} | "
             f"{s['difference']:+.1%} | [{s['ci_low']:+.1%}, {s['ci_high']:+.1%}]{few} | "
+            f"{s['declined_a']} | {s['declined_b']} | "
             f"{iou_text(s['iou_a'])} | {iou_text(s['iou_b'])} | {_pct(s['grounding_a'])} | {_pct(s['grounding_b'])} | "
             f"{s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} | {s['wall_a']:.1f} s | {s['wall_b']:.1f} s |"
         )

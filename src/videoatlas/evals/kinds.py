@@ -58,16 +58,18 @@ def render_kinds(entries: Sequence[dict[str, Any]], by: str | None = None) -> st
     axis = f" | {by}" if by else ""
     lines = [
         "Per question kind and agent: accuracy over every attempted question (a failed run is wrong), "
+        "unanswered: questions the model declined (found no answer; never right), "
         "costs over the runs that finished, grounding where the items mark ranges.",
         "",
-        f"| kind{axis} | agent | eval | questions | accuracy | errors | mean tokens | calls | wall | grounding | IoU |",
-        "| --- |" + (" --- |" if by else "") + " --- | --- |" + " ---: |" * 8,
+        f"| kind{axis} | agent | eval | questions | accuracy | errors | mean tokens | calls | wall | grounding | IoU | "
+        "unanswered |",
+        "| --- |" + (" --- |" if by else "") + " --- | --- |" + " ---: |" * 9,
     ]
     for e in entries:
         group = f" | {e['group']}" if by else ""
         lines.append(
             f"| {e['kind']}{group} | {e['agent']} | {e['eval']} | {e['questions']} | {_pct(e['accuracy'])} | "
             f"{_pct(e['error_rate'])} | {e['mean_tokens']:,.0f} | {e['mean_calls']:.1f} | {e['mean_wall_s']:.1f} s | "
-            f"{_pct(e['grounding_hit_rate'])} | {iou_text(e['mean_iou'])} |"
+            f"{_pct(e['grounding_hit_rate'])} | {iou_text(e['mean_iou'])} | {e['declined']} |"
         )
     return "\n".join(lines) + "\n"

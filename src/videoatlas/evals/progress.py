@@ -18,6 +18,8 @@ class EvalProgress:
     scored: int = 0
     """Questions with a known answer, whether their run finished or failed (a failed one is wrong)."""
     parse_failures: int = 0
+    declined: int = 0
+    """Questions left unanswered: the final decision found no answer (scored, never correct, not a parse failure)."""
     errors: int = 0
     """Questions whose run failed (counted in ``scored``, never in ``correct``)."""
     tokens: int = 0
@@ -58,3 +60,4 @@ class EvalProgress:
         self.tokens += int(row.get("tokens", 0))
         self.correct += bool(row.get("correct"))
         self.parse_failures += bool(row.get("parse_failed"))
+        self.declined += bool(row.get("declined"))

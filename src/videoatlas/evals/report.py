@@ -7,6 +7,8 @@ are not reported.
 One scoring rule everywhere: every attempted question with a known answer is in the accuracy's
 denominator. A run that failed (status ``error``) or whose final call gave no valid answer is
 wrong; the error rate (runs that failed) and the parse-failure rate are reported beside accuracy.
+A final decision that declined (found no answer to an open question) leaves its question unanswered:
+never right, counted apart (``declined``), neither a parse failure nor an answer given without evidence.
 """
 
 from __future__ import annotations
@@ -115,9 +117,15 @@ def is_correct(row: dict[str, Any]) -> bool:
     """The one answering rule for every agent: the run finished and its answer is the truth.
 
     A multiple-choice answer is right when its index is the truth's; an open one when the reply is
-    the value by :mod:`videoatlas.evals.open_answers` (decided when the row was written).
+    the value by :mod:`videoatlas.evals.open_answers` (decided when the row was written). A declined
+    question is never right.
     """
-    return not failed(row) and bool(row.get("correct"))
+    return not failed(row) and not declined(row) and bool(row.get("correct"))
+
+
+def declined(row: dict[str, Any]) -> bool:
+    """Whether the run finished with its final decision declining to answer (rows written before: False)."""
+    return not failed(row) and bool(row.get("declined"))
 
 
 def grounding_hit(row: dict[str, Any], tolerance: float = GROUNDING_TOLERANCE_S) -> bool | None:
@@ -150,6 +158,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     Accuracy and the rates are over every attempted question, a failed run counting as wrong and
     as a grounding miss; costs are means over the runs that finished (a failed run's are not known).
+    ``declined``: the questions left unanswered because the final decision found no answer.
     """
     answered = [r for r in rows if not failed(r)]
     marked = [r for r in rows if scored(r)]
@@ -164,6 +173,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "accuracy": sum(is_correct(r) for r in marked) / len(marked) if marked else None,
         "error_rate": (len(rows) - len(answered)) / len(rows) if rows else None,
         "parse_failure_rate": sum(bool(r["parse_failed"]) for r in answered) / len(rows) if rows else None,
+        "declined": sum(declined(r) for r in rows),
+        "declined_rate": sum(declined(r) for r in rows) / len(rows) if rows else None,
         "without_evidence_rate": (sum(_without_evidence(r) for r in answered) / len(answered) if answered else None),
         "runs_with_fallbacks": sum(1 for r in answered if r.get("fallbacks")),
         "mean_tokens": mean_of(r["tokens"] for r in answered),
@@ -261,16 +272,17 @@ def _pct(value: float | None) -> str:
 
 def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
-        f"| {title} | questions | accuracy | errors | parse fail | no evidence | fallbacks | "
+        f"| {title} | questions | accuracy | errors | parse fail | unanswered (declined) | no evidence | fallbacks | "
         "mean tokens (master / workers) | cache hit | frames viewed (sent) | index frames (build) | "
         "audio s (requests, time) | calls | rounds | evidence | wall | "
         "grounding | IoU |",
-        "| --- |" + " ---: |" * 17,
+        "| --- |" + " ---: |" * 18,
     ]
     for name, s in summaries.items():
         lines.append(
             f"| {name} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['error_rate'])} | "
-            f"{_pct(s['parse_failure_rate'])} | {_pct(s['without_evidence_rate'])} | {s['runs_with_fallbacks']} | "
+            f"{_pct(s['parse_failure_rate'])} | {_declined_text(s)} | {_pct(s['without_evidence_rate'])} | "
+            f"{s['runs_with_fallbacks']} | "
             f"{s['mean_tokens']:,.0f} ({s['mean_master_tokens']:,.0f} / {s['mean_worker_tokens']:,.0f}) | "
             f"{_pct(s['cache_hit_rate'])} | {s['mean_frames_viewed']:,.0f} ({s['mean_frames_sent']:,.0f}) | "
             f"{s['mean_index_frames']:,.0f} ({s['mean_index_s']:.1f} s) | "
@@ -281,6 +293,12 @@ def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"{iou_text(s['mean_iou'])} |"
         )
     return lines
+
+
+def _declined_text(summary: dict[str, Any]) -> str:
+    """The unanswered questions as a table cell: how many, and their share (``0`` when none declined)."""
+    n = summary.get("declined", 0)
+    return f"{n} ({_pct(summary.get('declined_rate'))})" if n else "0"
 
 
 def _skipped_lines(rep: dict[str, Any]) -> list[str]:
@@ -317,11 +335,14 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"prompt set `{rep['prompt_set']}` ({rep['prompt_sha']}); "
         f"{rep['overall']['answered']} answered, {rep['errors']} failed to run (the question's: a bad video, "
         f"a refused request), {rep.get('interrupted', 0)} interrupted by an outage (the endpoint's or the "
-        f"database's: not scored), {rep['pending']} not run yet",
+        f"database's: not scored), {rep['pending']} not run yet; of those answered, {rep['overall']['declined']} "
+        "left unanswered (the model found no answer and declined)",
         "",
         *_rerun_lines(rep),
         "Accuracy counts every attempted question: a run that failed (errors) or gave no valid answer "
-        "(parse fail) is wrong. No evidence: answers whose final decision cited no evidence (a pick, counted "
+        "(parse fail) is wrong. Unanswered (declined): open questions whose final decision said it found no "
+        "answer; they have no answer (never right, never a parse failure, not counted under no evidence). "
+        "No evidence: answers whose final decision cited no evidence (a pick, counted "
         "in accuracy like any answer). Fallbacks: runs that went on without a model reply they could not use "
         "(see `videoatlas trace RUN`). Costs are over the runs that finished. IoU: mean temporal IoU between "
         "the cells the answer cited and the annotated ranges, over the questions that have ranges (a failed "

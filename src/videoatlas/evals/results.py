@@ -25,9 +25,10 @@ from videoatlas.runs import RunResult
 
 log = structlog.get_logger(__name__)
 
-RESULT_SCHEMA = 3
+RESULT_SCHEMA = 4
 """2: rows carry ``agent_code``, and a failed run's row carries the item's truth and categories;
-3: an open question's row carries ``truth_text`` (and ``truth_tolerance``), scored by its own rule."""
+3: an open question's row carries ``truth_text`` (and ``truth_tolerance``), scored by its own rule;
+4: a finished run's row says whether its final decision ``declined`` (found no answer; older rows: not)."""
 
 
 def result_key(
@@ -90,16 +91,22 @@ def _item_fields(item: EvalItem, key: str, stamp: dict[str, str], status: str) -
 def result_row(
     item: EvalItem, key: str, stamp: dict[str, str], result: RunResult, duration: float, source: str
 ) -> dict[str, Any]:
-    """The row of a question whose run finished (``source``: ``run``, ``resumed`` or ``db-cache``)."""
+    """The row of a question whose run finished (``source``: ``run``, ``resumed`` or ``db-cache``).
+
+    A run whose final decision declined (found no answer) is unanswered: never correct, and not a
+    parse failure (its reply was read; it said there was no answer).
+    """
     cited = [e for e in result.evidence if e.id in result.cited]
     cost = result.cost
+    no_answer = result.answer_index is None if item.choices else not result.answer.strip()
     return {
         **_item_fields(item, key, stamp, "ok"),
         "duration": duration,
         "answer": result.answer,
         "answer_index": result.answer_index,
-        "correct": answered_right(item, result.answer, result.answer_index),
-        "parse_failed": result.answer_index is None if item.choices else not result.answer.strip(),
+        "declined": result.declined,
+        "correct": not result.declined and answered_right(item, result.answer, result.answer_index),
+        "parse_failed": not result.declined and no_answer,
         "grounded": result.grounded,
         "fallbacks": cost.fallbacks,
         "frames_sent": cost.frames_sent,

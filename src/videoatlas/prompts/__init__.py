@@ -49,6 +49,9 @@ TemplateSpec = dict[str, tuple[frozenset[str], frozenset[str]]]
 SHARED_PACKAGE = "videoatlas.prompts"
 SHARED_SPEC: TemplateSpec = {
     "reask": (frozenset({"error"}), frozenset()),
+    # The reply format every agent's final decision asks for (runtime/calls.py: decision_values), by question kind.
+    "format_choices.note": (frozenset(), frozenset()),
+    "format_open.note": (frozenset(), frozenset()),
     # What every agent's final decision is told of the question's time relation (agents/relation.py).
     "relation_none.note": (frozenset(), frozenset()),
     "relation_order.note": (frozenset({"kind"}), frozenset()),

@@ -31,6 +31,9 @@ class RunResult:
     """Rounds, turns or steps the agent took (what one iteration is depends on the agent)."""
     stop_reason: str
     wall_s: float
+    declined: bool = False
+    """The final decision found no answer to the open question (the answer is empty): unanswered, not a failed
+    reply (:func:`videoatlas.state.schemas.declined`). A run from before the decision could decline reads False."""
     records: list[CallRecord] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
@@ -39,7 +42,7 @@ class RunResult:
 
     @property
     def grounded(self) -> bool:
-        """Whether the answer rests on evidence the final decision cited (False: a pick without evidence)."""
+        """Whether the answer rests on evidence the final decision cited (False: a pick without evidence, or none)."""
         return bool(self.answer) and bool(self.cited)
 
     @property
@@ -55,6 +58,7 @@ class RunResult:
             "choices": self.choices,
             "answer": self.answer,
             "answer_index": self.answer_index,
+            "declined": self.declined,
             "reasoning": self.reasoning,
             "evidence": [
                 {
@@ -109,6 +113,7 @@ def result_from_state(
         rounds=int(final.get("round", 0)),
         stop_reason=final.get("stop_reason", ""),
         wall_s=wall,
+        declined=bool(final.get("declined", False)),
         records=records,
         state=final,
         extras=dict(extras or {}),

@@ -16,6 +16,7 @@ from videoatlas.environment.subtitles import SubtitleLine, Subtitles, fitting_li
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
+from videoatlas.prompts import PromptSet
 from videoatlas.runtime.budget import estimate_tokens
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard, Where
@@ -24,21 +25,6 @@ from videoatlas.state.models import Cost, Evidence, Repair
 T = TypeVar("T", bound=BaseModel)
 log = structlog.get_logger(__name__)
 LETTERS = "ABCDEFGHIJ"
-
-
-# The reply-format lines of a final decision, shared by the Video-RLM decision and the uniform
-# baseline so both are held to the same answer format. They describe the JSON schema that is also
-# sent as ``response_format``; the wording of each task lives in the prompt set's templates.
-FORMAT_CHOICES = (
-    'Reply in JSON: "judgements" (for each choice its index, a verdict and the evidence labels), '
-    '"answer" (the index of the chosen choice, 0 for A), "reasoning", and "evidence" (the labels it rests on).'
-)
-FORMAT_OPEN = (
-    'Reply in JSON: "answer" (only the value the question asks for: a number in digits, a name or code exactly '
-    "as shown, a time as H:MM:SS, or a short phrase; a description only when the question asks for one; "
-    "no labels, times or lists of what was seen unless they are the value asked for), "
-    '"reasoning" (how the evidence gives that value, citing labels and times), and "evidence" (the labels it rests on).'
-)
 
 
 def emit(event: str, **data: Any) -> None:
@@ -57,9 +43,15 @@ def choices_block(choices: Sequence[str]) -> str:
     return "\n".join(f"{LETTERS[i] if i < len(LETTERS) else i}. {c}" for i, c in enumerate(choices))
 
 
-def decision_values(question: str, choices: Sequence[str]) -> dict[str, str]:
-    """The values every final call's template has: the question, its choices, the reply format asked for."""
-    reply_format = FORMAT_CHOICES if choices else FORMAT_OPEN
+def decision_values(prompts: PromptSet, question: str, choices: Sequence[str]) -> dict[str, str]:
+    """The values every final call's template has: the question, its choices, the reply format asked for.
+
+    The reply format is the prompt set's ``format_choices.note`` or ``format_open.note`` (shared by every
+    agent unless its set holds its own), so every agent's final decision is held to the same answer format.
+    It describes the JSON schema that is also sent as ``response_format``
+    (:func:`videoatlas.state.schemas.decision_schema`).
+    """
+    reply_format = prompts.note("format_choices.note" if choices else "format_open.note")
     return {"question": question, "choices": choices_block(choices), "format": reply_format}
 
 

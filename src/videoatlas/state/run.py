@@ -20,6 +20,8 @@ class AnswerOutput(TypedDict):
 
     answer: str
     answer_index: int | None
+    declined: bool
+    """The final decision found no answer to an open question (the answer is then empty): unanswered, not failed."""
     reasoning: str
     cited: list[str]
     """Evidence ids the final decision rests on (none: the answer was picked without evidence)."""
@@ -42,6 +44,7 @@ class AnsweringState(QuestionInput):
     evidence: list[Evidence]
     answer: str
     answer_index: int | None
+    declined: bool
     reasoning: str
     cited: list[str]
     stop_reason: str

@@ -145,9 +145,20 @@ def _label(i: int) -> str:
     return ("" if i < 26 else chr(ord("A") + i // 26 - 1)) + chr(ord("A") + i % 26)
 
 
+FOUND = (
+    "true when what you saw (frames, evidence, what is said) gives the value the question asks for; false when it "
+    "does not answer the question, so that the question is reported as unanswered instead of answered with a guess"
+)
+"""What the open decision's ``found`` field asks of the model (stated before the answer, so the reply decides first)."""
+
+
 @reply_schema(_decision_examples)
 def decision_schema(n_choices: int, labels: Sequence[str] = ()) -> type[BaseModel]:
-    """The final answer: a choice index (or free text when there are no choices), reasons, labels."""
+    """The final answer: a choice index (or free text when there are no choices), reasons, labels.
+
+    An open decision also says whether it ``found`` the answer at all (:func:`declined` reads it); a
+    multiple-choice one always picks a choice.
+    """
     fields: dict[str, Any]
     cited = (labels_of(labels, 32), ...)
     if n_choices:
@@ -165,6 +176,7 @@ def decision_schema(n_choices: int, labels: Sequence[str] = ()) -> type[BaseMode
         }
     else:
         fields = {
+            "found": (bool, Field(description=FOUND)),
             "answer": (text(600), ...),
             "reasoning": (text(1200), ...),
             "evidence": cited,
@@ -179,6 +191,16 @@ def decided(value: Any, choices: Sequence[str]) -> tuple[int | None, str]:
         index = int(value.answer)
         return index, choices[index]
     return None, str(value.answer)
+
+
+def declined(value: Any, choices: Sequence[str]) -> bool:
+    """Whether a :func:`decision_schema` reply declines to answer: an open reply whose ``found`` is false.
+
+    The one rule every agent's final decision follows (:func:`videoatlas.agents.decision.decide_final`):
+    a declined question is unanswered, never scored right, and not a reply that failed to parse. A
+    multiple-choice reply never declines.
+    """
+    return not choices and value.found is False
 
 
 def cited_ids(cited: Sequence[str], labels: dict[str, Any]) -> list[str]:

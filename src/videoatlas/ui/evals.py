@@ -14,7 +14,7 @@ from typing import Any
 
 from videoatlas.evals.compare import compare
 from videoatlas.evals.plot import plot_tokens_vs_duration
-from videoatlas.evals.report import EvalData, failed, is_correct, load_eval, report, scored
+from videoatlas.evals.report import EvalData, declined, failed, is_correct, load_eval, report, scored
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +54,8 @@ def result_text(row: dict[str, Any]) -> str:
     """A question's outcome in a word or two."""
     if failed(row):
         return "run failed"
+    if declined(row):
+        return "unanswered (the model declined)"
     if not scored(row):
         return "not scored"
     if row.get("parse_failed"):
@@ -87,6 +89,7 @@ def question_rows(data: EvalData, runs: Mapping[str, dict[str, Any]]) -> list[di
                 "question": (run or {}).get("question", ""),
                 "categories": row.get("categories") or [],
                 "correct": is_correct(row),
+                "declined": declined(row),
                 "result": result_text(row),
                 "truth": _choice(run, row.get("truth_index")) or (row.get("truth_text") or ""),
                 "answer": _choice(run, row.get("answer_index")) or (row.get("answer") or ""),

@@ -128,6 +128,7 @@ def decision(trace: dict[str, Any], k: int, agent: Agent) -> dict[str, Any] | No
         "reasoning": run["reasoning"],
         "stop_reason": run["stop_reason"],
         "grounded": trace["grounded"],
+        "declined": bool(trace.get("declined")),
     }
 
 

@@ -41,7 +41,7 @@ async def answer_uniform(state: UniformState, runtime: Runtime[AgentContext]) ->
     heard = await hear(ctx, [iv for _, iv in cells], Where("answer_uniform"))
     choices = state["choices"]
     values = {
-        **decision_values(state["question"], choices),
+        **decision_values(ctx.prompts, state["question"], choices),
         "frames": len(spans) * k * k,
         "sheets": len(spans),
         "k": k,

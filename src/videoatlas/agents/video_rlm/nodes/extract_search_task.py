@@ -52,6 +52,7 @@ async def extract_search_task(state: MasterState, runtime: Runtime[AgentContext]
         "stop_reason": "",
         "answer": "",
         "answer_index": None,
+        "declined": False,
         "reasoning": "",
         "cited": [],
         "cost": cost,

@@ -88,6 +88,8 @@ class MasterState(MasterInput, WorkerWrites):
     stop_reason: str
     answer: str
     answer_index: int | None
+    declined: bool
+    """The final decision found no answer to an open question (see :class:`~videoatlas.state.run.AnswerOutput`)."""
     reasoning: str
     cited: list[str]
     """Evidence ids the final decision rests on (none: the answer was picked without evidence)."""
