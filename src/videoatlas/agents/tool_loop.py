@@ -1,25 +1,35 @@
 """The loop VideoSeek and VideoARM share: a thinker picks one tool or answers; the tool runs; the thinker looks again.
 
-``START -> think -> (tool -> think)* -> answer -> END``: the thinker's node routes itself with a
-:class:`~langgraph.types.Command` (:func:`next_step`), the tool's node writes what it found and
-hands back, and the final decision ends the run.
+``START -> think -> (tool -> think)* -> answer -> END``: the thinker's node runs one shared step
+(:func:`think`) and routes itself with a :class:`~langgraph.types.Command`, the tool's node writes
+what it found and hands back, and the final decision ends the run.
+
+A step limit of N is N tool calls, then the answer (the papers' loops: VideoARM's Algorithm 1,
+VideoSeek's 20 turns). The step's sequence (the limit, the budget, the window the relation holds it
+to, the call with its fallback) is here once; each agent brings what is its own (:class:`Thinker`,
+:class:`Ask`): its tools, its schema, its images, its prompt's values, and how a call is held to a
+window in its own units.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Union
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Protocol, Union
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, Field, JsonValue, create_model
 
-from videoatlas.agents.relation import RELATION_FIELDS, Relation, RelationStep
+from videoatlas.agents.relation import RELATION_FIELDS, Anchor, Relation, RelationStep, relation_note, window
+from videoatlas.environment.geometry import Interval
+from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
-from videoatlas.runtime.calls import ask, fallback
+from videoatlas.runtime.calls import ask, budget_exhausted, choices_block, emit, fallback, with_heard
 from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.speech import Heard
 from videoatlas.runtime.tracing import traced
 from videoatlas.state.run import AnsweringState, AnswerOutput, QuestionInput
 from videoatlas.state.schemas import text
@@ -126,3 +136,126 @@ def next_step(call: dict[str, Any], update: dict[str, Any], tool: str, who: str)
     if call["tool"] == ANSWER:
         return Command(goto=ANSWER, update={**update, "planned": None, "stop_reason": f"the {who} answered"})
     return Command(goto=tool, update={**update, "planned": call})
+
+
+class Taken(Protocol):
+    """A tool step already taken, as the loop reads it: whether its tool saw the relation's anchor."""
+
+    @property
+    def anchor(self) -> float | None:
+        """Where its tool saw the anchor, in the agent's own units (None: not asked, or not seen)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Thinker:
+    """A loop's thinker as its agent configures it: who it is, how its step is asked, where its calls go."""
+
+    name: str
+    """Its role ("controller"): its calls are made as it, and a run it ends says so ("the controller answered")."""
+    node: str
+    """Its node ("control"), by which its calls and repairs are recorded."""
+    template: str
+    """Its step's prompt ("step": ``step.user``)."""
+    system: str
+    """Its system prompt's template."""
+    said: str
+    """The reply's field its words are in ("reason"); they are written to state under the same key."""
+    tool: str
+    """The node that runs its calls ("act")."""
+    unit: str
+    """What one of its tool steps is called in a stop reason ("tool step": "10 tool steps done: answer forced")."""
+    events: tuple[str, str]
+    """Emitted as a step starts (with ``step``) and once its call is chosen (with ``step``, ``tool`` and its words)."""
+    hold: Callable[[dict[str, Any], Interval], tuple[dict[str, Any], str]]
+    """A call with its times held inside a window (by its own tools' fields), and a note on what changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step as the loop sets it up: its number (1 first), the limit, what it owes the time relation."""
+
+    number: int
+    limit: int
+    """Tool steps at most; this one may be the last."""
+    relation: RelationStep
+    """Whether the step asks the relation, and the window it is held to (None: the whole video)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One step's request to the thinker, as its agent builds it for that step."""
+
+    schema: type[BaseModel]
+    images: Sequence[ImagePart]
+    values: dict[str, Any]
+    """Its own template values; the shared ones are added (question, choices, duration, seconds, relation)."""
+    instead: tuple[dict[str, Any], str]
+    """The (call, rule) the step takes when no usable reply comes (:func:`choose_tool`)."""
+    heard: Heard | None = None
+    """What hearing for the prompt cost and the lines it left (None: the step heard nothing)."""
+
+
+def stop(why: str) -> Command[Any]:
+    """Straight to the answer, with ``why`` as the run's stop reason."""
+    return Command(goto=ANSWER, update={"stop_reason": why})
+
+
+def forced(limit: int, unit: str) -> str:
+    """The stop reason at the step limit: ``3 tool steps done: answer forced``."""
+    return f"{limit} {unit if limit == 1 else unit + 's'} done: answer forced"
+
+
+async def think(
+    thinker: Thinker,
+    state: ToolLoopState,
+    ctx: AgentContext,
+    *,
+    taken: Sequence[Taken],
+    anchor: Anchor | None,
+    limit: int,
+    window_s: float,
+    ask_for: Callable[[Step], Awaitable[Ask]],
+) -> Command[Any]:
+    """The thinker's step: its next tool call, or the answer once ``limit`` tool steps are ``taken`` or the budget is.
+
+    ``anchor``: where the relation's anchor was first seen (None: not yet); the step right after a tool
+    saw it is held to the window of ``window_s`` seconds the relation names beside it. ``ask_for``
+    builds the step's request (:class:`Ask`) only when the step asks.
+    """
+    if len(taken) >= limit:
+        return stop(forced(limit, thinker.unit))
+    spent = budget_exhausted(state["cost"], ctx.config.call_budget, ctx.config.token_budget)
+    if spent:
+        return stop(spent)
+    number, duration, relation = len(taken) + 1, ctx.atlas.duration, state.get("relation")
+    beside = window(relation, anchor, duration, window_s) if anchor is not None else None
+    held = beside if beside is not None and taken[-1].anchor is not None else None
+    step = Step(number, limit, RelationStep(asked=relation is None, held=held, hold=thinker.hold))
+    request = await ask_for(step)
+    values = {
+        "question": state["question"],
+        "choices": choices_block(state["choices"]),
+        "duration": format_ts(duration, 0),
+        "seconds": f"{duration:.1f}",
+        "relation": relation_note(ctx.prompts, relation, anchor, beside),
+        **request.values,
+    }
+    emit(thinker.events[0], step=number)
+    call, words, update = await choose_tool(
+        ctx,
+        request.schema,
+        request.images,
+        values,
+        node=thinker.node,
+        template=thinker.template,
+        system=thinker.system,
+        thinker=thinker.name,
+        turn=number,
+        said=thinker.said,
+        instead=request.instead,
+        relation=step.relation,
+    )
+    emit(thinker.events[1], step=number, tool=call["tool"], **{thinker.said: words})
+    if request.heard is not None:
+        update = with_heard(update, request.heard)
+    return next_step(call, update, thinker.tool, thinker.name)

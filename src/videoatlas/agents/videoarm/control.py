@@ -3,7 +3,8 @@
 The prompt is built again every step from the state alone: the video's facts, the question, the
 memory entries, the tools on offer, and the mosaics of the long-term pool (drawn again from the
 frame indices kept). Nothing of an earlier call's prompt, and no tool's own frames, comes back.
-At the step limit, or out of budget, the answer is forced without asking.
+The step itself is the tool loop's (:func:`~videoatlas.agents.tool_loop.think`): after ``steps`` tool
+steps (the paper's N), or out of budget, the answer is forced without asking.
 
 The first step also says the question's time relation ("right after the banner"); while its anchor is
 sought, the tools are asked which frame shows it, and the step right after one did is held to the
@@ -12,13 +13,14 @@ window the relation names beside it (its call's times bounded by the schema, and
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from videoatlas.agents.relation import Anchor, Relation, RelationStep, inside, relation_note, window
-from videoatlas.agents.tool_loop import choose_tool, next_step
+from videoatlas.agents.relation import Anchor, inside
+from videoatlas.agents.tool_loop import Ask, Step, Thinker, think
 from videoatlas.agents.videoarm.render import MOSAIC, fps_of, frame_count, mosaics, sheets, snap_counts, time_of
 from videoatlas.agents.videoarm.schemas import step_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES, VideoArmSettings, arm
@@ -26,10 +28,9 @@ from videoatlas.agents.videoarm.state import ArmState, Entry
 from videoatlas.agents.videoarm.views import CONTROLLER_SYSTEM, memory_text, span_text
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.geometry import Interval
-from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
 from videoatlas.llm.images import RAISE_IMAGE_LIMIT, ImagePart
-from videoatlas.runtime.calls import as_image, budget_exhausted, choices_block, emit
+from videoatlas.runtime.calls import as_image
 from videoatlas.runtime.context import AgentContext
 
 STEP_EVENT = "arm_step"
@@ -87,32 +88,29 @@ def focus_text(state: ArmState, ctx: AgentContext) -> str:
 
 
 async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Literal["act", "answer"]]:
-    """Ask the controller for the next call; at the step limit or out of budget, go to the answer."""
+    """Ask the controller for the next call; after ``steps`` tool steps or out of budget, go to the answer."""
     ctx = runtime.context
     settings = arm(ctx)
     memory = state.get("memory") or []
-    step = len(memory) + 1
-    if step >= settings.steps:
-        return Command(
-            goto="answer", update={"stop_reason": f"step {settings.steps} of {settings.steps}: answer forced"}
-        )
-    spent = budget_exhausted(state["cost"], ctx.config.call_budget, ctx.config.token_budget)
-    if spent:
-        return Command(goto="answer", update={"stop_reason": spent})
+    return await think(
+        CONTROLLER,
+        state,
+        ctx,
+        taken=memory,
+        anchor=anchor_of(memory, ctx.atlas),
+        limit=settings.steps,
+        window_s=window_s(ctx.atlas.duration, settings),
+        ask_for=partial(step_ask, state, ctx, settings),
+    )
+
+
+async def step_ask(state: ArmState, ctx: AgentContext, settings: VideoArmSettings, step: Step) -> Ask:
+    """The controller's request at ``step``: the tools on offer, the focus mosaics, the memory, the fallback call."""
+    memory = state.get("memory") or []
     tools, why = offered(state, ctx, settings)
     counts = offered_counts(ctx)
-    duration = ctx.atlas.duration
-    relation = state.get("relation")
-    anchor = anchor_of(memory, ctx.atlas)
-    beside = anchor_window(relation, anchor, duration, settings) if anchor is not None else None
-    # The step right after a tool saw the anchor looks inside its window.
-    held = beside if beside is not None and memory[-1].anchor is not None else None
     listen = ctx.prompts.render("deaf.line", why=why) if why else ctx.prompts.render("listen.line")
     values = {
-        "question": state["question"],
-        "choices": choices_block(state["choices"]),
-        "duration": format_ts(duration, 0),
-        "seconds": f"{duration:.1f}",
         "frames": frame_count(ctx.atlas),
         "fps": f"{fps_of(ctx.atlas):g}",
         "focus": focus_text(state, ctx),
@@ -120,36 +118,21 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         "counts": ", ".join(map(str, counts[:-1])) + f" or {counts[-1]}" if len(counts) > 1 else str(counts[0]),
         "listen": listen.strip(),
         "memory": memory_text(memory),
-        "step": step,
-        "steps": settings.steps,
-        "relation": relation_note(ctx.prompts, relation, anchor, beside),
+        "step": step.number,
+        "steps": step.limit,
     }
-    emit(STEP_EVENT, step=step)
     # Without a usable step: survey the whole video first, and once something is in memory, answer.
     instead = (
         ({"tool": "answer"}, "answer from the memory")
         if memory
         else ({"tool": "scene_snapper", "ranges": [], "num_frames": counts[0]}, "scene_snapper over the whole video")
     )
+    held = step.relation.held
     if held is not None:
         instead = ({"tool": "clip_analyzer", "start": held.start, "end": held.end, "question": ""}, "the window")
-    step_relation = RelationStep(asked=relation is None, held=held, hold=held_to)
-    call, reason, update = await choose_tool(
-        ctx,
-        step_schema(tools, duration, relation=step_relation.asked, window=step_relation.window, counts=counts),
-        await focus_images(state, ctx),
-        values,
-        node="control",
-        template="step",
-        system=CONTROLLER_SYSTEM,
-        thinker="controller",
-        turn=step,
-        said="reason",
-        instead=instead,
-        relation=step_relation,
-    )
-    emit(CALLED_EVENT, step=step, tool=call["tool"], reason=reason)
-    return next_step(call, update, "act", "controller")
+    relation = step.relation
+    schema = step_schema(tools, ctx.atlas.duration, relation=relation.asked, window=relation.window, counts=counts)
+    return Ask(schema, await focus_images(state, ctx), values, instead)
 
 
 def anchor_of(memory: list[Entry], atlas: VideoAtlas) -> Anchor | None:
@@ -160,16 +143,13 @@ def anchor_of(memory: list[Entry], atlas: VideoAtlas) -> Anchor | None:
     return None
 
 
-def anchor_window(
-    relation: Relation | None, anchor: Anchor, duration: float, settings: VideoArmSettings
-) -> Interval | None:
-    """The window the relation names beside the anchor: one clip_analyzer stretch, or one survey spacing if longer.
+def window_s(duration: float, settings: VideoArmSettings) -> float:
+    """How long the window beside the anchor is: one clip_analyzer stretch, or one survey spacing if longer.
 
     A survey of the whole video (30 frames) shows frames that far apart, and a clip looks at that much
     closely, so what comes right after (or just before) the anchor lies within it.
     """
-    length = max(settings.clip_frames / settings.clip_fps, duration / SNAP_FRAMES[0])
-    return window(relation, anchor, duration, length)
+    return max(settings.clip_frames / settings.clip_fps, duration / SNAP_FRAMES[0])
 
 
 def held_to(call: dict[str, Any], held: Interval) -> tuple[dict[str, Any], str]:
@@ -189,3 +169,17 @@ def held_to(call: dict[str, Any], held: Interval) -> tuple[dict[str, Any], str]:
     if not changed:
         return call, ""
     return new, f"{call['tool']} held to {held.start:.1f}-{held.end:.1f} s (the window beside the anchor)"
+
+
+CONTROLLER = Thinker(
+    name="controller",
+    node="control",
+    template="step",
+    system=CONTROLLER_SYSTEM,
+    said="reason",
+    tool="act",
+    unit="tool step",
+    events=(STEP_EVENT, CALLED_EVENT),
+    hold=held_to,
+)
+"""VideoARM's thinker: the controller, whose calls ``act`` runs."""

@@ -24,8 +24,10 @@ class VideoArmSettings(AgentSettings):
 
     thinking_roles: ClassVar[tuple[str, ...]] = ("controller", "tools")
 
-    steps: int = Field(default=10, ge=2, le=30)
-    """Controller steps at most (the paper: 10); the last one always answers."""
+    # N tool calls, then the answer, as the paper's Algorithm 1 and VideoSeek's turns (issue 69); before,
+    # the Nth step was the forced answer, so a run made N - 1 tool calls at most.
+    steps: int = Field(default=10, ge=1, le=30)
+    """Tool steps at most, one tool call each (the paper's N: 10); then one forced answer."""
     snap_px: int = Field(default=256, ge=64, le=1024)
     """Short side of scene_snapper's frames, in pixels (tiled 3 x 2 to a mosaic)."""
     clip_px: int = Field(default=512, ge=64, le=1280)

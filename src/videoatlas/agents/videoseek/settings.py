@@ -21,7 +21,7 @@ class VideoSeekSettings(AgentSettings):
     """Frame budget unit: overview 16 alpha frames, skim 4 alpha frames over at least 4 alpha s, focus at most
     4 alpha s at 1 fps (the paper: 4 on LVBench, 2 elsewhere)."""
     turns: int = Field(default=20, ge=1, le=100)
-    """Planner turns at most, one tool each; then one forced answer."""
+    """Planner turns at most, one tool call each (the paper: 20); then one forced answer."""
     short_px: int = Field(default=256, ge=64, le=1024)
     """Short side of overview and skim frames, in pixels."""
     per_image: int = Field(default=8, ge=1, le=64)
