@@ -14,8 +14,9 @@ from pydantic import BaseModel, Field
 
 from videoatlas.errors import BadInputError, EndpointDownError, EndpointError
 from videoatlas.llm.client import VLMClient
-from videoatlas.llm.outage import EndpointWatch, is_outage
+from videoatlas.llm.outage import EndpointWatch
 from videoatlas.llm.settings import EndpointSettings, parse_patience
+from videoatlas.llm.transport import is_outage
 
 pytestmark = pytest.mark.unit
 

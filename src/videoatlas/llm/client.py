@@ -6,16 +6,16 @@ pydantic schema, sent as ``response_format`` (json_schema). A reply that does no
 repaired locally (fences, stray text, trailing commas); failing that, the model is asked once
 more with the validation error; failing that, :class:`ModelReplyError`. Never a random fallback.
 
-Transport failures (connection errors, timeouts, HTTP 429 and 5xx) are retried with exponential
-backoff and full jitter; other 4xx answers are not retried. An endpoint that answered before and
-stops answering is waited for instead (:mod:`videoatlas.llm.outage`): its calls spend no retries
-while it is down, and past the patience raise :class:`~videoatlas.errors.EndpointDownError`.
+Requests (the calls and the model listing) go through the one transport policy
+(:mod:`videoatlas.llm.transport`): connection errors, timeouts, HTTP 408, 409, 429 and 5xx are
+retried with exponential backoff and full jitter, other 4xx answers are not; an endpoint that
+answered before and stops answering is waited for instead, and past the patience its calls raise
+:class:`~videoatlas.errors.EndpointDownError`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,19 +36,18 @@ from videoatlas.errors import (
 )
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.images import ImagePart, check_limits
-from videoatlas.llm.outage import EndpointWatch, watch_for
+from videoatlas.llm.outage import EndpointWatch
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CallRecord, CallTotals, Outcome
 from videoatlas.llm.repair import repair_json
 from videoatlas.llm.schemas import response_format
 from videoatlas.llm.server_errors import describe, refused_feature, route_hint, server_message, short_error
 from videoatlas.llm.settings import EndpointSettings
+from videoatlas.llm.transport import Transport
 from videoatlas.prompts import Template, builtin_template
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T", bound=BaseModel)
-
-_RETRYABLE_STATUS = {408, 409, 429}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +56,6 @@ class Reply(Generic[T]):
 
     value: T
     record: CallRecord
-
-
-def _retryable(exc: BaseException) -> bool:
-    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code >= 500 or exc.status_code in _RETRYABLE_STATUS
-    return False
 
 
 def _usage(message: BaseMessage) -> tuple[int, int, int]:
@@ -97,21 +88,19 @@ class VLMClient:
         watch: EndpointWatch | None = None,
     ) -> None:
         self.model = model
-        self._watch = watch
         self.settings = settings
         self.totals = CallTotals()
         self.on_record = on_record
-        self._sleep = sleep
-        self._rng = random.Random(seed)
+        patient = watch is not None or isinstance(model, OpenAICompatibleChat)
+        self.transport = Transport(settings, "model_call", watch=watch, patient=patient, sleep=sleep, seed=seed)
+        """How requests reach the endpoint: retries, backoff, outages."""
         self._semaphore = asyncio.Semaphore(settings.max_concurrency)
         self._reask = reask or builtin_template("reask")
 
     @property
     def watch(self) -> EndpointWatch | None:
         """The endpoint's outage watch (None for a model that is no HTTP endpoint, such as a fake in tests)."""
-        if self._watch is None and isinstance(self.model, OpenAICompatibleChat):
-            self._watch = watch_for(self.settings)
-        return self._watch
+        return self.transport.watch
 
     def build_messages(self, system: str, images: Sequence[ImagePart], text: str) -> list[BaseMessage]:
         """System prompt, then images, then the changing text (stable parts first)."""
@@ -229,50 +218,33 @@ class VLMClient:
         record: CallRecord,
         sampling: dict[str, Any] | None = None,
     ) -> str:
-        attempt = 0
-        watch = self.watch
-        while True:
-            attempt += 1
-            if watch is not None:
-                await watch.wait_until_up()  # nothing is sent to an endpoint that is down
+        async def request() -> BaseMessage:
             record.attempts += 1
-            try:
-                async with self._semaphore:
-                    message = await self.model.ainvoke(
-                        messages, response_format=fmt, **_thinking_kwargs(record), **(sampling or {})
-                    )
-            except Exception as exc:
-                if not _retryable(exc):
-                    raise await self._translate(exc, record) from None
-                if watch is not None and await watch.outage(exc):
-                    # The endpoint was down and answers again: the failure was not this call's.
-                    record.retries += 1
-                    attempt -= 1
-                    log.info("model_call_resumed", error=describe(exc))
-                    continue
-                if attempt > self.settings.max_retries:
-                    raise EndpointError(
-                        f"VLM endpoint {self.settings.base_url} failed after {attempt} attempts: {describe(exc)}"
-                    ) from None
-                record.retries += 1
-                log.info("model_call_retry", attempt=attempt, error=describe(exc))
-                await self._backoff(attempt)
-                continue
-            if watch is not None:
-                watch.saw_answer()
-            prompt, completion, cached = _usage(message)
-            record.prompt_tokens += prompt
-            record.completion_tokens += completion
-            record.cached_tokens += cached
-            content = message.content
-            return _take_reasoning(message, content if isinstance(content, str) else str(content), record)
+            async with self._semaphore:
+                return await self.model.ainvoke(
+                    messages, response_format=fmt, **_thinking_kwargs(record), **(sampling or {})
+                )
 
-    async def _backoff(self, attempt: int) -> None:
-        """Sleep before retry ``attempt``: exponential, capped, with full jitter."""
-        cap = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2 ** (attempt - 1))
-        await self._sleep(self._rng.uniform(0, cap))
+        def retried() -> None:
+            record.retries += 1
 
-    async def _translate(self, exc: Exception, record: CallRecord | None = None) -> Exception:
+        def exhausted(exc: Exception, attempts: int) -> Exception:
+            return EndpointError(
+                f"VLM endpoint {self.settings.base_url} failed after {attempts} attempts: {describe(exc)}"
+            )
+
+        try:
+            message = await self.transport.send(request, exhausted, retried)
+        except openai.APIStatusError as exc:  # a refusal
+            raise await self._translate(exc, record) from None
+        prompt, completion, cached = _usage(message)
+        record.prompt_tokens += prompt
+        record.completion_tokens += completion
+        record.cached_tokens += cached
+        content = message.content
+        return _take_reasoning(message, content if isinstance(content, str) else str(content), record)
+
+    async def _translate(self, exc: openai.APIStatusError, record: CallRecord | None = None) -> Exception:
         """Turn a non-retryable failure into a user-facing error with what the user needs to fix it.
 
         A refusal names the node that asked, what the server refused (the reply schema, the number of
@@ -287,14 +259,12 @@ class VLMClient:
                     f"model {self.settings.model!r} is not served at {self.settings.base_url}; "
                     f"served: {', '.join(served) or 'none'}"
                 )
-        if isinstance(exc, openai.APIStatusError):
-            where = f"node {record.node}: " if record is not None and record.node else ""
-            what = refused_feature(exc, record.schema if record is not None else "")
-            return EndpointError(
-                f"{where}HTTP {exc.status_code}, the VLM endpoint refused {what}: {server_message(exc)} "
-                f"(endpoint {self.settings.base_url})" + route_hint(exc, self.settings.base_url)
-            )
-        return exc
+        where = f"node {record.node}: " if record is not None and record.node else ""
+        what = refused_feature(exc, record.schema if record is not None else "")
+        return EndpointError(
+            f"{where}HTTP {exc.status_code}, the VLM endpoint refused {what}: {server_message(exc)} "
+            f"(endpoint {self.settings.base_url})" + route_hint(exc, self.settings.base_url)
+        )
 
     async def served_models_or_none(self) -> list[str] | None:
         """The models the endpoint lists, or None when this chat model cannot tell."""
@@ -315,29 +285,26 @@ class VLMClient:
         lister = getattr(self.model, "served_models", None)
         if lister is None:
             return self.settings.model
-        attempt = 0
-        watch = self.watch
-        while True:
-            attempt += 1
-            if watch is not None:
-                await watch.wait_until_up()
-            try:
-                served: list[str] = await lister()
-                if watch is not None:
-                    watch.saw_answer()
-                break
-            except openai.OpenAIError as exc:
-                if watch is not None and await watch.outage(exc):
-                    attempt -= 1
-                    continue
-                if not _retryable(exc) or attempt > self.settings.max_retries:
-                    # No answer at all (nothing listening, a wrong host) is told apart from a server that errs.
-                    kind = EndpointUnreachableError if isinstance(exc, openai.APIConnectionError) else EndpointError
-                    raise kind(
-                        f"cannot reach the VLM endpoint at {self.settings.base_url} "
-                        f"after {attempt} attempts: {describe(exc)}" + route_hint(exc, self.settings.base_url)
-                    ) from None
-                await self._backoff(attempt)
+        attempts = 0
+
+        async def request() -> list[str]:
+            nonlocal attempts
+            attempts += 1
+            listed: list[str] = await lister()
+            return listed
+
+        def unreachable(exc: Exception, tries: int) -> Exception:
+            # No answer at all (nothing listening, a wrong host) is told apart from a server that errs.
+            kind = EndpointUnreachableError if isinstance(exc, openai.APIConnectionError) else EndpointError
+            return kind(
+                f"cannot reach the VLM endpoint at {self.settings.base_url} "
+                f"after {tries} attempts: {describe(exc)}" + route_hint(exc, self.settings.base_url)
+            )
+
+        try:
+            served = await self.transport.send(request, unreachable)
+        except openai.OpenAIError as exc:  # a refusal (a wrong path answers 404)
+            raise unreachable(exc, attempts) from None
         if not self.settings.model:
             if not served:
                 raise ModelNotServedError(f"the endpoint at {self.settings.base_url} serves no model")

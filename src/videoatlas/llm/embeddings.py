@@ -6,9 +6,12 @@ embedding models (one vector per conversation). Every vector comes back scaled t
 a dot product is a cosine similarity.
 
 The route may live on another server than the chat model (vLLM serves one model per server):
-``VIDEOATLAS_EMBEDDINGS_URL`` names it, else the chat endpoint's URL is used. Transport failures
-(connection errors, timeouts, 429, 5xx) are retried with backoff; a server without the route, or one
-that does not serve the model, is one clear :class:`~videoatlas.errors.EndpointError`.
+``VIDEOATLAS_EMBEDDINGS_URL`` names it, else the chat endpoint's URL is used. Requests go through
+the one transport policy (:mod:`videoatlas.llm.transport`), as chat calls do: connection errors,
+timeouts, 408, 409, 429 and 5xx are retried with backoff, and a server that answered before and
+goes away (a restart) is waited for up to the endpoint's patience, then
+:class:`~videoatlas.errors.EndpointDownError`. A server without the route, or one that does not
+serve the model, is one clear :class:`~videoatlas.errors.EndpointError`.
 """
 
 from __future__ import annotations
@@ -16,23 +19,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import numpy as np
-import structlog
 
 from videoatlas.errors import EndpointError, EndpointUnreachableError, ModelNotServedError
-from videoatlas.llm.settings import EndpointSettings
-
-log = structlog.get_logger(__name__)
+from videoatlas.llm.outage import EndpointWatch
+from videoatlas.llm.settings import DEFAULT_PATIENCE_S, EndpointSettings
+from videoatlas.llm.transport import Transport
 
 EMBEDDINGS_URL_VAR = "VIDEOATLAS_EMBEDDINGS_URL"
 """The environment variable naming the embeddings server's base URL (``http://host:port/v1``)."""
-_RETRYABLE = {408, 409, 429}
 
 
 @dataclass(slots=True)
@@ -48,7 +48,11 @@ class EmbeddingTotals:
 
 
 class EmbeddingsClient:
-    """Embeds texts and images through one server's ``/v1/embeddings`` with one model."""
+    """Embeds texts and images through one server's ``/v1/embeddings`` with one model.
+
+    ``watch`` waits out the server's outages (default: the shared watch of its base URL, with
+    ``patience_s``); ``transport`` replaces the HTTP transport (tests).
+    """
 
     def __init__(
         self,
@@ -59,18 +63,25 @@ class EmbeddingsClient:
         timeout_s: float = 120.0,
         max_retries: int = 4,
         backoff_s: float = 0.5,
+        backoff_cap_s: float = 8.0,
+        patience_s: float = DEFAULT_PATIENCE_S,
         batch: int = 32,
         transport: httpx.AsyncBaseTransport | None = None,
+        watch: EndpointWatch | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
         self.batch = max(1, batch)
         self.totals = EmbeddingTotals()
+        settings = EndpointSettings(
+            base_url=self.base_url, model=model, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries,
+            backoff_s=backoff_s, backoff_cap_s=backoff_cap_s, patience_s=patience_s,
+        )  # fmt: skip
+        self.transport = Transport(settings, "embedding_call", watch=watch, sleep=sleep, seed=0)
+        """How requests reach the server: retries, backoff, outages (the same policy as chat calls)."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
         self._http = httpx.AsyncClient(timeout=timeout_s, headers=headers, transport=transport)
-        self._rng = random.Random(0)
 
     @classmethod
     def for_endpoint(
@@ -86,6 +97,8 @@ class EmbeddingsClient:
             timeout_s=endpoint.timeout_s,
             max_retries=endpoint.max_retries,
             backoff_s=endpoint.backoff_s,
+            backoff_cap_s=endpoint.backoff_cap_s,
+            patience_s=endpoint.patience_s,
         )
 
     async def aclose(self) -> None:
@@ -111,35 +124,32 @@ class EmbeddingsClient:
 
     async def _post(self, body: dict[str, Any], expected: int) -> np.ndarray:
         url = f"{self.base_url}/embeddings"
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = await self._http.post(url, json=body)
-            except httpx.TransportError as exc:
-                if attempt > self.max_retries:
-                    raise EndpointUnreachableError(
-                        f"cannot reach the embeddings endpoint at {self.base_url} after {attempt} attempts: "
-                        f"{type(exc).__name__}: {exc}"
-                    ) from None
-                await self._backoff(attempt, str(exc))
-                continue
-            if response.status_code >= 500 or response.status_code in _RETRYABLE:
-                if attempt > self.max_retries:
-                    raise EndpointError(
-                        f"the embeddings endpoint at {self.base_url} failed after {attempt} attempts: "
-                        f"HTTP {response.status_code} {_message(response)}"
-                    )
-                await self._backoff(attempt, f"HTTP {response.status_code}")
-                continue
-            if response.status_code != 200:
-                raise self._refused(response)
-            return self._vectors(response, expected)
 
-    async def _backoff(self, attempt: int, why: str) -> None:
-        self.totals.retries += 1
-        log.info("embedding_call_retry", attempt=attempt, error=why[:200])
-        await asyncio.sleep(self._rng.uniform(0, min(8.0, self.backoff_s * 2 ** (attempt - 1))))
+        async def request() -> httpx.Response:
+            response = await self._http.post(url, json=body)
+            if response.status_code != 200:
+                raise httpx.HTTPStatusError(f"HTTP {response.status_code}", request=response.request, response=response)
+            return response
+
+        def retried() -> None:
+            self.totals.retries += 1
+
+        try:
+            response = await self.transport.send(request, self._exhausted, retried)
+        except httpx.HTTPStatusError as exc:  # a refusal
+            raise self._refused(exc.response) from None
+        return self._vectors(response, expected)
+
+    def _exhausted(self, exc: Exception, attempts: int) -> EndpointError:
+        if isinstance(exc, httpx.HTTPStatusError):
+            return EndpointError(
+                f"the embeddings endpoint at {self.base_url} failed after {attempts} attempts: "
+                f"HTTP {exc.response.status_code} {_message(exc.response)}"
+            )
+        return EndpointUnreachableError(
+            f"cannot reach the embeddings endpoint at {self.base_url} after {attempts} attempts: "
+            f"{type(exc).__name__}: {exc}"
+        )
 
     def _refused(self, response: httpx.Response) -> EndpointError:
         message = _message(response)

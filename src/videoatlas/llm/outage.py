@@ -1,14 +1,16 @@
 """Endpoint patience: an endpoint that stops answering is waited for, not blamed on the question.
 
-Connection refused or reset, a timeout and an HTTP 5xx say something about the endpoint, not
-about the question. When a call fails that way, the endpoint is probed (``GET {base_url}/models``,
-what vLLM serves only once its model is loaded). If the probe answers, the failure was the call's
-own and it spends one of its retries as before. If the probe fails too, the endpoint is marked
-*down* for the whole process: every call to it waits, probing with backoff, instead of spending its
-retries; an eval starts no new question; progress shows how long it has been down. When a probe
-answers again everything goes on. Past the patience (:attr:`EndpointSettings.patience_s`), every
-waiting call raises :class:`~videoatlas.errors.EndpointDownError`: its run stops as interrupted,
-resumable, never scored as a wrong answer.
+The outage rule of the transport policy (:mod:`videoatlas.llm.transport`), the same for chat,
+model listing, embeddings and transcription. No answer (connection refused or reset, a timeout)
+and an HTTP 5xx say something about the endpoint, not about the request. When a request fails
+that way, the endpoint is probed (``GET {base_url}/models``, what vLLM serves only once its model
+is loaded). If the probe answers, the failure was the request's own and it spends one of its
+retries as before. If the probe fails too, the endpoint is marked *down* for the whole process:
+every request to it waits, probing with backoff, instead of spending its retries; an eval starts
+no new question; progress shows how long it has been down. When a probe answers again everything
+goes on. Past the patience (:attr:`EndpointSettings.patience_s`), every waiting request raises
+:class:`~videoatlas.errors.EndpointDownError`: its run stops as interrupted, resumable, never
+scored as a wrong answer.
 
 Only an endpoint that answered before in this process is waited for: one that never did (a wrong
 URL, a server not started) fails fast with the usual hint. 4xx refusals are never outages.
@@ -23,7 +25,6 @@ import weakref
 from collections.abc import Awaitable, Callable
 
 import httpx
-import openai
 import structlog
 
 from videoatlas.errors import EndpointDownError
@@ -38,13 +39,6 @@ PROBE_BACKOFF_CAP_S = 5.0
 
 Probe = Callable[[], Awaitable[bool]]
 """True when the endpoint answers."""
-
-
-def is_outage(exc: BaseException) -> bool:
-    """Whether a failed request says the endpoint is away: no connection, no answer in time, or an HTTP 5xx."""
-    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
-        return True
-    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
 def http_probe(settings: EndpointSettings) -> Probe:
@@ -94,7 +88,7 @@ class EndpointWatch:
         return None if self.down_since is None else self._clock() - self.down_since
 
     def saw_answer(self) -> None:
-        """A call to the endpoint got an answer."""
+        """A request to the endpoint got an answer."""
         self.seen_up = True
 
     async def wait_until_up(self) -> None:
@@ -102,14 +96,14 @@ class EndpointWatch:
         if self.down_since is not None:
             await self._wait()
 
-    async def outage(self, exc: BaseException) -> bool:
-        """After a call failed with ``exc``: whether it failed because the endpoint was down (and is back now).
+    async def outage(self, why: str) -> bool:
+        """After a request got no answer or a 5xx (``why``, in a few words): whether the endpoint was down.
 
-        True: the endpoint was down and answers again (the call goes on without spending a retry).
-        False: the failure was the call's own (the endpoint answers, never answered in this process,
-        or ``exc`` is no outage). Raises :class:`EndpointDownError` past the patience.
+        True: the endpoint was down and answers again (the request goes on without spending a retry).
+        False: the failure was the request's own (the endpoint answers, or never answered in this
+        process). Raises :class:`EndpointDownError` past the patience.
         """
-        if not is_outage(exc) or not self.seen_up:
+        if not self.seen_up:
             return False
         if self.down_since is None:
             if await self.probe():
@@ -118,9 +112,7 @@ class EndpointWatch:
                 self.down_since = self._clock()
                 self.outages += 1
                 self._gave_up = False
-                log.warning(
-                    "endpoint_down", base_url=self.base_url, error=type(exc).__name__, patience_s=self.patience_s
-                )
+                log.warning("endpoint_down", base_url=self.base_url, error=why, patience_s=self.patience_s)
         await self._wait()
         return True
 
@@ -136,7 +128,7 @@ class EndpointWatch:
                         return
                     self._gave_up = True
                     raise EndpointDownError(
-                        f"the VLM endpoint at {self.base_url} stopped answering and did not come back within "
+                        f"the endpoint at {self.base_url} stopped answering and did not come back within "
                         f"{self.patience_s:g} s (--endpoint-patience)"
                     )
                 step += 1

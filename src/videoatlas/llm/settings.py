@@ -25,13 +25,17 @@ class EndpointSettings:
     timeout_s: float = 120.0
     """Per HTTP request."""
     max_retries: int = 4
-    """Retries after the first attempt, on connection errors, timeouts, 429 and 5xx."""
+    """Retries after the first attempt, on connection errors, timeouts, 408, 409, 429 and 5xx, for every request
+    to the endpoint (chat, model listing, embeddings, transcription: :mod:`videoatlas.llm.transport`)."""
     backoff_s: float = 0.5
+    """The first retry's backoff ceiling; it doubles with each retry (the sleep is drawn below it: full jitter)."""
     backoff_cap_s: float = 8.0
+    """The highest backoff ceiling."""
     patience_s: float = DEFAULT_PATIENCE_S
-    """How long calls wait for an endpoint that answered before and stopped (restarted, preempted) before the
-    runs stop as interrupted (``--endpoint-patience``, ``VIDEOATLAS_ENDPOINT_PATIENCE``; see
-    :mod:`videoatlas.llm.outage`). The run store and the checkpointer wait as long for their database."""
+    """How long requests (chat, model listing, embeddings, transcription) wait for an endpoint that answered before
+    and stopped (restarted, preempted) before the runs stop as interrupted (``--endpoint-patience``,
+    ``VIDEOATLAS_ENDPOINT_PATIENCE``; see :mod:`videoatlas.llm.outage`). The run store and the checkpointer wait
+    as long for their database."""
     max_concurrency: int = 16
     """Requests in flight at once, across every node and worker."""
     max_tokens: int = 4096
@@ -72,6 +76,8 @@ class EndpointSettings:
                 raise BadInputError(f"{name} must be positive")
         if self.max_retries < 0:
             raise BadInputError("max_retries must be >= 0")
+        if not (self.backoff_s >= 0 and self.backoff_cap_s >= 0):
+            raise BadInputError("backoff_s and backoff_cap_s must be >= 0")
         if not self.patience_s >= 0:
             raise BadInputError(f"the endpoint patience must be 0 or more seconds, got {self.patience_s!r}")
 

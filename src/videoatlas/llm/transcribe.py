@@ -6,9 +6,12 @@ comes back in the uploaded clip's own clock and is moved to video time by the cl
 server that returns no segment times gets the clip again in :data:`WINDOW_S` windows, each
 window's text then placed at the window's known offset. A clip the server refuses as too large
 (413, or a 400 that names the file's size) is split in halves, each sent on its own, down to
-:data:`MIN_SPLIT_S`. Connection errors, timeouts, 429 and 5xx are retried like chat calls; a route
-the server does not have (404, 405) is :class:`TranscriptionUnavailable`, which a caller takes as
-"no ears on this endpoint".
+:data:`MIN_SPLIT_S`. Requests (and the model listing) go through the one transport policy
+(:mod:`videoatlas.llm.transport`), as chat calls do: connection errors, timeouts, 408, 409, 429 and
+5xx are retried with backoff, and a server that answered before and goes away (a restart) is
+waited for up to the endpoint's patience, then :class:`~videoatlas.errors.EndpointDownError`. A
+route the server does not have (404, 405) is :class:`TranscriptionUnavailable`, which a caller
+takes as "no ears on this endpoint".
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import structlog
 
 from videoatlas.environment.audio import WAV_BYTES_PER_S, Samples, wav_bytes
 from videoatlas.errors import EndpointError
+from videoatlas.llm.outage import EndpointWatch
 from videoatlas.llm.settings import EndpointSettings
+from videoatlas.llm.transport import Transport
 
 log = structlog.get_logger(__name__)
 
@@ -73,14 +78,22 @@ class Transcript:
 
 
 class Transcriber:
-    """Transcribes clips of 16 kHz mono samples through one endpoint's transcription route."""
+    """Transcribes clips of 16 kHz mono samples through one endpoint's transcription route.
+
+    ``watch`` waits out the endpoint's outages (default: the shared watch of its base URL).
+    """
 
     def __init__(
-        self, settings: EndpointSettings, model: str, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        self,
+        settings: EndpointSettings,
+        model: str,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        watch: EndpointWatch | None = None,
     ):
         self.settings = settings
         self.model = model
-        self._sleep = sleep
+        self.transport = Transport(settings, "transcription", watch=watch, sleep=sleep)
+        """How requests reach the endpoint: retries, backoff, outages (the same policy as chat calls)."""
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout_s, max_retries=0
         )
@@ -140,51 +153,51 @@ class Transcriber:
 
     async def served_model(self) -> str:
         """The first model the server lists (the one a Whisper server serves)."""
+
+        def unlisted(exc: Exception, _: int = 0) -> EndpointError:
+            return EndpointError(f"cannot list the models of {self.settings.base_url}: {_short(exc)}")
+
         try:
-            page = await self._client.models.list()
-        except openai.OpenAIError as exc:
-            raise EndpointError(f"cannot list the models of {self.settings.base_url}: {_short(exc)}") from None
+            page = await self.transport.send(self._client.models.list, unlisted)
+        except openai.OpenAIError as exc:  # a refusal
+            raise unlisted(exc) from None
         names = [m.id for m in page.data]
         if not names:
             raise EndpointError(f"the speech endpoint at {self.settings.base_url} serves no model")
         return names[0]
 
     async def _post(self, wav: bytes) -> dict[str, Any]:
-        """One request, retried on transport failures; the reply as a dict."""
-        attempt = 0
-        while True:
-            try:
-                raw = await self._client.audio.transcriptions.with_raw_response.create(
-                    file=("audio.wav", wav, "audio/wav"),
-                    model=self.model,
-                    language="en",
-                    response_format="verbose_json",
-                    timestamp_granularities=["segment"],
-                    temperature=0.0,
-                )
-                body = raw.http_response.json()
-                return body if isinstance(body, dict) else {}
-            except (openai.NotFoundError, openai.PermissionDeniedError) as exc:
+        """One request, sent under the transport policy; the reply as a dict."""
+
+        async def request() -> Any:
+            raw = await self._client.audio.transcriptions.with_raw_response.create(
+                file=("audio.wav", wav, "audio/wav"),
+                model=self.model,
+                language="en",
+                response_format="verbose_json",
+                timestamp_granularities=["segment"],
+                temperature=0.0,
+            )
+            return raw.http_response.json()
+
+        def exhausted(exc: Exception, attempts: int) -> EndpointError:
+            return EndpointError(f"transcription failed after {attempts} tries: {_short(exc)}")
+
+        try:
+            body = await self.transport.send(request, exhausted)
+        except (openai.NotFoundError, openai.PermissionDeniedError) as exc:
+            raise TranscriptionUnavailable(
+                f"no transcription route at {self.settings.base_url}: {_short(exc)}"
+            ) from None
+        except openai.APIStatusError as exc:
+            if exc.status_code == 413 or (exc.status_code == 400 and _names_size(exc)):
+                raise ClipTooLarge(_short(exc)) from None
+            if exc.status_code == 405:
                 raise TranscriptionUnavailable(
                     f"no transcription route at {self.settings.base_url}: {_short(exc)}"
                 ) from None
-            except openai.APIStatusError as exc:
-                if exc.status_code == 413 or (exc.status_code == 400 and _names_size(exc)):
-                    raise ClipTooLarge(_short(exc)) from None
-                if exc.status_code == 405:
-                    raise TranscriptionUnavailable(
-                        f"no transcription route at {self.settings.base_url}: {_short(exc)}"
-                    ) from None
-                if exc.status_code < 500 and exc.status_code not in (408, 409, 429):
-                    raise EndpointError(f"transcription refused: {_short(exc)}") from None
-                failure: Exception = exc
-            except openai.APIConnectionError as exc:
-                failure = exc
-            if attempt >= self.settings.max_retries:
-                raise EndpointError(f"transcription failed after {attempt + 1} tries: {_short(failure)}") from None
-            delay = min(self.settings.backoff_cap_s, self.settings.backoff_s * 2**attempt)
-            attempt += 1
-            await self._sleep(delay)
+            raise EndpointError(f"transcription refused: {_short(exc)}") from None
+        return body if isinstance(body, dict) else {}
 
     async def close(self) -> None:
         """Close the HTTP client."""
