@@ -167,13 +167,20 @@ def _schema_arguments() -> Iterator[tuple[str, int, ast.expr, Function | None]]:
 def _builders(arg: ast.expr, owner: Function | None) -> list[str | None]:
     """The registered factories or models that may build ``arg``.
 
-    Both sides of a conditional; one local assignment; and a parameter of the enclosing function (a
+    Both sides of a conditional; one local assignment; the schema an agent's step hands the shared thinker
+    step (``Ask(schema, ...)``); and a parameter of the enclosing function (a
     helper that asks on its callers' behalf): what each call of that function in the agents passes.
     """
     if isinstance(arg, ast.IfExp):
         return _builders(arg.body, owner) + _builders(arg.orelse, owner)
     if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name):
         return [arg.func.id]
+    if isinstance(arg, ast.Attribute) and arg.attr == "schema":
+        # The shared thinker step asks with the schema each agent's step hands it in an ``Ask(schema, ...)``.
+        handed: list[str | None] = []
+        for _, call, caller in _calls("Ask"):
+            handed += _builders(call.args[0], caller)
+        return handed or [None]
     if isinstance(arg, ast.Name):
         if arg.id[:1].isupper():
             return [arg.id]
