@@ -1,11 +1,10 @@
-"""How the stand-in reads a request's words and a picture's text: label and value pairs, budgets, positions, numbers."""
+"""How the stand-in pairs a picture's text into labels and values, as signs, forms and boards print them."""
 
 from __future__ import annotations
 
 import pytest
 
 from videoatlas_standin.labels import Labelled, labelled, split_pair
-from videoatlas_standin.language import budget_left, image_position, index_base, steps_left
 from videoatlas_standin.perception import TextLine, Tile
 
 pytestmark = pytest.mark.unit
@@ -51,61 +50,3 @@ def test_a_tile_pairs_labels_on_a_line_across_separators_and_above_their_values(
     ]
     far = Tile(None, None, None, 0, 0, [line("PLATE", 20, 10), line("KX-4471", 20, 300)])
     assert labelled(far) == []  # a value far below is not the label's
-
-
-@pytest.mark.parametrize(
-    ("text", "left"),
-    [
-        ("This is step 2 of 10; answer at step 10.", True),
-        ("This is step 10 of 10.", False),
-        ("Turn 3/3.", False),
-        ("You have 2 calls left.", True),
-        ("0 steps remaining.", False),
-        ("No budget is stated.", True),
-    ],
-)
-def test_the_budget_a_request_states(text: str, left: bool) -> None:
-    assert budget_left(text) is left
-
-
-@pytest.mark.parametrize(
-    ("text", "left"),
-    [
-        ("This is step 2 of 10; answer at step 10.", 8),
-        ("This is step 10 of 10.", 0),
-        ("Turn 3/3.", 0),
-        ("You have 2 calls left.", 2),
-        ("No budget is stated.", None),
-    ],
-)
-def test_how_many_steps_a_request_leaves(text: str, left: int | None) -> None:
-    assert steps_left(text) == left
-
-
-@pytest.mark.parametrize(
-    ("question", "images", "at"),
-    [
-        ("What does the second image show?", 3, 1),
-        ("Read the last frame.", 4, 3),
-        ("Which room is in image 2?", 2, 1),
-        ("What is in the third picture?", 2, None),
-        ("What does the second image show?", 1, None),
-        ("Which comes first in the video?", 3, None),
-    ],
-)
-def test_a_picture_named_by_its_position(question: str, images: int, at: int | None) -> None:
-    assert image_position(question, images) == at
-
-
-@pytest.mark.parametrize(
-    ("text", "base"),
-    [
-        ("Reply with the index of the correct option.", 0),
-        ("Reply with the index of the correct option (1-based).", 1),
-        ("Answer with the number of the correct choice.", 1),
-        ("Options:\n3) a\n4) b\nAnswer with the option number.", 3),
-        ("Answer with the letter of the correct option.", None),
-    ],
-)
-def test_the_number_a_choice_is_asked_for_by(text: str, base: int | None) -> None:
-    assert index_base(text) == base

@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.frames import FrameSource
-from videoatlas.environment.geometry import Interval
 from videoatlas.errors import EndpointError, ModelNotServedError, ModelReplyError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
@@ -117,76 +116,6 @@ async def test_text_too_small_to_read_is_not_read(server: RunningServer, grids: 
     title = grids["truth"]["chapters"][0]["title"]
     assert title in seen(grids["root"].image.jpeg).replace(" ", "")
     assert title not in seen(grids["small"].image.jpeg).replace(" ", "")  # 48 px cells: titles ~3 px tall
-
-
-async def test_worker_step_finds_the_needle_in_the_expanded_cell(server: RunningServer, grids: dict[str, Any]) -> None:
-    step = choice_schema(
-        "Step",
-        "action",
-        ["EXPAND", "ADD_TO_SCRATCHPAD", "FINISHED"],
-        cells=(list[int], Field(default_factory=list, max_length=8)),
-    )
-    client = client_for(server.base_url)
-    image = ImagePart.from_jpeg(grids["child"].image.jpeg, "child")
-    reply = await client.ask(
-        step, system="Explore.", images=[image], text=question_text(grids["truth"], grids["needle"])
-    )
-    assert reply.value.action == "ADD_TO_SCRATCHPAD"  # type: ignore[attr-defined]
-    needle = grids["needle"]
-    for c in reply.value.cells:  # type: ignore[attr-defined]
-        iv = grids["child"].grid.cells[c].interval
-        assert iv.start < needle["end"] and iv.end > needle["start"]
-
-
-async def test_only_the_word_right_after_the_anchor_is_evidence(
-    server: RunningServer, synth_video: tuple[Path, dict[str, Any]]
-) -> None:
-    """A word shown right after the BELL banner (past a short blank gap) is evidence; the same kind
-    of card elsewhere, away from the banner, is a decoy."""
-    video, truth = synth_video
-    events = {e["kind"]: e for e in truth["events"] if e["kind"] in ("anchor", "after")}
-    decoy = next(e for e in truth["events"] if e["kind"] == "decoy")
-    text = question_text(truth, kind="after_anchor")
-    step = step_schema("EXPAND", "ADD_TO_SCRATCHPAD", "FINISHED")
-    client = client_for(server.base_url)
-    with FrameSource(video) as src:
-        atlas = VideoAtlas(src)
-        around_anchor = atlas.grid_over(Interval(events["anchor"]["start"] - 1.0, events["after"]["end"] + 1.0))
-        around_decoy = atlas.grid_over(Interval(decoy["start"] - 3.0, decoy["end"] + 3.0))
-    reply = await client.ask(
-        step, system="Explore.", images=[ImagePart.from_jpeg(around_anchor.image.jpeg, "anchor")], text=text
-    )
-    assert reply.value.action == "ADD_TO_SCRATCHPAD"  # type: ignore[attr-defined]
-    cells = reply.value.cells  # type: ignore[attr-defined]
-    after = events["after"]
-    assert cells, reply.value
-    for c in cells:
-        iv = around_anchor.grid.cells[c].interval
-        assert iv.start < after["end"] and iv.end > after["start"], (c, iv, after)
-    reply = await client.ask(
-        step, system="Explore.", images=[ImagePart.from_jpeg(around_decoy.image.jpeg, "decoy")], text=text
-    )
-    assert reply.value.action != "ADD_TO_SCRATCHPAD", reply.value  # type: ignore[attr-defined]
-
-
-async def test_every_star_badge_in_view_is_counted(
-    server: RunningServer, synth_video: tuple[Path, dict[str, Any]]
-) -> None:
-    """For a counting question, a worker adds the badge it sees, once per appearance."""
-    video, truth = synth_video
-    star = next(e for e in truth["events"] if e["kind"] == "marker")
-    text = question_text(truth, kind="counting")
-    step = step_schema("ADD_TO_SCRATCHPAD", "MARK_PROMISING", "FINISHED")
-    with FrameSource(video) as src:
-        view = VideoAtlas(src).grid_over(Interval(star["start"] - 4.0, star["end"] + 4.0))
-    reply = await client_for(server.base_url).ask(
-        step, system="Explore.", images=[ImagePart.from_jpeg(view.image.jpeg, "view")], text=text
-    )
-    assert reply.value.action == "ADD_TO_SCRATCHPAD", reply.value  # type: ignore[attr-defined]
-    # One appearance over consecutive frames is one item, at the first frame that shows it.
-    (cell,) = reply.value.cells  # type: ignore[attr-defined]
-    assert star["start"] <= float(view.image.frames[cell]["time"]) <= star["end"]
-    assert float(view.image.frames[cell - 1]["time"]) < star["start"]
 
 
 class Nested(BaseModel):

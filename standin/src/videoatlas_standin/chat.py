@@ -2,11 +2,12 @@
 
 A request is read (texts, images as data URLs, ``response_format``, ``tools`` and ``tool_choice``),
 held to vLLM's contract (:mod:`.contract`, :mod:`.tools`), given any fault the server was told to
-inject (:mod:`.faults`), perceived (:mod:`.perception`), understood (:mod:`.policy`) and answered
-(:mod:`.filler`): with tool calls (:mod:`.tools`), a JSON object asked for in words (:mod:`.jsontext`),
-or text; the reply fits the schema's grammar, carries reasoning the way the server is configured to
-give it (:mod:`.thinking`), and its usage counts prompt tokens, cached tokens and reasoning tokens as
-vLLM does. Content faults (``malformed``, ``schema``, ``range``) spoil content, never tool calls.
+inject (:mod:`.faults`), perceived (:mod:`.perception`), and understood and answered by the policy
+(:mod:`.policy`): with a tool call (:mod:`.tools`), a JSON object asked for in words (:mod:`.jsontext`),
+the reply schema filled, or text; the reply fits the schema's grammar, carries reasoning the way the
+server is configured to give it (:mod:`.thinking`), and its usage counts prompt tokens, cached tokens
+and reasoning tokens as vLLM does. Content faults (``malformed``, ``schema``, ``range``) spoil content,
+never tool calls.
 """
 
 from __future__ import annotations
@@ -23,14 +24,11 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from videoatlas_standin import contract, faults, jsontext, record, tools
+from videoatlas_standin import contract, faults, jsontext, policy, record, tools
 from videoatlas_standin.context import ServerContext
-from videoatlas_standin.filler import respond
 from videoatlas_standin.perception import EncodedImage, ReadCancelled, Sight, decode_data_url
-from videoatlas_standin.policy import Request
 from videoatlas_standin.thinking import reasoning_text
 from videoatlas_standin.tokens import prompt_tokens, text_pieces
-from videoatlas_standin.tools import ToolFiller
 
 log = structlog.get_logger(__name__)
 
@@ -122,35 +120,24 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
         sights: list[Sight] = [await loop.run_in_executor(None, see, img) for img in images]
     except ReadCancelled:
         return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
-    results = tools.call_results(body["messages"])
-    understood = Request.understand(texts, sights, schema, [text for _, text in results])
     switch = _enable_thinking(body)
     standin.stats.enable_thinking[json.dumps(switch)] += 1
     thinks = standin.config.reasoning != "off" and switch is not False
-    if asked is not None:
-        made, latest = tools.made_calls(body["messages"]), tools.latest_request(body["messages"])
-        filler = ToolFiller(understood, standin.config.seed, made, latest, results)
-        calls = filler.choose(asked)
-        if calls:
-            standin.stats.tool_calls += len(calls)
-            text = tools.call_text(asked, calls)
-            if grammar is not None:
-                fits, why = grammar.accepts(text)
-                if not fits:
-                    standin.stats.errors["reply_outside_grammar"] += 1
-                    log.error("standin_call_outside_grammar", error=why, reply=text[:200])
-                    return _error(
-                        500, f"the stand-in's call does not fit the tools' grammar: {why}", "InternalServerError"
-                    )
-            reasoning = reasoning_text(understood, text) if thinks and standin.config.reasoning == "field" else ""
-            reply = _call_reply(asked, calls, text, reasoning, budget)
-            await _wait(standin, reply)
-            return _completion(standin, tokens, len(images), body, reply)
-    written = jsontext.asked_schema(texts, len(understood.choices)) if schema is None and forced is None else None
-    if written is not None:
-        value: Any = ToolFiller(understood, standin.config.seed).filled(written)
-    else:
-        value = respond(schema, understood, standin.config.seed)
+    reading, value, call = await loop.run_in_executor(None, _decide, texts, sights, schema, asked)
+    if asked is not None and call is not None:
+        calls = [call]
+        standin.stats.tool_calls += len(calls)
+        text = tools.call_text(asked, calls)
+        if grammar is not None:
+            fits, why = grammar.accepts(text)
+            if not fits:
+                standin.stats.errors["reply_outside_grammar"] += 1
+                log.error("standin_call_outside_grammar", error=why, reply=text[:200])
+                return _error(500, f"the stand-in's call does not fit the tools' grammar: {why}", "InternalServerError")
+        reasoning = reasoning_text(reading, text) if thinks and standin.config.reasoning == "field" else ""
+        reply = _call_reply(asked, calls, text, reasoning, budget)
+        await _wait(standin, reply)
+        return _completion(standin, tokens, len(images), body, reply)
     # Raw UTF-8, as a constrained decoder writes it: the JSON grammar takes no \u escape of a read character.
     content = value if isinstance(value, str) and schema is None else json.dumps(value, ensure_ascii=False)
     if grammar is not None and fault is None:
@@ -161,9 +148,30 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
             log.error("standin_reply_outside_grammar", error=why, reply=content[:200])
             return _error(500, f"the stand-in's reply does not fit the schema's grammar: {why}", "InternalServerError")
     content = faults.corrupt(content, fault, value)
-    reply = _reply(content, reasoning_text(understood, value) if thinks else "", standin.config.reasoning, budget)
+    reply = _reply(content, reasoning_text(reading, value) if thinks else "", standin.config.reasoning, budget)
     await _wait(standin, reply)
     return _completion(standin, tokens, len(images), body, reply)
+
+
+def _decide(
+    texts: list[tuple[str, str]], sights: list[Sight], schema: dict[str, Any] | None, asked: tools.ToolRequest | None
+) -> tuple[policy.Reading, Any, tuple[tools.Tool, dict[str, Any]] | None]:
+    """The policy's reading of the request, and its reply: a value for the content, or the call to make.
+
+    Run off the event loop: the policy asks the text model what words mean.
+    """
+    offered = list(asked.tools) if asked is not None else []
+    reading = policy.understand(texts, sights, [schema] if schema is not None else [t.parameters for t in offered])
+    if asked is not None:  # rule 7: a request with tools is answered with a call
+        pick = 0 if len(offered) == 1 else reading.choose([t.name for t in offered], [t.description for t in offered])
+        tool = asked.tool(asked.named) if asked.named is not None else offered[pick]
+        arguments = policy.fill(reading, tool.parameters)
+        return reading, None, (tool, arguments if isinstance(arguments, dict) else {})
+    written = [text for role, text in texts if role != "tool"]
+    asked_in_words = jsontext.asked_schema(written, len(reading.choices) if reading.lettered else 0)
+    if schema is None and asked_in_words is not None:
+        return reading, policy.fill(reading, asked_in_words), None
+    return reading, policy.fill(reading, schema) if schema is not None else reading.reply_text(), None
 
 
 async def _wait(standin: ServerContext, reply: _Reply) -> None:
@@ -317,9 +325,9 @@ def _schema_of(response_format: Any) -> dict[str, Any] | None:
     return None
 
 
-def _read_messages(messages: list[Any]) -> tuple[list[str], list[EncodedImage], list[tuple[str, Any]]]:
-    """Texts, images (not yet decoded), and the ordered token parts of a chat request."""
-    texts: list[str] = []
+def _read_messages(messages: list[Any]) -> tuple[list[tuple[str, str]], list[EncodedImage], list[tuple[str, Any]]]:
+    """Texts (with the role that sent each), images (not yet decoded), and the ordered token parts of a request."""
+    texts: list[tuple[str, str]] = []
     images: list[EncodedImage] = []
     parts: list[tuple[str, Any]] = []
     for message in messages:
@@ -327,13 +335,12 @@ def _read_messages(messages: list[Any]) -> tuple[list[str], list[EncodedImage], 
             raise ValueError("every message must be an object")
         role = str(message.get("role", "user"))
         content = message.get("content")
-        # Its own earlier calls count in the prompt; they are remembered as calls made (tools.made_calls),
-        # not read again as reports of what was seen.
+        # Its own earlier calls count in the prompt; what they returned is read from the tool messages.
         parts.extend((role, call) for call in _calls_of(message))
         if content is None:  # an assistant turn that only called tools
             continue
         if isinstance(content, str):
-            texts.append(content)
+            texts.append((role, content))
             parts.append((role, content))
             continue
         if not isinstance(content, list):
@@ -341,7 +348,7 @@ def _read_messages(messages: list[Any]) -> tuple[list[str], list[EncodedImage], 
         for part in content:
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text":
-                texts.append(str(part.get("text", "")))
+                texts.append((role, str(part.get("text", ""))))
                 parts.append((role, str(part.get("text", ""))))
             elif kind == "image_url":
                 url = (part.get("image_url") or {}).get("url", "")

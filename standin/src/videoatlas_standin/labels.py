@@ -112,22 +112,3 @@ def written_pairs(text: str) -> list[Labelled]:
             if pair is not None and pair[1]:
                 out.append(Labelled(pair[0], pair[1], WRITTEN))
     return out
-
-
-def letter_pairs(tile: Tile) -> list[Labelled]:
-    """Every way a line without digits splits into a label of one to three words and a value (``GATE B``).
-
-    A line that pairs otherwise (:func:`labelled`) is left out; which split, if any, is a label and
-    its value is for the field being filled to say, by what the label means.
-    """
-    if tile.masked:
-        return []
-    out: list[Labelled] = []
-    for line in tile.lines:
-        words = line.text.split()
-        if len(words) < 2 or _has_digit(line.text) or _KEYED.match(line.text):
-            continue
-        for at in range(1, min(_MAX_LABEL_WORDS, len(words) - 1) + 1):
-            if all(_LABEL_WORD.match(w) for w in words[:at]):
-                out.append(Labelled(" ".join(words[:at]), " ".join(words[at:]), tile.image))
-    return out

@@ -10,14 +10,14 @@ Tiles are recovered the way a person reading a contact sheet would: a short labe
 and a clock time ("12  03:45") or a bracketed tag and a time ("[C] 1:02:03.4") marks the top-left
 corner of a tile; the labels' positions give the tile layout, and every other line belongs to the
 tile whose label is above and to its left. An image without such labels is one tile. Whether a
-tile is blacked out is judged from its pixels, and text-like marks too small to read are counted,
+tile is blacked out is judged from its pixels alone (a mark written over it changes nothing), and
+text-like marks too small to read are counted,
 so the stand-in can say what it could not read.
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import io
 import itertools
@@ -301,7 +301,7 @@ def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int,
             sight.label_time = parse_clock(stamp.group(1)) if stamp else None
             whole = Tile(None, None, sight.label_time, 0, 0, [ln for ln in rest if ln is not stamp_line(stamp, lines)])
             whole.unreadable = len(unread)
-            whole.masked = _is_blank(rgb) and not whole.lines
+            whole.masked = _is_blank(rgb)
             sight.tiles.append(whole)
         return sight
     xs = sorted({t.x for t in tiles})
@@ -316,16 +316,9 @@ def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int,
         owner = _owner(tiles, x + w / 2, y + h / 2, step_x, step_y)
         if owner is not None:
             owner.unreadable += 1
-    dark = []
-    for tile in tiles:
+    for tile in tiles:  # blacked out by its pixels alone: whatever is written over it is a mark, not content
         x0, y0 = max(0, tile.x - 4), max(0, tile.y - 4)
-        if _is_blank(rgb[y0 : y0 + int(step_y), x0 : x0 + int(step_x)]):
-            dark.append(tile)
-    # A dark tile is blacked out when it shows nothing legible, or only the one word that every
-    # other dark tile shows too (a mark written over blacked-out cells); text on a dark picture is read.
-    marks = [t.text for t in dark if len(t.text.split()) == 1]
-    for tile in dark:
-        tile.masked = not tile.lines or (len(tile.text.split()) == 1 and marks.count(tile.text) >= 2)
+        tile.masked = _is_blank(rgb[y0 : y0 + int(step_y), x0 : x0 + int(step_x)])
     return sight
 
 
@@ -381,12 +374,3 @@ def _owner(tiles: list[Tile], cx: float, cy: float, step_x: float, step_y: float
         ):
             best = tile
     return best
-
-
-def words_of_tile(tile: Tile) -> list[Tile]:
-    """A tile's text as one tile per word (in reading order), each where its line is."""
-    return [
-        dataclasses.replace(tile, lines=[dataclasses.replace(line, text=word)])
-        for line in tile.lines
-        for word in line.text.split()
-    ]

@@ -1,449 +1,530 @@
-"""How the stand-in VLM decides: it fills any JSON schema from what it read, matched against the request.
+"""The stand-in's one policy: what it reads, what it takes to be asked, what it answers, how it fills a reply.
 
-The stand-in understands a request the way a small, careful model would (:mod:`.language`): the
-question, its answer choices (labelled lines, an inline list, or an enum in the reply schema),
-and the question's other content words, its *context* (what the question says the answer sits
-with: a place, a name, an anchor moment, or the thing to count). It reads the images
-(:mod:`.perception`) tile by tile and judges each tile:
+docs/standin.md states this policy as a decision table; this module is that table, row by row:
 
-* a tile that shows a choice together with the context is *evidence*; a choice alone is weak
-  evidence, enough only when the question names nothing (no capitalised, quoted or numbered
-  words) that the answer should be seen with;
-* for "how many" questions every separate appearance of the context is evidence, one per run of
-  consecutive frames;
-* for "right after / before X" questions, the first choice shown after (before) a frame showing X
-  within :data:`IMMEDIATE_S` seconds is evidence;
-* a tile that shows the context in only some of its image's tiles is an *anchor* worth a closer look.
+1. reading: text lines read in each picture, grouped into tiles (:mod:`.perception`); a blacked-out
+   tile is known by its pixels and nothing in it is read;
+2. the question is the request's last line ending in "?" (user messages first); the choices are
+   lettered option lines, else the reply schema's string enum whose every member the question names;
+3. what was read: every line of every tile not blacked out, and the request's own lines that report
+   something: a line naming exactly one choice (not the question, not an option line), a line that
+   starts with a clock time (a transcript, a log), and every line a tool returned;
+4. a choice's support is the number of items holding it, doubled for an item whose text is close in
+   meaning to the question; the answer is the best supported choice, the first listed on a tie;
+5. with no choices, the value printed with the label closest in meaning to the question, else the
+   line read closest in meaning to it, else nothing at all (declined);
+6. a reply schema is filled field by field (:class:`Filler`);
+7. with tools, the tool whose description fits best (rule 6) is called, its arguments filled by rule 6.
 
-It then fills the requested schema field by field, guided by field names and enum values the way
-a model reads them (an action enum by what its values mean, ids, answers, counts, booleans of
-sufficiency, directions, descriptions, confidences, times). It never opens a file or ground truth.
+Meaning is multilingual-e5-small's (:mod:`.meaning`), against thresholds calibrated in
+tests/standin/test_standin_generic.py. No word here names a field, action or tool of any client.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import itertools
 import re
-import statistics
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from videoatlas_standin.labels import Labelled, labelled, letter_pairs, written_pairs
-from videoatlas_standin.language import (
-    AFTER,
-    BEFORE,
-    COUNT_PATTERN,
-    LABELLED_CHOICE,
-    ORDER_FIRST,
-    ORDER_LAST,
-    QUOTED,
-    SPOKEN,
-    content_words,
-    find_choices,
-    find_question,
-    image_position,
-    norm,
-    read_words,
-    time_spans,
-    timed_reports,
-    tokens,
-    unsought,
-    words_of,
-)
+import numpy as np
+
+from videoatlas_standin.labels import Labelled, labelled, written_pairs
+from videoatlas_standin.meaning import phrase, similarity, words_of
 from videoatlas_standin.perception import Sight, Tile
-from videoatlas_standin.said import said_by_cell
-from videoatlas_standin.sheets import sheet_cells, timed_tiles
+from videoatlas_standin.schema import (
+    Schema,
+    items_bounds,
+    kind,
+    least_number,
+    nullable,
+    number_in,
+    string_in,
+    tag_of,
+)
 
-IMMEDIATE_S = 30.0
-"""How far "right after" or "just before" reaches: in plain speech, seconds, not minutes."""
-SAME_SPAN_S = 0.25
-"""Two sightings whose written time spans are closer than this are one appearance (written values are rounded)."""
-COUNT_COVERAGE_PCT = 99.0
-"""A count is only final once the text says this share of the video was searched: any part left may hold one more."""
-_NAMES = re.compile(r"(?<!\w)[\"“'‘]([^\"”'’]{2,60})[\"”'’](?!\w)")
-"""A quoted phrase; an apostrophe inside a word (``Bob's``) quotes nothing."""
+CLOSE = 0.025
+"""A text is close in meaning to the question when their similarity (:func:`.meaning.similarity`) reaches this."""
+FITS = 0.045
+"""A label means what a question or a field asks for when their similarity reaches this."""
+ANSWER_ANCHOR = "the answer"
+"""The policy's one e5 anchor phrase: a string field whose name and description come close to it holds the answer."""
+ANSWER_FITS = 0.06
+"""How close (similarity) a string field must come to :data:`ANSWER_ANCHOR` to hold the answer."""
+SHOWN = 6
+"""Items an account of what was read quotes at most."""
+ABOUT_CHARS = 400
+"""Characters of what was read added to the question when options are weighed by their descriptions."""
+
+_OPTION = re.compile(r"^\s*(?:\(([A-J])\)|([A-J])[.):])\s+(\S.*?)\s*$")
+_TIMED = re.compile(r"^\s*\[?\d{1,2}:\d{2}")
+_TAG = re.compile(r"^\s*\[([A-Z]{1,3})\]")
+_WORD = re.compile(r"[^\W_]+")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_EDGE = " \t-*:;,.\u2022"
 
 
-@dataclass(slots=True)
-class Sighting:
-    """Something seen: where (tile or line of text), when (a span), and which choices and words it shows."""
-
-    start: float | None
-    end: float | None
-    choices: list[int]
-    context: list[str]
-    tile: Tile | None = None
-    line: str = ""
-    strength: int = 0
-    gap: float | None = None
-    """For "after/before X" questions: seconds between X and this sighting, when known."""
+def tokens(text: str) -> list[str]:
+    """The case-folded runs of letters and digits of ``text``."""
+    return [w.casefold() for w in _WORD.findall(text)]
 
 
-@dataclass(slots=True)
-class Request:
-    """What the stand-in understood of a request: the question, the choices, the images' tiles."""
+def holds(words: list[str], wanted: list[str]) -> bool:
+    """Whether ``wanted`` stands in ``words`` as whole tokens in a row.
+
+    OCR runs words together: a choice of two or more tokens also stands where the word before it ran
+    into its first token (``tagQZ-7781`` holds ``QZ-7781``), or where its tokens ran into one.
+    """
+    if not wanted:
+        return False
+    line, run = f" {' '.join(words)} ", " ".join(wanted)
+    if f" {run} " in line:
+        return True
+    return len(wanted) > 1 and (f"{run} " in line or f"{''.join(wanted)} " in line)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One thing read: a line of a tile, or a line of the request's text or of a tool's result."""
 
     text: str
-    sights: list[Sight]
+    tile: Tile | None
+    """Where it was read; None for the request's own text."""
+    tag: str | None = None
+    """For a line of text: the ``[tag]`` it starts with, its id."""
+
+    @property
+    def id(self) -> int | str | None:
+        """The id it is cited by: its tile's index or tag, its picture's number, or its line's tag."""
+        if self.tile is None:
+            return self.tag
+        tile = self.tile
+        return tile.cell if tile.cell is not None else tile.evidence if tile.evidence is not None else tile.image
+
+    @property
+    def context(self) -> str:
+        """The text its closeness to the question is judged on: all its tile shows, or the line."""
+        return " ".join(line.text for line in self.tile.lines) if self.tile is not None else self.text
+
+    def shown(self) -> str:
+        """The item as an account quotes it: its text, and where (``#id``) and when it was read."""
+        if self.tile is None:
+            return self.text
+        when = f", {self.tile.time:g} s" if self.tile.time is not None else ""
+        return f"{self.text} [#{self.id}{when}]"
+
+
+@dataclass(slots=True)
+class Reading:
+    """A request as the policy understands it: question, choices, what was read, and the answer."""
+
     question: str
     choices: list[str]
-    context: list[str]
-    """The names the question gives (capitalised, quoted or numbered words), else its content words."""
-    names: bool
-    """Whether the question names something: then a choice must be seen with a name to be evidence."""
-    counting: bool = False
-    ordering: str | None = None
-    """``"first"`` or ``"last"`` for questions about which choice comes first or last."""
-    direction: str | None = None
-    """``"after"`` or ``"before"`` for questions about what comes right after or before something."""
-    tiles: list[Tile] = field(default_factory=list)
-    results: list[str] = field(default_factory=list)
-    """What the functions called earlier returned (the conversation's ``tool`` messages), in order."""
-    spoken: bool = False
-    """Whether the question asks what is said (heard), not what is shown."""
-    said: dict[int, str] = field(default_factory=dict)
-    """For a question about what is said: what the text reports of each grid cell (:mod:`.said`), by cell id."""
-    _words: dict[int, tuple[set[str], str]] = field(default_factory=dict)
-    _cells: dict[int, list[Tile]] = field(default_factory=dict)
-    _evidence: dict[int, bool] = field(default_factory=dict)
-    _written: list[Sighting] | None = None
-    _pieces: dict[int, list[Tile]] = field(default_factory=dict)
-    _labelled: list[Labelled] | None = None
+    lettered: bool
+    """Whether the choices came from lettered option lines (a letter then stands for each)."""
+    images: int
+    items: list[Item]
+    lines: list[str]
+    """The request's own text lines (not tool results): where options are described."""
+    close: list[bool]
+    support: list[float]
+    index: int | None
+    """The chosen choice (None without choices)."""
+    answer: str
+    """The answer's text: the chosen choice, or an open question's value ("" when declined)."""
+    read: bool
+    """Whether the answer was read (support above 0, or an open question's value found)."""
 
-    @classmethod
-    def understand(
-        cls,
-        texts: list[str],
-        sights: list[Sight],
-        schema: dict[str, Any] | None = None,
-        results: list[str] | None = None,
-    ) -> Request:
-        """Question, choices and context from the text (and schema); ``results``: what earlier calls returned."""
-        text = "\n".join(texts)
-        question = find_question(texts)
-        choices = find_choices(text, question) or _enum_choices(schema or {})
-        choice_words = {t for c in choices for t in tokens(c)}
-        words = [w for w in content_words(question) if not set(tokens(w)) <= choice_words]
-        quoted = [q for q in _NAMES.findall(question) if not set(tokens(q)) <= choice_words]
-        named = quoted + [w for w in words if _is_name(w, question) and not any(w in q for q in quoted)]
-        # When the question names something (a title, a label), that name is what the answer is seen
-        # with; its other words only describe (a "sign", a "scene") and may be written on every frame.
-        names = bool(named)
-        context = named or words
-        counting = bool(COUNT_PATTERN.search(question))
-        direction = None
-        if not counting and context:
-            after, before = AFTER.search(question), BEFORE.search(question)
-            if after or before:
-                direction = "after" if after and (not before or after.start() < before.start()) else "before"
-        ordering = None
-        if not counting and direction is None and len(choices) >= 2:
-            if ORDER_LAST.search(question) and not ORDER_FIRST.search(question):
-                ordering = "last"
-            elif ORDER_FIRST.search(question):
-                ordering = "first"
-        # The reader caches what it saw per image; this request's copies carry which image they are in.
-        sights = [
-            dataclasses.replace(s, tiles=[dataclasses.replace(t, image=n) for t in s.tiles])
-            for n, s in enumerate(sights)
-        ]
-        tiles = [t for s in sights for t in s.tiles]
-        position = image_position(question, len(sights))
-        if position is not None:  # "the second image": only what that one shows answers
-            tiles = [t for t in tiles if t.image == position]
-        spoken = bool(SPOKEN.search(question))
-        args = (text, sights, question, choices, context, names, counting, ordering, direction, tiles)
-        return cls(*args, list(results or []), spoken, said_by_cell(text, tiles, choices) if spoken else {})
+    def holds_choice(self, item: Item) -> list[int]:
+        """The choices ``item`` holds."""
+        words = tokens(item.text)
+        return [c for c, choice in enumerate(self.choices) if holds(words, tokens(choice))]
 
-    # -- what a tile shows ---------------------------------------------------------------------
+    def ranked(self) -> list[Item]:
+        """Items bearing on the question (holding a choice, or close to it), ranked.
 
-    def _seen(self, tile: Tile) -> tuple[set[str], str]:
-        key = id(tile)
-        if key not in self._words:  # a cell's words: what it shows, and what the text says was said there
-            known = f"{tile.text} {self.said[tile.cell]}" if tile.cell in self.said else tile.text
-            self._words[key] = (read_words(known), norm(known))
-        return self._words[key]
-
-    def shows(self, tile: Tile, phrase: str) -> bool:
-        """Whether the tile's text holds ``phrase``: every word of it, or (for 5+ characters) the whole run together.
-
-        Short words must be read as words ("RED" is not in "CREDITS"; "GATE" in "GATE27" is one,
-        :func:`.language.read_words`); longer ones may be found inside a run of text the reader did
-        not split ("GATE" in "EASTGATE" is not, "KX4417" is).
+        The answer's first, then those close in meaning, then other choices'; reading order within each.
         """
-        words, flat = self._seen(tile)
-        whole = norm(phrase)
-        if len(whole) >= 5 and whole in flat:
-            return True
-        parts = tokens(phrase)
-        return bool(parts) and all(p in words or (len(p) >= 5 and p in flat) for p in parts)
+        ranks = []
+        for n, (item, near) in enumerate(zip(self.items, self.close, strict=True)):
+            held = self.holds_choice(item)
+            if held or near:
+                ranks.append(((self.index not in held, not near, n), item))
+        return [item for _, item in sorted(ranks, key=lambda pair: pair[0])]
 
-    def choices_in(self, tile: Tile) -> list[int]:
-        """Choices the tile shows; a choice whose text is part of another shown choice's is left out."""
-        if tile.masked:
-            return []
-        shown = [i for i, c in enumerate(self.choices) if len(norm(c)) >= 3 and self.shows(tile, c)]
-        return [i for i in shown if not any(j != i and norm(self.choices[i]) in norm(self.choices[j]) for j in shown)]
+    def ids(self) -> list[int | str]:
+        """The ids of the tiles (and tagged lines) where something bearing on the question was read, ranked."""
+        return list(dict.fromkeys(item.id for item in self.ranked() if item.id is not None))
 
-    def context_in(self, tile: Tile) -> list[str]:
-        """Context words the tile shows."""
-        if tile.masked:
-            return []
-        return [w for w in self.context if self.shows(tile, w)]
+    def bearing_tiles(self) -> list[Tile]:
+        """The tiles where something bearing on the question was read, ranked as :meth:`ranked`."""
+        seen: dict[int, Tile] = {}
+        for item in self.ranked():
+            if item.tile is not None:
+                seen.setdefault(id(item.tile), item.tile)
+        return list(seen.values())
 
-    def sighting(self, tile: Tile) -> Sighting:
-        """What a tile shows, judged against the question."""
-        start, end = self.span_of(tile)
-        seen = Sighting(start, end, self.choices_in(tile), self.context_in(tile), tile=tile)
-        if seen.choices:
-            seen.strength = 2 if seen.context else 1
-        return seen
+    def account(self) -> str:
+        """A short plain account of what was read that bears on the question ("" when nothing does)."""
+        return "; ".join(list(dict.fromkeys(item.shown() for item in self.ranked()))[:SHOWN])
 
-    # -- time order inside one image --------------------------------------------------------------
+    def about(self) -> str:
+        """The question and what was read that bears on it: what options are weighed against."""
+        return f"{self.question} {self.account()}".strip()[:ABOUT_CHARS]
 
-    def cells_of(self, tile: Tile) -> list[Tile]:
-        """The time-labelled grid cells of the tile's image and of the pages that continue it, in time order."""
-        if tile.image not in self._cells:
-            self._cells[tile.image] = sheet_cells(self.sights, tile.image)
-        return self._cells[tile.image]
+    def reply_text(self) -> str:
+        """A plain-text reply: the answer, else what was read that bears on the question."""
+        return self.answer or self.account()
 
-    def span_of(self, tile: Tile) -> tuple[float | None, float | None]:
-        """The stretch of video a tile stands for: from its time to the next cell's (a point if unknown)."""
-        if tile.time is None:
-            return None, None
-        cells = self.cells_of(tile) if tile.cell is not None else []
-        times = [t.time for t in cells if t.time is not None]
-        later = [t for t in times if t > tile.time]
-        if later:
-            return tile.time, min(later)
-        steps = [b - a for a, b in itertools.pairwise(times) if b > a]
-        return tile.time, tile.time + (statistics.median(steps) if steps else 0.0)
+    def for_tile(self, tile: Tile) -> Reading:
+        """The same request judged on what one tile shows."""
+        kept = [n for n, item in enumerate(self.items) if item.tile is tile]
+        items, close = [self.items[n] for n in kept], [self.close[n] for n in kept]
+        return _decided(dataclasses.replace(self, items=items, close=close))
 
-    def run_of(self, tile: Tile, shows: Any) -> list[Tile]:
-        """The consecutive cells around ``tile`` (itself included) for which ``shows(cell)`` holds."""
-        cells = self.cells_of(tile)
-        at = next((i for i, t in enumerate(cells) if t is tile), None)
-        if at is None:
-            return [tile]
-        lo = at
-        while lo > 0 and shows(cells[lo - 1]):
-            lo -= 1
-        hi = at
-        while hi + 1 < len(cells) and shows(cells[hi + 1]):
-            hi += 1
-        return cells[lo : hi + 1]
+    def description(self, name: str, given: str = "") -> str:
+        """What the request says ``name`` is: its line minus the name, else ``given``, else the name's words."""
+        found = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])", re.IGNORECASE)
+        named = [line for line in self.lines if found.search(line)]
+        first = [line for line in named if found.match(line.lstrip(_EDGE))]
+        for line in first + named:
+            said = found.sub(" ", line, count=1).strip(_EDGE + " ")
+            if said:
+                return said
+        return given.strip() or " ".join(words_of(name)) or name
 
-    def counted_in(self, tile: Tile) -> bool:
-        """For counting: whether the tile shows the thing counted."""
-        return bool(self.context_in(tile))
-
-    def next_to_anchor(self, tile: Tile) -> float | None:
-        """For "right after (before) X": seconds from the nearest X to this choice, or None if not right next to it."""
-        found = self.anchor_for(tile)
-        return found[0] if found is not None else None
-
-    def anchor_for(self, tile: Tile) -> tuple[float, Tile] | None:
-        """The X that a choice comes right after (before), with the seconds between them.
-
-        Walking from the tile towards X in time order through its image (and the pictures that continue
-        it as pages of one sheet: :func:`.sheets.sheet_cells`), X must be met within :data:`IMMEDIATE_S`
-        seconds before any other choice is (frames showing neither are skipped).
-        """
-        if self.direction is None or tile.time is None or not self.choices_in(tile):
-            return None
-        cells = self.cells_of(tile) if tile.cell is not None else timed_tiles(self.sights[tile.image])
-        at = next((i for i, t in enumerate(cells) if t is tile), None)
-        if at is None:
-            return None
-        towards = reversed(cells[:at]) if self.direction == "after" else iter(cells[at + 1 :])
-        for other in towards:
-            gap = abs((other.time or 0.0) - tile.time)
-            if gap > IMMEDIATE_S or self.choices_in(other):
-                return None
-            if self.context_in(other):
-                return gap, other
-        return None
-
-    # -- judgement of tiles ----------------------------------------------------------------------
-
-    def is_evidence(self, tile: Tile) -> bool:
-        """Whether the tile holds what would answer the question."""
-        if id(tile) not in self._evidence:
-            self._evidence[id(tile)] = self._judge(tile)
-        return self._evidence[id(tile)]
-
-    def _judge(self, tile: Tile) -> bool:
-        if tile.masked:
-            return False
-        if self.counting or not self.choices:
-            return bool(self.context_in(tile))
-        seen = self.sighting(tile)
-        if not seen.choices:
-            return False
-        if self.direction is not None:
-            return self.next_to_anchor(tile) is not None
-        return seen.strength == 2 or not self.names
-
-    def is_anchor(self, tile: Tile) -> bool:
-        """Whether the tile shows a context word that most of its image does not (a cue worth a closer look)."""
-        if tile.masked:
-            return False
-        peers = [t for t in self.sights[tile.image].tiles if not t.masked]
-        for word in self.context_in(tile):
-            if len(peers) <= 1 or sum(1 for t in peers if self.shows(t, word)) <= len(peers) / 2:
-                return True
-        return False
-
-    def relevance(self, tile: Tile) -> int:
-        """How much a tile matters: evidence, then anchors, then a choice alone, then common context."""
-        if tile.masked:
+    def choose(self, names: list[str], given: list[str] | None = None) -> int:
+        """Which of ``names`` fits the question and what was read best, by their descriptions (ties: the first)."""
+        about = self.about()
+        if len(names) < 2 or not about:
             return 0
-        if self.is_evidence(tile):
-            return 8
-        if self.is_anchor(tile):
-            return 4
-        if self.choices_in(tile):
-            return 2
-        return 1 if self.context_in(tile) else 0
+        described = [self.description(n, g) for n, g in zip(names, given or [""] * len(names), strict=True)]
+        scores = similarity([about], described)[0]
+        best = int(np.argmax(scores))
+        # A lead smaller than what "close" means is no lead: the first listed, as on a tie.
+        return best if scores[best] - max(np.delete(scores, best)) >= CLOSE else 0
 
-    def line_tiles(self, tile: Tile) -> list[Tile]:
-        """A tile's lines as tiles of their own (a picture without grid labels, read line by line)."""
-        if id(tile) not in self._pieces:  # kept for the request: what is known of a tile is keyed by its id
-            self._pieces[id(tile)] = [
-                Tile(None, None, tile.time, line.x, line.y, [line], image=tile.image) for line in tile.lines
-            ]
-        return self._pieces[id(tile)]
 
-    def labelled(self) -> list[Labelled]:
-        """The label and value pairs the pictures show (signs, forms, boards), then those calls' results write."""
-        if self._labelled is None:
-            self._labelled = [pair for tile in self.tiles for pair in labelled(tile)]
-            self._labelled += [pair for text in self.results for pair in written_pairs(text)]
-        return self._labelled
+def understand(texts: list[tuple[str, str]], sights: list[Sight], schemas: list[dict[str, Any]]) -> Reading:
+    """Rules 1-5 for a request: its texts as ``(role, text)``, what was read in its images, its reply schemas."""
+    question = _question(texts)
+    lines = [ln.strip() for role, text in texts if role != "tool" for ln in text.splitlines() if ln.strip()]
+    options = _options(lines)
+    choices = options or _enum_choices(schemas, question)
+    tiles = [dataclasses.replace(t, image=n) for n, sight in enumerate(sights) for t in sight.tiles]
+    items = [Item(line.text, tile) for tile in tiles if not tile.masked for line in tile.lines]
+    wanted = [tokens(c) for c in choices]
+    for role, text in texts:
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line or line == question:
+                continue
+            named = sum(holds(tokens(line), w) for w in wanted)
+            if role == "tool" or _TIMED.match(line) or (named == 1 and not _OPTION.match(line)):
+                tag = _TAG.match(line)
+                items.append(Item(line, None, tag.group(1) if tag else None))
+    close = [False] * len(items)
+    if question and items:
+        contexts = list(dict.fromkeys(item.context for item in items))
+        fit = dict(zip(contexts, similarity([question], contexts)[0], strict=True))
+        close = [bool(fit[item.context] >= CLOSE) for item in items]
+    reading = Reading(question, choices, bool(options), len(sights), items, lines, close, [], None, "", False)
+    return _decided(reading)
 
-    def letter_pairs(self) -> list[Labelled]:
-        """Lines without digits split every way into a short label and the rest (``CITY PARIS``): see labels.py."""
-        return [pair for tile in self.tiles for pair in letter_pairs(tile)]
 
-    def grid_tiles(self) -> list[Tile]:
-        """Grid cells of the images, in reading order."""
-        return [t for t in self.tiles if t.cell is not None]
+def _decided(reading: Reading) -> Reading:
+    """Rules 4 and 5: the support of each choice and the answer, or the open question's value."""
+    if reading.choices:
+        support = [0.0] * len(reading.choices)
+        for item, near in zip(reading.items, reading.close, strict=True):
+            for c in reading.holds_choice(item):
+                support[c] += 2.0 if near else 1.0
+        index = max(range(len(support)), key=lambda c: (support[c], -c))
+        return dataclasses.replace(
+            reading, support=support, index=index, answer=reading.choices[index], read=support[index] > 0
+        )
+    answer = _open_answer(reading) if reading.question else ""
+    return dataclasses.replace(reading, support=[], index=None, answer=answer, read=bool(answer))
 
-    def close_ups(self) -> list[Tile]:
-        """Whole-image tiles of a request that also holds a grid: close-ups of one moment."""
-        if not self.grid_tiles():
-            return []
-        return [t for t in self.tiles if t.cell is None and t.evidence is None and not t.masked]
 
-    def cell_at(self, time: float) -> Tile | None:
-        """The grid cell whose span holds ``time``."""
-        for tile in self.grid_tiles():
-            start, end = self.span_of(tile)
-            if start is not None and end is not None and start - 0.005 <= time < max(end, start + 0.01):
-                return tile
+def _open_answer(reading: Reading) -> str:
+    """Rule 5: the value printed with the label that means the question, else the line that means it, else ""."""
+    pairs = pairs_of(reading.items)
+    if pairs:
+        fit = similarity([reading.question], [p.label for p in pairs])[0]
+        best = int(np.argmax(fit))
+        if fit[best] >= FITS:
+            return pairs[best].value
+    texts = list(dict.fromkeys(item.text for item in reading.items))
+    if texts:
+        fit = similarity([reading.question], texts)[0]
+        best = int(np.argmax(fit))
+        if fit[best] >= CLOSE:
+            return texts[best]
+    return ""
+
+
+def pairs_of(items: list[Item]) -> list[Labelled]:
+    """The label and value pairs among what was read: printed in its tiles, or written in its lines of text."""
+    tiles = {id(item.tile): item.tile for item in items if item.tile is not None}
+    out = [pair for tile in tiles.values() for pair in labelled(tile)]
+    return out + [pair for item in items if item.tile is None for pair in written_pairs(item.text)]
+
+
+def _question(texts: list[tuple[str, str]]) -> str:
+    """The last line ending in "?" (the user's, else anyone's); else the last line with a "?" in it (likewise)."""
+    for ends in (True, False):
+        for everyone in (False, True):
+            lines = [ln.strip() for role, text in texts if role == "user" or everyone for ln in text.splitlines()]
+            asked = [ln for ln in lines if ln.endswith("?") or (not ends and "?" in ln)]
+            if asked:
+                return asked[-1]
+    return ""
+
+
+def _options(lines: list[str]) -> list[str]:
+    """The last run of lettered option lines (A, B, C... in order, two or more)."""
+    runs: list[list[str]] = [[]]
+    for line in lines:
+        found = _OPTION.match(line)
+        letter = (found.group(1) or found.group(2)) if found else None
+        if found and letter is not None and ord(letter) - ord("A") == len(runs[-1]):
+            runs[-1].append(found.group(3))
+        elif found and letter == "A":
+            runs.append([found.group(3)])
+        elif runs[-1]:
+            runs.append([])
+    listed = [run for run in runs if len(run) >= 2]
+    return listed[-1] if listed else []
+
+
+def _enum_choices(schemas: list[dict[str, Any]], question: str) -> list[str]:
+    """The first string enum of the reply schemas whose every member the question names (two or more)."""
+    words = tokens(question)
+    for members in (m for schema in schemas for m in _enums(schema)):
+        if len(members) >= 2 and all(isinstance(m, str) and holds(words, tokens(m)) for m in members):
+            return [str(m) for m in members]
+    return []
+
+
+def _enums(node: Any) -> Iterator[list[Any]]:
+    for part in _objects(node):
+        if isinstance(part.get("enum"), list):
+            yield part["enum"]
+
+
+_DEPTH = 24
+"""Nesting a filled value reaches at most (a schema that refers to itself stops there with empty values)."""
+
+
+class Filler:
+    """Rule 6: a value for a reply schema, field by field, from what a :class:`Reading` holds.
+
+    const -> the const; the answer field (an enum of the choices, their letters or indices, an integer
+    ranging over the indices, or the string field closest in meaning to :data:`ANSWER_ANCHOR`) -> the
+    answer; an integer enum -> the id of a tile bearing on the question; another enum, tagged variants
+    -> the one whose description fits best (:meth:`Reading.choose`); another scalar -> the value printed
+    with the label that means the field, typed; else the honest empty value: the account of what was
+    read for a string, the minimum (or 0) for a number, whether the answer was read for a boolean,
+    null where null is allowed. Arrays of ids hold the ids bearing on the question, arrays of objects
+    one object per such tile; both are cut and padded to their bounds.
+    """
+
+    def __init__(self, reading: Reading, root: dict[str, Any]) -> None:
+        self.reading = reading
+        self.schema = Schema(root)
+        self.answer_field = _answer_field(self.schema)
+        self._pairs: list[Labelled] | None = None
+
+    def for_tile(self, tile: Tile) -> Filler:
+        """The same filler, judging what one tile shows."""
+        child = copy.copy(self)
+        child.reading, child._pairs = self.reading.for_tile(tile), None
+        return child
+
+    def fill(self, node: Any, name: str = "", depth: int = 0, null_ok: bool = False) -> Any:
+        """A value for ``node`` (the field ``name``) that fits its grammar."""
+        node = self.schema.resolve(node)
+        if "const" in node:
+            return node["const"]
+        offered = self.schema.variants(node)
+        if offered is not None:
+            return self._variant(offered[0], offered[1] or null_ok, name, depth)
+        what, null_ok = kind(node), null_ok or nullable(node)
+        members = node.get("enum")
+        if isinstance(members, list) and members:
+            return self._member(members, node, name)
+        if what == "object":
+            props = node.get("properties") or {}
+            return {key: self.fill(sub, key, depth + 1) for key, sub in props.items()} if depth < _DEPTH else {}
+        if what == "array":
+            return self._array(node, name, depth) if depth < _DEPTH else []
+        if what == "boolean":
+            return self.reading.read
+        if what in ("integer", "number"):
+            return self._number(node, name, what == "integer", null_ok)
+        if what == "string":
+            return self._string(node, name, null_ok)
         return None
 
-    # -- what the text says ----------------------------------------------------------------------
+    def _string(self, node: dict[str, Any], name: str, null_ok: bool) -> str | None:
+        if name and name == self.answer_field:
+            return None if null_ok and not self.reading.answer else _text(self.reading.answer, node)
+        found = self._labelled(node, name)
+        if found is not None:
+            return str(found)
+        return None if null_ok else _text(self.reading.account(), node)
 
-    def written_lines(self) -> list[str]:
-        """Lines that report something (not the question or the choices), less any search (`.language.unsought`)."""
-        out = []
-        runs = [tokens(c) for c in self.choices if len(norm(c)) >= 3]  # whole words in a row: "cell 40" holds no
-        for line in self.text.splitlines():  # "140", and "BAY 7 at 1:40" no "BAY 40"
-            if not line.strip() or (self.question and self.question in line) or _is_choice_line(line, self.choices):
-                continue
-            words = tokens(line)
-            if sum(1 for r in runs if any(words[i : i + len(r)] == r for i in range(len(words)))) >= 2:
-                continue  # a list of options, not a report of one
-            out.append(unsought(line))
-        return out
+    def _number(self, node: dict[str, Any], name: str, integer: bool, null_ok: bool) -> float | int | None:
+        index, n = self.reading.index, len(self.reading.choices)
+        if integer and index is not None and n >= 2:
+            bounds = (node.get("minimum"), node.get("maximum"))
+            if bounds in ((0, n - 1), (1, n)):
+                return index + int(bounds[0])
+        found = self._labelled(node, name)
+        if isinstance(found, int | float):
+            return found
+        return None if null_ok else least_number(node, integer)
 
-    def heard(self) -> bool:
-        """Whether the text already reports speech: words quoted at a time of the video."""
-        return any(time_spans(line) and QUOTED.search(line) for line in self.written_lines())
+    def _member(self, members: list[Any], node: dict[str, Any], name: str) -> Any:
+        answered = self._answer_member(members)
+        if answered is not None:
+            return answered
+        if all(_is_int(m) for m in members):
+            return next((i for i in self.reading.ids() if i in members), members[0])
+        found = self._labelled(node, name)
+        if found is not None:
+            return found
+        if node.get("default") in members:  # the schema's own neutral value: nothing read says otherwise
+            return node["default"]
+        return members[self.reading.choose([str(m) for m in members])]
 
-    def written_sightings(self) -> list[Sighting]:
-        """Lines of text that mention a choice or the context: what earlier steps (or the user) wrote down."""
-        if self._written is None:
-            self._written = self._read_lines()
-        return self._written
+    def _answer_member(self, members: list[Any]) -> Any:
+        """The member that stands for the answer when the enum holds the choices, their letters or indices."""
+        index, choices = self.reading.index, self.reading.choices
+        if index is None or len(choices) < 2 or len(members) != len(choices):
+            return None
+        if [tokens(str(m)) for m in members] == [tokens(c) for c in choices]:
+            return members[index]
+        if [str(m).upper() for m in members] == [chr(ord("A") + i) for i in range(len(choices))]:
+            return members[index]
+        first = members[0]
+        if _is_int(first) and first in (0, 1) and members == list(range(first, first + len(choices))):
+            return members[index]
+        return None
 
-    def _read_lines(self) -> list[Sighting]:
-        out = []
-        for line, (part, spans) in ((ln, r) for ln in self.written_lines() for r in timed_reports(ln)):
-            probe = Tile(None, None, None, 0, 0)
-            self._words[id(probe)] = (read_words(part), norm(part))
-            choices, context = self.choices_in(probe), self.context_in(probe)
-            del self._words[id(probe)]
-            if not choices and not context:
-                continue
-            start = min((a for a, _ in spans), default=None)
-            end = max((b for _, b in spans), default=None)
-            seen = Sighting(start, end, choices, context, line=line)
-            if choices:
-                seen.strength = 2 if context else 1
-            out.append(seen)
-        return out
+    def _variant(self, options: list[dict[str, Any]], null_ok: bool, name: str, depth: int) -> Any:
+        if not options:
+            return None
+        key = self.schema.discriminator(options)
+        if key is None:
+            return self.fill(options[0], name, depth + 1, null_ok)
+        tags = [str(tag_of(self.schema.resolve(o["properties"][key]), "")) for o in options]
+        pick = self.reading.choose(tags, [str(o.get("description") or "") for o in options])
+        return self.fill(options[pick], name, depth + 1)
 
-    def already_noted(self, tile: Tile) -> bool:
-        """Whether the text already records what this tile shows at this moment."""
-        start, end = self.span_of(tile)
-        if start is None:
-            return False
-        if self.counting or not self.choices:
-            run = self.run_of(tile, self.counted_in)
-            start, end = self.span_of(run[0])[0], self.span_of(run[-1])[1]
-        assert start is not None
-        return self.noted(tile, start, end if end is not None else start)
+    def _array(self, node: dict[str, Any], name: str, depth: int) -> list[Any]:
+        least, most = items_bounds(node)
+        item = self.schema.resolve(node.get("items"))
+        what, members = kind(item), item.get("enum")
+        if self.schema.variants(item) is None and what == "object" and not members:
+            values = [self.for_tile(tile).fill(item, name, depth + 1) for tile in self._tiles_for(item)][:most]
+            return values + [self.fill(item, name, depth + 1) for _ in range(least - len(values))]
+        spare: list[Any]
+        if isinstance(members, list) and members:
+            answered = self._answer_member(members)
+            values = [answered] if answered is not None else [i for i in self.reading.ids() if i in members]
+            spare = list(members)
+        elif what == "integer":
+            values = [i for i in self.reading.ids() if _is_int(i) and number_in(float(i), item, True) is not None]
+            start = int(least_number(item, True))
+            spare = [v for v in range(start, start + least + len(values)) if number_in(v, item, True) is not None]
+        elif what == "string":
+            values = [_text(item_read.text, item) for item_read in self.reading.ranked()]
+            spare = [_text("", item)]
+        else:
+            values, spare = [], [self.fill(item, name, depth + 1)]
+        values = list(dict.fromkeys(values))[:most]
+        unused = [v for v in spare if v not in values]
+        while len(values) < least:  # distinct padding while there is some, then the last repeated
+            values.append(unused.pop(0) if unused else spare[-1])
+        return values
 
-    def noted(self, tile: Tile, start: float, end: float) -> bool:
-        """Whether a written line names what the tile shows, at a time within ``start``-``end``."""
-        shown = set(self.choices_in(tile))
-        words = set(self.context_in(tile))
-        for seen in self.written_sightings():
-            if seen.start is None or seen.end is None:
-                continue
-            same = bool(shown & set(seen.choices)) if shown else bool(words & set(seen.context))
-            if same and seen.start <= end + SAME_SPAN_S and seen.end >= start - SAME_SPAN_S:
-                return True
-        return False
+    def _tiles_for(self, item: dict[str, Any]) -> list[Tile]:
+        """The tiles bearing on the question whose id every integer enum of ``item`` admits."""
+        fences: list[list[Any]] = []
+        for sub in (item.get("properties") or {}).values():
+            members = self.schema.resolve(sub).get("enum")
+            if isinstance(members, list) and members and all(_is_int(m) for m in members):
+                fences += [members] if self._answer_member(members) is None else []
+        return [t for t in self.reading.bearing_tiles() if all(Item("", t).id in f for f in fences)]
+
+    def _labelled(self, node: dict[str, Any], name: str) -> Any:
+        """The value printed with the label closest in meaning to the field, typed by its schema; None if none."""
+        if self._pairs is None:
+            self._pairs = pairs_of(self.reading.items)
+        if not name or not self._pairs:
+            return None
+        fit = similarity([phrase(name, str(node.get("description") or ""))], [p.label for p in self._pairs])[0]
+        for j in np.argsort(-fit, kind="stable"):
+            if fit[j] < FITS:
+                break
+            value = _typed(self._pairs[j].value, node)
+            if value is not None:
+                return value
+        return None
 
 
-def _is_name(word: str, question: str) -> bool:
-    """A capitalised word that does not start a sentence, an all-capitals word, or one with digits."""
-    if any(ch.isdigit() for ch in word) or (word.isupper() and len(word) >= 2):
-        return True
-    at = question.find(word)
-    return word[:1].isupper() and at > 0 and not re.search(r"[.!?:]\s*$", question[:at])
+def fill(reading: Reading, schema: dict[str, Any]) -> Any:
+    """Rule 6: a value for ``schema``, from what ``reading`` holds."""
+    return Filler(reading, schema).fill(schema)
 
 
-def _is_choice_line(line: str, choices: list[str]) -> bool:
-    """A line that lists one choice (``B. text``), as a question's option list does."""
-    labelled = LABELLED_CHOICE.match(line)
-    return labelled is not None and any(norm(c) == norm(labelled.group(2)) for c in choices)
-
-
-def _enum_choices(schema: dict[str, Any]) -> list[str]:
-    """The options of an answer-like string enum in the reply schema (when the text lists none)."""
-    found: list[str] = []
-
-    def walk(node: Any, name: str) -> None:
-        if found or not isinstance(node, dict):
-            return
-        values = node.get("enum")
-        answer_like = {"answer", "choice", "option", "label", "selection", "selected"} & set(words_of(name))
-        if answer_like and isinstance(values, list) and len(values) >= 2 and all(isinstance(v, str) for v in values):
-            found.extend(values)
-            return
+def _answer_field(schema: Schema) -> str | None:
+    """The string field closest in meaning to :data:`ANSWER_ANCHOR`, when it comes close enough."""
+    fields: dict[str, str] = {}
+    for node in _objects(schema.root):
         for key, sub in (node.get("properties") or {}).items():
-            walk(sub, key)
-        for sub in (node.get("$defs") or {}).values():
-            walk(sub, name)
-        for key in ("items", "anyOf", "oneOf", "allOf"):
-            subs = node.get(key)
-            for sub in subs if isinstance(subs, list) else [subs]:
-                walk(sub, name)
+            resolved = schema.resolve(sub)
+            offered = schema.variants(resolved)
+            plain = [resolved] if offered is None else offered[0]
+            if any(kind(p) == "string" and "enum" not in p and "const" not in p for p in plain):
+                fields.setdefault(key, str(resolved.get("description") or ""))
+    if not fields:
+        return None
+    fit = similarity([ANSWER_ANCHOR], [phrase(k, d) for k, d in fields.items()])[0]
+    best = int(np.argmax(fit))
+    return list(fields)[best] if fit[best] >= ANSWER_FITS else None
 
-    walk(schema, "")
-    return found
+
+def _objects(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _objects(value)
+
+
+def _typed(text: str, node: dict[str, Any]) -> Any:
+    """A value read, as the field's schema types it (None when it cannot be)."""
+    members = node.get("enum")
+    if isinstance(members, list):
+        return next((m for m in members if tokens(str(m)) == tokens(text)), None)
+    what = kind(node)
+    if what in ("integer", "number"):
+        number = _NUMBER.fullmatch(text.replace(",", "").strip())
+        return number_in(float(number.group(0)), node, what == "integer") if number else None
+    return string_in(text, node) if what == "string" else None
+
+
+def _text(text: str, node: dict[str, Any]) -> str:
+    """``text`` within the field's length bounds and pattern (else "", else what the bounds make of "")."""
+    return string_in(text, node) or string_in("", node) or ""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,9 +1,9 @@
 """What the stand-in "thinks" before it answers, when it imitates a reasoning model.
 
-The text is an account of the request as the stand-in understood it and of the reply it chose:
-how many images it was sent and what it read in them, the question and choices it found, and the
-reply itself. Nothing in it depends on who asks or why; it exists so that clients meet reasoning
-of a realistic shape and length (in a field of its own, or in ``<think>`` tags before the answer).
+The text is a plain account of the policy's reading of the request (:class:`.policy.Reading`): how many
+images it was sent, what it read that bears on the question, the question and choices it found, and
+the reply it decided on. It exists so that clients meet reasoning of a realistic shape and length (in
+a field of its own, or in ``<think>`` tags before the answer); nothing in it depends on who asks.
 """
 
 from __future__ import annotations
@@ -11,34 +11,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from videoatlas_standin.language import tokens
-from videoatlas_standin.policy import Request
+from videoatlas_standin.policy import Reading
 
 MODES = ("off", "field", "tags")
 """``off``: no reasoning; ``field``: in the reply's reasoning field (vLLM with a reasoning parser);
 ``tags``: in ``<think>`` tags before the answer (vLLM without a parser)."""
-SHOWN_LINES = 6
-"""Lines of text read from the images that the reasoning quotes at most."""
 SHOWN_CHARS = 400
 """Characters of the chosen reply that the reasoning quotes at most."""
 
 
-def reasoning_text(request: Request, value: Any) -> str:
-    """The stand-in's reasoning about ``request``, ending with the reply ``value`` it decided on."""
-    read = [line.text for sight in request.sights for line in sight.lines]
-    parts = [f"I was sent {len(request.sights)} image(s) and could read {len(read)} line(s) of text."]
-    # The lines that bear on the request come first: those sharing a word with what it asks about.
-    wanted = {t for phrase in [*request.context, *request.choices] for t in tokens(phrase)}
-    bearing = [text for text in read if wanted & set(tokens(text))]
-    if read:
-        parts.append("Among them: " + "; ".join(f'"{text}"' for text in (bearing or read)[:SHOWN_LINES]) + ".")
-    if request.question:
-        parts.append(f'To find out: "{request.question}"')
-    if request.choices:
-        parts.append(f"{len(request.choices)} possible replies are offered.")
-    if request.context:
-        parts.append("I look for: " + ", ".join(request.context) + ".")
-    decided = value if isinstance(value, str) else json.dumps(value)
+def reasoning_text(reading: Reading, value: Any) -> str:
+    """The stand-in's reasoning about the request it read, ending with the reply ``value`` it decided on."""
+    parts = [f"I was sent {reading.images} image(s) and read {len(reading.items)} item(s) of text."]
+    if reading.account():
+        parts.append(f"What bears on the question: {reading.account()}.")
+    if reading.question:
+        parts.append(f'The question: "{reading.question}"')
+    if reading.choices:
+        parts.append("The choices: " + "; ".join(reading.choices) + ".")
+    if reading.answer:
+        how = "was read" if reading.read else "was not read; the first choice stands"
+        parts.append(f"The answer {how}: {reading.answer}.")
+    decided = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     cut = decided if len(decided) <= SHOWN_CHARS else decided[:SHOWN_CHARS] + "..."
     parts.append(f"So my reply will be {cut}")
     return "\n".join(parts)

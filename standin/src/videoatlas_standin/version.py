@@ -1,9 +1,22 @@
-"""The stand-in's behaviour version and model id, in a module of their own so ``--help`` can name them cheaply."""
+"""The stand-in's model id, in a module of its own so ``--help`` can name it cheaply.
+
+The id carries a hash of the package's sources: eval results keyed by model re-run whenever the
+stand-in changes, with no version number to remember to bump (git is the history).
+"""
 
 from __future__ import annotations
 
-BEHAVIOUR_VERSION = 32
-"""Bumped whenever a source of the stand-in changes (a rule here or in perception changing what it answers,
-or anything else: tests/standin/test_standin_general.py holds each version's sources hash); part of its model id."""
-STANDIN_MODEL = f"videoatlas-standin-v{BEHAVIOUR_VERSION}"
-"""The stand-in's model id carries its behaviour version: results keyed by model re-run when its rules change."""
+import hashlib
+from pathlib import Path
+
+
+def _sources_hash() -> str:
+    """The first 8 hex digits of a sha256 over the package's ``.py`` sources, taken in name order."""
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py"), key=lambda p: p.name):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()[:8]
+
+
+STANDIN_MODEL = f"videoatlas-standin-{_sources_hash()}"
+"""The stand-in's model id: it changes whenever a source of the stand-in does."""
