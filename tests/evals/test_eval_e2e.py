@@ -123,9 +123,11 @@ async def test_prompt_sets_compare_and_only_changed_templates_rerun(
     assert set(cmp["categories"]) == {"needle_in_chapter", "counting", "order", "after_anchor"}
 
 
-async def test_video_rlm_through_the_runner_scores_and_grounds(
+async def test_video_rlm_through_the_runner_is_scored_and_reported(
     suite_root: Path, reader: Reader, tmp_path: Path
 ) -> None:
+    """Whether the stand-in's answer is right is its own; the row scores it against the truth either way
+    (scoring and grounding with scripted runs: ``test_eval_runner.py``)."""
     with RunningServer(StandinServer(StandinConfig(), reader=reader)) as server:
         endpoint = EndpointSettings(base_url=server.base_url, model="", timeout_s=120)
         config = RunConfig.of(workers=2, rounds=2)
@@ -133,7 +135,8 @@ async def test_video_rlm_through_the_runner_scores_and_grounds(
         outcome = await run_eval(spec, endpoint)
     [row] = read_rows(outcome.results_file)
     assert row["status"] == "ok" and row["item"].endswith("needle-0")
-    assert row["correct"] and row["calls"] > 3 and row["evidence"] >= 1
+    assert row["answer_index"] is not None and row["correct"] is (row["answer_index"] == row["truth_index"])
+    assert row["calls"] > 3 and isinstance(row["evidence"], int)
     assert row["truth_ranges"] and row["duration"] == pytest.approx(60.0, abs=0.5)
     assert main(["eval", "report", str(tmp_path / "rlm"), "--json"]) == 0
 

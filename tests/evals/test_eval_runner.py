@@ -184,8 +184,8 @@ async def test_a_subset_runs_only_its_questions_and_records_iou_inputs(
         asked.append(question)
         frame = FrameRef(video=video, time=12.0, px=64)
         found = Evidence(
-            id="r1-w0-0", time=12.0, start=10.0, end=30.0, depth=1, cell="3", description="d",
-            confidence=0.9, frame=frame, round=1, worker="w0",
+            id="r1-w0-0", time=12.0, start=10.0, end=30.0, description="d", confidence=0.9, frame=frame,
+            place="cell 3", where={"round": 1, "worker": "w0", "depth": 1, "cell": "3"},
         )  # fmt: skip
         return RunResult(
             run_id=kwargs["run_id"], question=question, choices=choices, answer="x", answer_index=0,
@@ -209,6 +209,7 @@ async def test_a_subset_runs_only_its_questions_and_records_iou_inputs(
     assert bad["record"] == "k2/bad" and "cannot find options" in bad["reason"]
     rows = read_rows(outcome.results_file)
     assert all(r["cited_ranges"] == [[10.0, 30.0]] for r in rows)
+    assert all(r["evidence"] == 1 for r in rows)  # the run's evidence, counted in its row
     rep = report(load_eval(out))
     assert rep["overall"]["mean_iou"] == pytest.approx(0.5) and rep["skipped"]["malformed"] == 1
     assert list(rep["categories"]) == ["temporal grounding"]

@@ -1,0 +1,87 @@
+"""EEA's rounds with a scripted model on the generated counter video: each child is judged, and its reward is
+the model's score for it; without UARF the reward alone is what a stretch is worth.
+
+The frame index is a small fake (one frame a second, one direction for every frame and query), as in
+``test_agents_relation.py``: what is shown is the real video; which frames retrieval finds is not
+what is checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agent_helpers import default_reply, make_context
+from videoatlas.agents.eea import discover as discover_module
+from videoatlas.agents.eea.evaluate import candidates
+from videoatlas.agents.eea.graph import build_graph
+from videoatlas.agents.eea.settings import EEASettings
+from videoatlas.runtime.config import RunConfig
+from videoatlas.runtime.frame_index import FrameIndex
+from videoatlas.state.models import IndexInfo
+
+pytestmark = pytest.mark.unit
+DURATION = 80.0  # the counter video
+
+
+@pytest.fixture
+def fake_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    times = np.arange(80) + 0.5
+    vectors = np.tile(np.array([1.0, 0.0], np.float32), (80, 1))
+
+    async def index(ctx: Any, settings: Any) -> tuple[FrameIndex, IndexInfo]:
+        info = IndexInfo(model="fake", fps=1.0, frames=80, build_s=0.0, embedded=0, reused=True)
+        return FrameIndex(times, vectors), info
+
+    async def queries(ctx: Any, settings: Any, texts: Sequence[str]) -> tuple[np.ndarray, int]:
+        return np.tile(np.array([1.0, 0.0], np.float32), (len(texts), 1)), 0
+
+    monkeypatch.setattr(discover_module, "frame_index", index)
+    monkeypatch.setattr(discover_module, "query_vectors", queries)
+
+
+def judging(name: str, text: str, schema: dict[str, Any]) -> Any:
+    """Children scored 10, 20, 30... in the order the schema lists them; the last candidate explored (selection is
+    asked once: the second round is the last)."""
+    if name == "SearchQueries":
+        return {"search_queries": ["a number on screen"]}
+    if name == "SegmentRewards":
+        keys = [k for k in schema["properties"] if k.startswith("segment_")]
+        reply: dict[str, Any] = {k: {"explanation": f"child {k}", "score": 10 * (i + 1)} for i, k in enumerate(keys)}
+        return {**reply, "anchor": []} if "anchor" in schema["properties"] else reply
+    if name == "Selection":
+        ids = schema["$defs"]["ExploreSegment"]["properties"]["segment"]["enum"]
+        return {"thought": "the best one", "step": {"action": "explore", "segment": ids[-1]}}
+    return default_reply(name, text, schema)
+
+
+@pytest.mark.parametrize("uarf", [True, False])
+async def test_each_child_gets_the_models_score_and_without_uarf_the_reward_is_its_worth(
+    counter_video: Path, tmp_path: Path, fake_index: None, uarf: bool
+) -> None:
+    config = RunConfig.of(agent="eea", cell_px=64, expansions=2, query_update=False, uarf=uarf)
+    ctx, chat, source = make_context(counter_video, tmp_path, judging, config)
+    try:
+        out = await build_graph().ainvoke(
+            {"question": "What number is shown?", "choices": ["one", "two"]}, {"recursion_limit": 100}, context=ctx
+        )
+    finally:
+        source.close()
+    segments = {s.id: s for s in out["segments"]}
+    assert len(out["rounds"]) == 2
+    for rnd in out["rounds"]:
+        kids = [segments[c] for c in rnd.children]
+        # The children were judged, each by its own score: 10, 20, 30... in the order they were asked.
+        assert [k.reward for k in kids] == pytest.approx([0.1 * (i + 1) for i in range(len(kids))])
+        assert [k.explanation for k in kids] == [f"child segment_{k.id}" for k in kids]
+    offered = candidates(out["segments"], (EEASettings().expand_frames + 1) / 25.0)
+    assert offered and len({s.reward for s in offered}) > 1
+    if uarf:  # the reward fused with the query score: not the reward alone
+        assert any(s.fused != pytest.approx(s.reward) for s in offered)
+    else:  # every stretch offered has h = r
+        assert all(s.fused == s.reward for s in offered)
+    assert [n for n, _ in chat.seen].count("SegmentRewards") == len(out["rounds"])
