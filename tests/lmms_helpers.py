@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 
 from videoatlas.evals.datasets import load_items
 from videoatlas.evals.datasets.synthetic import ensure_video
-from videoatlas.evals.items import LETTERS, EvalItem, write_items
+from videoatlas.evals.items import EvalItem, write_items
+from videoatlas.limits import CHOICE_LETTERS
 
 
 def synthetic_items(root: Path, count: int) -> list[EvalItem]:
@@ -64,8 +65,8 @@ def write_videomme(root: Path, items: list[EvalItem]) -> Path:
                 "question_id": f"{n + 1:03d}-1",
                 "task_type": "OCR Problems",
                 "question": item.question,
-                "options": [f"{LETTERS[i]}. {c}" for i, c in enumerate(item.choices)],
-                "answer": LETTERS[item.answer_index or 0],
+                "options": [f"{CHOICE_LETTERS[i]}. {c}" for i, c in enumerate(item.choices)],
+                "answer": CHOICE_LETTERS[item.answer_index or 0],
             }
         )
     pq.write_table(pa.Table.from_pylist(rows), root / "videomme" / "test-00000-of-00001.parquet")
@@ -110,8 +111,8 @@ def write_lvbench(root: Path, items: list[EvalItem]) -> Path:
     qa = [
         {
             "uid": f"lvbench-{n}",
-            "question": item.question + "\n" + "\n".join(f"({LETTERS[i]}) {c}" for i, c in enumerate(item.choices)),
-            "answer": LETTERS[item.answer_index or 0],
+            "question": "\n".join([item.question, *(f"({CHOICE_LETTERS[i]}) {c}" for i, c in enumerate(item.choices))]),
+            "answer": CHOICE_LETTERS[item.answer_index or 0],
             "question_type": ["key information retrieval"],
             "time_reference": "00:05-00:15",
         }

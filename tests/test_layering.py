@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"persistence", "llm", "standin", "synth"},
     {"state", "prompts", "logging"},
     {"environment"},
-    {"limits", "paths", "textsafe"},
+    {"limits", "paths", "textsafe", "defaults"},
     {"errors"},
 ]
 """Top-level units from the top down. A unit may import any unit of a lower layer, none of its own or above."""

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from videoatlas.agents.registry import DEFAULT_AGENT
 from videoatlas.errors import BadInputError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.request import EndpointChoice, answer, config_of, make_request, resume_endpoint
@@ -43,7 +44,7 @@ async def aask(
     question: str,
     choices: Sequence[str] = (),
     *,
-    agent: str = "video-rlm",
+    agent: str = DEFAULT_AGENT,
     base_url: str | None = None,
     model: str | None = None,
     api_key: str | None = None,

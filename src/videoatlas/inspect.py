@@ -16,6 +16,7 @@ from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import TraceStore
+from videoatlas.state.models import roles_text
 
 
 def _call_dict(c: Any) -> dict[str, Any]:
@@ -196,14 +197,13 @@ async def load_trace(
             {
                 "label": evidence_label(i),
                 "time": e.time,
-                "cell": e.cell,
+                "place": e.place,
+                "where": dict(e.where),
                 "description": e.description,
                 "confidence": e.confidence,
                 "id": e.id,
                 "start": e.start,
                 "end": e.end,
-                "round": e.round,
-                "worker": e.worker,
                 "subtitle": e.subtitle,
             }
             for i, e in enumerate(values.get("evidence", []))
@@ -298,6 +298,8 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
             f"{cost['cached_tokens']:,} cached, {cost.get('frames_viewed', 0):,} distinct frames viewed "
             f"({cost.get('frames_sent', 0):,} sent){fell_back}"
         )
+        if cost.get("tokens_by_role"):
+            lines.append(f"  tokens by role: {roles_text(cost['tokens_by_role'])}")
         if cost.get("transcriptions") or cost.get("audio_s"):
             lines.append(f"  speech: {speech_text(cost)}")
     repairs: dict[int, list[str]] = {}
@@ -314,7 +316,8 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
         lines += [f"  {line}" for lines_of in repairs.values() for line in lines_of]
         lines += _timeline_lines(trace["timeline"])
     for e in trace["evidence"]:
-        lines.append(f"  [{e['label']}] {format_ts(e['time'], 1)} {e['cell'] or ''}: {e['description']}")
+        place = e["place"] or f"{format_ts(e['start'])}-{format_ts(e['end'])}"
+        lines.append(f"  [{e['label']}] {format_ts(e['time'], 1)} {place}: {e['description']}")
     lines += _reasoning_lines(trace["calls"])
     return lines
 

@@ -31,7 +31,9 @@ SYNTH_GIGAPIXELS_MAX = 400.0
 the default 10-hour video (640x360 at 2 fps) is 17."""
 
 QUESTION_MAX_CHARS = 4000
-CHOICES_MAX = 26
+CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""The labels of choices, in order (prompts, lmms-eval's documents and their scoring)."""
+CHOICES_MAX = len(CHOICE_LETTERS)
 """Choices are labelled A to Z."""
 CHOICE_MAX_CHARS = 1000
 

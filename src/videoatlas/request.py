@@ -8,7 +8,7 @@ Agent Server, ``resume``) goes through here:
   theirs, anything else refused;
 * :class:`EndpointChoice` says how the run reaches its model: a named server (flags over the
   ``VIDEOATLAS_*`` environment) or the stand-in; :func:`open_endpoint` is the one place the
-  stand-in is started, and checks the grid picture against the endpoint's image limit;
+  stand-in is started, and has the agent check its pictures against the endpoint's image limit;
 * :func:`make_request` checks everything that takes milliseconds (the question and its choices, the
   configuration, the video and subtitle files, the prompt set, the endpoint's form) before anything
   heavy is imported or any server starts: a typo costs no start-up;
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from videoatlas import limits
+from videoatlas.agents.registry import DEFAULT_AGENT
 from videoatlas.errors import BadInputError, EndpointUnreachableError
 from videoatlas.llm.settings import DEFAULT_BASE_URL, EndpointSettings
 
@@ -146,17 +147,20 @@ def _unreachable_hint(base_url: str) -> str:
 def open_endpoint(choice: EndpointChoice, config: RunConfig | None = None) -> Iterator[EndpointSettings]:
     """The endpoint's settings for the duration: the named server's, or those of a stand-in started here.
 
-    With ``config``, its grid picture is checked against the endpoint's image limit before anything
-    starts. An endpoint that does not answer is reported with the ways to name one or to use the
-    stand-in. This is the one place the stand-in is started for a run.
+    With ``config``, the agent checks the pictures it will send against the endpoint's image limit
+    before anything starts (:func:`videoatlas.agents.registry.check_images`). An endpoint that does
+    not answer is reported with the ways to name one or to use the stand-in. This is the one place the
+    stand-in is started for a run.
     """
+    from videoatlas.agents.registry import check_images
+
     if choice.standin:
         from videoatlas import standin
 
         settings = EndpointSettings.from_env({}, base_url="http://127.0.0.1/v1", model="")
         pixels = choice.max_image_pixels or settings.max_image_pixels
         if config is not None:
-            limits.check_image_fits(config.k, config.cell_px, pixels)
+            check_images(config, pixels)
         with standin.running(
             reasoning=choice.standin_reasoning, max_image_pixels=pixels, max_images=choice.max_images
         ) as server:
@@ -172,7 +176,7 @@ def open_endpoint(choice: EndpointChoice, config: RunConfig | None = None) -> It
         return
     settings = choice.settings()
     if config is not None:
-        limits.check_image_fits(config.k, config.cell_px, settings.max_image_pixels)
+        check_images(config, settings.max_image_pixels)
     try:
         yield settings
     except EndpointUnreachableError as exc:
@@ -205,7 +209,7 @@ class RunRequest:
 def check_setup(
     video: str | Path,
     *,
-    agent: str = "video-rlm",
+    agent: str = DEFAULT_AGENT,
     options: Mapping[str, Any] | None = None,
     endpoint: EndpointChoice | None = None,
     subtitles: str | Path | None = None,
@@ -214,10 +218,10 @@ def check_setup(
     """What a run is set up with, checked: its configuration and its endpoint choice.
 
     The configuration (:func:`config_of`), the video and subtitle files (present, files), the agent's
-    prompt set, the endpoint's form and, for a named endpoint, the grid picture against its image
+    prompt set, the endpoint's form and, for a named endpoint, the agent's pictures against its image
     limit (the stand-in's limit is its own: :func:`open_endpoint` checks that one when it starts it).
     """
-    from videoatlas.agents.registry import check_prompts
+    from videoatlas.agents.registry import check_images, check_prompts
     from videoatlas.environment.files import check_file, check_subtitle_file
 
     config = config_of(agent, options or {}, spell)
@@ -227,7 +231,7 @@ def check_setup(
     check_prompts(config.agent, config.prompts)
     choice = endpoint or EndpointChoice()
     if not choice.standin:
-        limits.check_image_fits(config.k, config.cell_px, choice.settings().max_image_pixels)
+        check_images(config, choice.settings().max_image_pixels)
     return config, choice
 
 
@@ -236,7 +240,7 @@ def make_request(
     question: str,
     choices: Sequence[str] = (),
     *,
-    agent: str = "video-rlm",
+    agent: str = DEFAULT_AGENT,
     options: Mapping[str, Any] | None = None,
     endpoint: EndpointChoice | None = None,
     subtitles: str | Path | None = None,

@@ -111,14 +111,13 @@ def trace_of(agent: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
             {
                 "label": "A",
                 "time": 12.0,
-                "cell": "5/3",
+                "place": "cell 5/3",
+                "where": {"cell": "5/3", "round": 1},
                 "description": "a red card",
                 "confidence": 0.9,
                 "id": "e1",
                 "start": 11.0,
                 "end": 13.0,
-                "round": 1,
-                "worker": None,
                 "subtitle": None,
             }
         ],
@@ -229,13 +228,10 @@ def _evidence(item: str) -> Evidence:
         time=1.0,
         start=0.0,
         end=2.0,
-        depth=None,
-        cell=None,
         description=item,
         confidence=0.5,
         frame=FrameRef(video="v", time=1.0, px=64),
-        round=0,
-        worker="looker",
+        where={"tool": "looker"},
     )
 
 
@@ -250,6 +246,7 @@ def _decision_call(**extra: Any) -> decision.DecisionCall:
         labels=["A", "B"],
         stop="done looking",
         step="verdict",
+        thinker="judge",
         extra=extra,
     )
 
@@ -282,7 +279,7 @@ async def test_the_final_reply_cites_through_the_agents_mapping(monkeypatch: pyt
     monkeypatch.setattr(decision, "ask", reply)
     items = {"A": _evidence("e1"), "B": _evidence("e2")}
     result = await decision.decide_final(None, _decision_call(), decision.cite_labels(items))  # type: ignore[arg-type]
-    assert asked == {"node": "conclude", "template": "conclude", "thinker": None}
+    assert asked == {"node": "conclude", "template": "conclude", "thinker": "judge"}
     assert result == {
         "answer": "blue",
         "answer_index": 1,

@@ -40,8 +40,8 @@ QUESTION = "Which number is shown right after the 3?"
 
 def ev(id_: str, time: float) -> Evidence:
     return Evidence(
-        id=id_, time=time, start=time, end=time, depth=None, cell=None, description="x", confidence=0.9,
-        frame=FrameRef(video="v", time=time, px=64), round=1, worker="w",
+        id=id_, time=time, start=time, end=time, description="x", confidence=0.9,
+        frame=FrameRef(video="v", time=time, px=64), where={"round": 1, "worker": "w"},
     )  # fmt: skip
 
 

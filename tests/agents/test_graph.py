@@ -158,7 +158,8 @@ def test_each_action_changes_the_worker_state_as_it_should(counter_video: Path, 
         item = {"cell": 12, "description": "seven", "confidence": 0.7}
         added, _, _ = apply_action(with_(base, decision=decided(step("ADD_TO_SCRATCHPAD", [12], [item]))), ctx)
         (ev,) = added["evidence"]
-        assert ev.cell == "5/12" and ev.time == base["cells"][12]["time"] and ev.description == "seven"
+        assert ev.place == "cell 5/12" and ev.where == {"round": 1, "worker": "r1w1", "depth": 2, "cell": "5/12"}
+        assert ev.time == base["cells"][12]["time"] and ev.description == "seven"
         assert (ev.start, ev.end) == cell_range(5, 12) and ev.frame.video == ctx.atlas.source.identity
         assert added["found"] == 1
         # Adding what this worker already collected changes nothing: the step is invalid (and so counted).

@@ -53,9 +53,10 @@ async def test_one_call_over_sheets_and_cited_frames_become_evidence(counter_vid
     assert out["answer_index"] == 2 and out["answer"] == "three"
     # 128 frames at K=4: 8 sheets of 16 cells over the 80 s video, 10 s each; citations that name no
     # shown cell (sheet 9, cell 99, a letter) are dropped.
-    cells = {e.cell: e for e in out["evidence"]}
-    assert set(cells) == {"1/3", "8/15"}
-    assert cells["1/3"].start == pytest.approx(3 * 10 / 16) and cells["8/15"].end == pytest.approx(80.0)
+    cells = {e.place: e for e in out["evidence"]}
+    assert set(cells) == {"cell 1/3", "cell 8/15"}
+    assert cells["cell 1/3"].start == pytest.approx(3 * 10 / 16) and cells["cell 8/15"].end == pytest.approx(80.0)
+    assert cells["cell 8/15"].where == {"sheet": 8, "cell": 15}
     assert sorted(out["cited"]) == sorted(e.id for e in out["evidence"])
     assert out["cost"].calls == 1
     # The frame ledger: 128 frames shown once each, all distinct moments.

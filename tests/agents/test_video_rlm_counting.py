@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,9 @@ from videoatlas.agents.video_rlm.coverage import (
 )
 from videoatlas.agents.video_rlm.nodes.analyze_uncertainty import _uncovered_hints
 from videoatlas.agents.video_rlm.occurrences import occurrences, occurrences_block, same_reading
-from videoatlas.agents.video_rlm.state.models import Hint
+from videoatlas.agents.video_rlm.state.models import Hint, found_at, found_in_round
 from videoatlas.agents.video_rlm.trace import detail, lines
+from videoatlas.environment.timefmt import parse_time
 from videoatlas.runtime.context import RunConfig
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -34,13 +36,10 @@ def ev(
         time=time,
         start=start,
         end=end,
-        depth=None,
-        cell=None,
         description=description,
         confidence=0.8,
         frame=FrameRef(video="v", time=time, px=64),
-        round=round_,
-        worker=worker,
+        **found_at(round_, worker, None, None),
     )
 
 
@@ -209,3 +208,58 @@ def test_the_bfs_step_is_the_finest_one_round_of_workers_affords_within_its_boun
     assert [default.coverage_step("dfs", 3 * 3600.0, 8, left) for left in (3, 1)] == pytest.approx([14.0625, 16.0])
     assert default.coverage_step("dfs", 600.0, 8, 3) == 1.0  # not finer than 1 s by itself
     assert default.coverage_step("bfs", 600.0, 8) == default.bfs_step(600.0, 8)
+
+
+CELL_LINE = re.compile(r"^(\d+): ([\d:.]+)-([\d:.]+)", re.M)
+"""A cell as a worker's prompt lists it: ``5: 00:14.1-00:16.9``."""
+
+
+def cell_spans(text: str) -> dict[int, tuple[float, float]]:
+    """The cells a worker prompt lists, by id: their start and end (s)."""
+    cells = text.split("\nCells:\n", 1)[1].split("\nWhat is said", 1)[0]
+    return {int(i): (parse_time(a), parse_time(b)) for i, a, b in CELL_LINE.findall(cells)}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("kind", ["counting", "order"])
+async def test_each_appearance_shorter_than_a_root_cell_is_seen_and_filed_in_round_one(
+    synth_video: tuple[Path, dict[str, Any]], tmp_path: Path, kind: str
+) -> None:
+    """The badges and words stay 4 s on screen; a 4x4 root grid of the 180-s video has frames 11.25 s apart.
+
+    At the default settings the BFS scan takes the finest step one round of workers affords (180 s over
+    four grids of 16 frames: 2.8 s), so every appearance is on some cell of round 1, and a worker that
+    files the cells showing it puts evidence at each one in round 1. Before, it covered the timeline at
+    the 16 s cap with one look at the root grid's frames, marked everything explored, and answered without
+    evidence. (Replaces the stand-in run of ``test_agent_e2e.py``: which cells a model files is its own.)
+    """
+    video, truth = synth_video
+    question = next(q for q in truth["questions"] if q["kind"] == kind)
+    shown = [(float(a), float(b)) for a, b in question["evidence"]]
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "TraversalChoice":
+            return {"traversal": "bfs", "reason": "a count or an order of things"}
+        if name == "WorkerStep" and "(nothing yet)" in text:
+            spans = cell_spans(text)
+            showing = [c for c, (a, b) in spans.items() if any(s <= (a + b) / 2 <= e for s, e in shown)]
+            if showing:
+                items = [{"cell": c, "description": "the thing asked about", "confidence": 0.9} for c in showing]
+                return step("ADD_TO_SCRATCHPAD", showing, items)
+        if name == "FinalDecision":
+            labels = re.findall(r"^\[([A-Z]+)\]", text, re.M)
+            answer = question["choices"].index(question["answer"])
+            return {**default_reply(name, text, schema), "answer": answer, "evidence": labels}
+        return default_reply(name, text, schema)
+
+    out, chat, _ = await run_graph(
+        video, tmp_path, script, RunConfig.of(k=4, cell_px=64), question["question"], question["choices"]
+    )
+    round1 = [r.target for r in out["reports"] if r.round == 1]
+    assert len(round1) == 4 and all(t.source == "coverage" for t in round1)  # four grids of 16 frames
+    assert all(view_step(t.start or 0.0, t.end or 0.0, 16) <= 180.0 / 64 + 1e-6 for t in round1)
+    first = [e for e in out["evidence"] if found_in_round(e) == 1]
+    for start, end in shown:  # each appearance asked about is in round 1's evidence
+        assert any(start - 0.5 <= e.time <= end + 0.5 for e in first), (start, end, [e.time for e in first])
+    assert out["answer"] == question["answer"] and set(out["cited"]) == {e.id for e in out["evidence"]}
+    assert "Distinct occurrences" in next(t for n, t in chat.seen if n == "FinalDecision")

@@ -11,7 +11,7 @@ from agent_helpers import default_reply, run_graph, step
 from videoatlas.agents.relation import Anchor, Relation, relation_text, time_check
 from videoatlas.agents.video_rlm.agent import AGENT
 from videoatlas.agents.video_rlm.relation import task_sentence, window_hints
-from videoatlas.agents.video_rlm.state.models import Hint
+from videoatlas.agents.video_rlm.state.models import Hint, found_at
 from videoatlas.runtime.context import RunConfig
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -24,13 +24,10 @@ def ev(id_: str, time: float) -> Evidence:
         time=time,
         start=time - 1.0,
         end=time + 1.0,
-        depth=1,
-        cell=None,
         description="x",
         confidence=0.9,
         frame=FrameRef(video="v", time=time, px=64),
-        round=1,
-        worker="r1w1",
+        **found_at(1, "r1w1", 1, None),
     )
 
 

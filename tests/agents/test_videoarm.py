@@ -19,18 +19,24 @@ from typing import Any
 import av
 import numpy as np
 import pytest
+from markupsafe import escape
 from PIL import Image
 
-from agent_helpers import default_reply, make_context
+from agent_helpers import ScriptedChat, default_reply, make_context
+from db_helpers import sqlite_url
 from videoatlas.agents.videoarm.graph import build_graph
 from videoatlas.agents.videoarm.schemas import ClipReport, step_schema
 from videoatlas.agents.videoarm.settings import SNAP_FRAMES
 from videoatlas.errors import BadInputError
+from videoatlas.inspect import load_trace, trace_lines
+from videoatlas.llm.settings import EndpointSettings
+from videoatlas.runs import run_question
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.speech import forget as forget_speech
 from videoatlas.synth.speech import write_speech_video
 from videoatlas_standin.perception import Reader
 from videoatlas_standin.server import RunningServer, StandinConfig, StandinServer
+from videoatlas_standin.version import STANDIN_MODEL
 
 pytestmark = pytest.mark.unit
 QUESTION = "Who does the announcer say is the driver today?"
@@ -183,7 +189,7 @@ def test_a_report_is_evidence_where_it_says_it_saw_it(scripted: tuple[dict[str, 
     named = first.frames[7]
     assert first.seen == [(named, (named + 0.5) / 4)]  # frame n is on screen from n / 4 s (4 frames a second)
     assert clip.seen == []
-    by_step = {e.round: e for e in out["evidence"]}
+    by_step = {e.where["step"]: e for e in out["evidence"]}
     assert (by_step[1].time, by_step[1].start, by_step[1].end) == ((named + 0.5) / 4,) * 3
     assert f"scene_snapper, seen in frame {named} at 00:0" in by_step[1].description
     assert (by_step[3].start, by_step[3].end) == (0.0, 24.0) and "clip_analyzer on 00:00.0-00:24.0" in by_step[
@@ -263,12 +269,12 @@ async def test_at_the_step_limit_the_answer_is_forced(
     ]  # a controller that never answers by itself
     out, chat = await run(videos["speech"], tmp_path, calls, standin, steps=steps, snap_px=96)
     names = [name for name, _ in chat.seen]
-    # N - 1 steps with a tool, then the forced answer: N controller calls in all, each tool call with its reason.
-    assert names == ["ControllerStep", "SnapReport"] * (steps - 1) + ["FinalDecision"]
-    assert len(out["memory"]) == steps - 1 and all(e.reason for e in out["memory"])
+    # N steps with a tool (the paper's Algorithm 1), then the forced answer, each tool call with its reason.
+    assert names == ["ControllerStep", "SnapReport"] * steps + ["FinalDecision"]
+    assert len(out["memory"]) == steps and all(e.reason for e in out["memory"])
     # num_frames as asked, each frame once.
-    assert [len(e.frames) for e in out["memory"]] == [min(96, counts[i % 4]) for i in range(steps - 1)]
-    assert out["stop_reason"] == f"step {steps} of {steps}: answer forced"
+    assert [len(e.frames) for e in out["memory"]] == [min(96, counts[i % 4]) for i in range(steps)]
+    assert out["stop_reason"] == f"{steps} tool steps done: answer forced"
 
 
 async def test_only_the_frame_counts_whose_mosaics_the_endpoint_takes_are_offered(
@@ -345,3 +351,138 @@ async def test_unreadable_sound_or_no_route_withdraws_the_tool_and_the_run_goes_
     assert withdrawn.detail.startswith("speech withdrawn for this run: ") and said in withdrawn.detail
     assert "\n" not in withdrawn.detail
     assert [e.tool for e in out["memory"]][:2] == ["audio_transcriber", "scene_snapper"] and out["answer"]
+
+
+HEARD = re.compile(r"driver today is Maria", re.I)
+"""The fact as it is said (the choices name Maria too: the words around the name are only heard)."""
+
+
+async def run_script(
+    video: Path, tmp: Path, script: Any, server: RunningServer | None, question: str = QUESTION, **settings: Any
+) -> tuple[dict[str, Any], Any]:
+    """A run of ``script`` as the whole model (controller and tools); ``server`` hears the video (None: no ears)."""
+    max_images = settings.pop("max_images", 16)
+    forget_speech()
+    ctx, chat, source = make_context(
+        video, tmp, script, RunConfig.of(agent="videoarm", **settings), max_images=max_images,
+        speech_url=server.base_url if server is not None else None,
+    )  # fmt: skip
+    try:
+        out = await build_graph().ainvoke(
+            {"question": question, "choices": CHOICES}, {"recursion_limit": 100}, context=ctx
+        )
+    finally:
+        source.close()
+        if ctx.speech is not None:
+            await ctx.speech.aclose()
+    return out, chat
+
+
+def citing_what_was_heard(calls: list[dict[str, Any]]) -> Any:
+    """The controller of :func:`controller`, whose answer picks Maria and cites the memory items that heard it."""
+    plain = controller(calls)
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "FinalDecision":
+            labels = re.findall(r"^\[([A-Z]+)\][^\n]*" + HEARD.pattern, text, re.M | re.I)
+            return {**default_reply(name, text, schema), "answer": CHOICES.index("Maria"), "evidence": labels}
+        return plain(name, text, schema)
+
+    return script
+
+
+async def test_a_controller_that_looked_then_listened_answers_on_what_it_heard(
+    videos: dict[str, Path], standin: RunningServer, tmp_path: Path
+) -> None:
+    """The cards show nothing of the driver; the speech says it. After a survey, listening is still offered;
+    what is heard enters the memory, the answer is told it and cites it, and the run ends by answering with
+    steps left. (Whether a model listens is its own choice: the stand-in's run of this was its rule.)"""
+    script = citing_what_was_heard([CALLS[0], *LISTEN])
+    out, chat = await run_script(videos["speech"], tmp_path, script, standin, snap_px=96)
+    steps = step_texts(chat)
+    assert "audio_transcriber" in offered_tools(chat, steps[1][0])  # after the survey, still offered
+    assert [e.tool for e in out["memory"]] == ["scene_snapper", "audio_transcriber"]
+    heard = out["memory"][1]
+    assert any(HEARD.search(h.text) for h in heard.heard) and all(0 <= h.start < h.end <= 24.5 for h in heard.heard)
+    decision = next(text for name, text in chat.seen if name == "FinalDecision")
+    assert HEARD.search(decision)
+    cited = [e for e in out["evidence"] if e.id in out["cited"]]
+    assert cited and all(e.where["tool"] == "audio_transcriber" and HEARD.search(e.description) for e in cited)
+    assert out["answer"] == "Maria" and out["stop_reason"] == "the controller answered"
+
+
+@pytest.mark.parametrize(("max_images", "frames"), [(16, 90), (25, 150)])
+async def test_a_survey_is_as_dense_as_the_endpoints_image_limit_allows_and_sent_in_one_prompt(
+    counter_video: Path, tmp_path: Path, max_images: int, frames: int
+) -> None:
+    """The most frames offered is the most whose mosaics (six frames each) one prompt of the endpoint takes: 90 on
+    vLLM's default of 16 images, 150 once the endpoint says it takes 25; a controller that takes it gets all of
+    them, in one prompt. Before, 150 frames (25 mosaics) could not be sent."""
+    offered: list[list[int]] = []
+    plain = controller([])
+
+    def densest(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "ControllerStep" and not offered:
+            offered.append(schema["$defs"]["SceneSnapperCall"]["properties"]["num_frames"]["enum"])
+            call = {"tool": "scene_snapper", "ranges": [], "num_frames": max(offered[0])}
+            return {"reason": "count them all", "call": call}
+        return plain(name, text, schema)
+
+    question = "How many times is a 7 shown?"
+    out, chat = await run_script(counter_video, tmp_path, densest, None, question, max_images=max_images, snap_px=96)
+    assert max(offered[0]) == frames
+    first = out["memory"][0]
+    assert first.tool == "scene_snapper" and len(first.frames) == frames and first.mosaics == frames // 6
+    names = [name for name, _ in chat.seen]
+    assert len(chat.images[names.index("SnapReport")]) == frames // 6 <= max_images
+    assert out["cost"].frames_viewed >= frames
+
+
+async def test_trace_and_the_run_page_show_each_steps_tool_reason_mosaics_and_transcript(
+    videos: dict[str, Path], standin: RunningServer, tmp_path: Path
+) -> None:
+    """A stored run read back: ``trace`` prints each step with its reason, the run page shows each step's tool,
+    its reason (escaped), the transcript heard and the mosaics its call showed (30 frames: five 3 x 2 mosaics)."""
+    from videoatlas.ui.report import report_html
+
+    calls = [*LISTEN, CALLS[0]]
+    plain = controller(calls)
+    reasons = iter(['listen for "relation" <b>first</b>', "then look"])
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        reply = plain(name, text, schema)
+        return {**reply, "reason": next(reasons, "answer now")} if name == "ControllerStep" else reply
+
+    forget_speech()
+    db = sqlite_url(tmp_path / "runs.db")
+    endpoint = EndpointSettings(base_url=standin.base_url, model=STANDIN_MODEL)
+    config = RunConfig.of(agent="videoarm", snap_px=96)
+    result = await run_question(
+        videos["speech"], QUESTION, CHOICES, config, endpoint, chat_model=ScriptedChat(script=script), db_url=db
+    )
+    trace = await load_trace(result.run_id, db)
+    steps = trace["detail"]["steps"]
+    assert (
+        [s["tool"] for s in steps]
+        == [e.tool for e in result.state["memory"]]
+        == [
+            "audio_transcriber",
+            "scene_snapper",
+        ]
+    )
+    shown = trace_lines(trace)
+    assert shown[0].startswith(f"run {result.run_id} [finished] (videoarm)")
+    assert sum(line.strip().startswith("Step ") for line in shown) == 2, shown
+    assert [line.strip() for line in shown if line.strip().startswith("reason: ")] == [
+        'reason: listen for "relation" <b>first</b>',
+        "reason: then look",
+    ]
+    page = await report_html(result.run_id, db)
+    turns = [t.split("</section>")[0] for t in page.split('<section class="turn box">')[1:]]
+    assert len(turns) == 2
+    assert "audio_transcriber" in turns[0] and HEARD.search(turns[0]) and "thumb" not in turns[0]
+    assert "scene_snapper" in turns[1] and len(steps[1]["images"]) == 5  # 30 frames, six to a 3 x 2 mosaic
+    assert turns[1].count('class="zoomable thumb"') == 5
+    # The page escapes what it shows (a reason may quote the prompt's "relation" and its values).
+    assert all(f"<b>Thought:</b> {escape(s['reason'])}" in t for s, t in zip(steps, turns, strict=True))
+    assert "<b>first</b>" not in turns[0]

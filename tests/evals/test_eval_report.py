@@ -35,8 +35,7 @@ def _row(item: str, video: str, correct: bool, **extra: Any) -> dict[str, Any]:
         "tokens": 1000,
         "prompt_tokens": 900,
         "cached_tokens": 300,
-        "master_tokens": 400,
-        "worker_tokens": 600,
+        "tokens_by_role": {"master": 400, "worker": 600},
         "wall_s": 2.0,
         "rounds": 1,
         "evidence": 2,
@@ -80,7 +79,7 @@ def test_summary_counts_parse_failures_as_wrong_and_reports_costs() -> None:
     s = summarize(rows)
     assert s["accuracy"] == 0.5 and s["parse_failure_rate"] == 0.5
     assert s["cache_hit_rate"] == pytest.approx(300 / 900)
-    assert s["mean_master_tokens"] == 400 and s["mean_worker_tokens"] == 600
+    assert s["mean_tokens_by_role"] == {"master": 400, "worker": 600}
     assert s["grounding_hit_rate"] is None
 
 

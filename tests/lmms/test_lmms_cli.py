@@ -24,8 +24,9 @@ from db_helpers import sqlite_url
 from lmms_helpers import synthetic_items, write_items_file, write_longvideobench, write_lvbench, write_videomme
 from process_helpers import EXE, StandIn
 from videoatlas.evals.answering import Keys, run_id_for
-from videoatlas.evals.items import LETTERS, EvalItem
+from videoatlas.evals.items import EvalItem
 from videoatlas.evals.results import read_rows
+from videoatlas.limits import CHOICE_LETTERS
 from videoatlas.lmms import TASKS
 from videoatlas.lmms.docs import run_of
 from videoatlas.persistence.store import TraceStore
@@ -173,12 +174,12 @@ def test_lmms_eval_answers_an_items_file_resumes_when_killed_and_agrees_with_eva
     logged = samples["videoatlas_jsonl"]
     assert [s["doc_id"] for s in logged] == list(range(len(world.items)))
     # The same answers as `videoatlas eval run`, under the same run ids (both derive them from the result key).
-    assert [s["filtered_resps"] for s in logged] == [LETTERS[r["answer_index"]] for r in eval_run]
+    assert [s["filtered_resps"] for s in logged] == [CHOICE_LETTERS[r["answer_index"]] for r in eval_run]
     assert [run_of(s["resps"]) for s in logged] == [r["run_id"] for r in eval_run] == run_ids
-    assert [s["target"] for s in logged] == [LETTERS[i.answer_index or 0] for i in world.items]
+    assert [s["target"] for s in logged] == [CHOICE_LETTERS[i.answer_index or 0] for i in world.items]
     assert [s["accuracy"] for s in logged] == [float(r["correct"]) for r in eval_run]
     assert scores["accuracy,none"] == pytest.approx(sum(r["correct"] for r in eval_run) / count)
-    assert 0 < scores["accuracy,none"] < 1  # the mislabelled question at least is scored wrong
+    assert scores["accuracy,none"] < 1  # a question and its mislabelled copy, answered alike: one is scored wrong
     assert scores["parse_failed,none"] == 0.0
 
     # A sample's run opens with `videoatlas trace`.
@@ -207,7 +208,7 @@ def test_the_benchmarks_local_copies_are_scored_by_lmms_eval_s_own_tasks(
     done = _lmms(world, tasks, _model_args(world, sqlite_url(tmp_path / "lmms.db")), tmp_path / "out", **roots)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results, samples = _outputs(tmp_path / "out")
-    letters = [LETTERS[r["answer_index"]] for r in eval_run]
+    letters = [CHOICE_LETTERS[r["answer_index"]] for r in eval_run]
     right = sum(r["correct"] for r in eval_run) / len(eval_run)
     for task in tasks.split(","):
         assert [s["filtered_resps"] for s in samples[task]] == letters  # the same questions, the same answers

@@ -12,7 +12,8 @@ import pytest
 from db_helpers import sqlite_url
 from lmms_helpers import synthetic_items
 from videoatlas.errors import EndpointUnreachableError, VideoError
-from videoatlas.evals.items import LETTERS, EvalItem
+from videoatlas.evals.items import EvalItem
+from videoatlas.limits import CHOICE_LETTERS
 from videoatlas.lmms.docs import run_of
 from videoatlas.lmms.session import Session
 from videoatlas.lmms.settings import parse_model_args
@@ -74,7 +75,7 @@ def test_a_command_run_again_asks_only_what_it_had_not_answered(
             row = store.run(run_id)
             assert row is not None and row.status == "finished" and row.question == item.question
             letter = text.split("</think>")[1]
-            assert row.answer == item.choices[LETTERS.index(letter)]
+            assert row.answer == item.choices[CHOICE_LETTERS.index(letter)]
     finally:
         store.release()
 
@@ -102,5 +103,5 @@ def test_standin_true_starts_the_stand_in_for_the_session_and_stops_it(items: li
         [text] = session.answer(items[:1])
     finally:
         session.close()
-    assert run_of(text) is not None and text.split("</think>")[1] in LETTERS[:4]
+    assert run_of(text) is not None and text.split("</think>")[1] in CHOICE_LETTERS[:4]
     assert session.tally.sources == {"run": 1}

@@ -80,11 +80,13 @@ UNVERSIONED = (
     "videoatlas.agents.page",
     "videoatlas.llm.server_errors",
     "videoatlas.llm.outage",
+    "videoatlas.llm.transport",
     "videoatlas.llm.langsmith_redact",
     "videoatlas.runtime.tracing",
     "videoatlas.runtime.stopping",
     "videoatlas.logging",
     "videoatlas.paths",
+    "videoatlas.defaults",
     "videoatlas.persistence",
     "videoatlas.textsafe",
 )
@@ -106,7 +108,9 @@ class Agent:
     """The prompt templates the agent uses and the variables each may use (a set's hash covers exactly these)."""
     package: str
     settings: type[AgentSettings]
-    """The agent's own settings model (what ``RunConfig.settings`` holds for it)."""
+    """The agent's own settings model (what ``RunConfig.settings`` holds for it). It also says, without the graph
+    being loaded, which pictures a configuration makes too large for the endpoint (``check_images``: an agent
+    that shows the environment's K x K grid refuses one over the image limit; one that never renders it, nothing)."""
     views: AgentViews = field(default_factory=AgentViews)
     """How the agent's runs are shown: its trace, its section of the run page, its progress lines, its extras in
     a run's result (:class:`videoatlas.agents.views.AgentViews`; an agent without them is shown generically)."""

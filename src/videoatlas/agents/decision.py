@@ -48,8 +48,8 @@ class DecisionCall:
     """The run's stop reason; a failed call adds ``; <step> failed`` to it."""
     step: str
     """What the agent calls this step (``final decision``, ``answer``): named in a failure."""
-    thinker: str | None = None
-    """The caller among the agent's roles (its thinking setting applies); None: the master."""
+    thinker: str
+    """The caller's role in its agent (its thinking setting applies; its tokens count under it)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """State keys the result also sets, whatever the outcome (after all the others)."""
 
@@ -104,7 +104,7 @@ async def decide_final(
             ctx, schema, call.node, call.template, call.images, call.values, system=call.system, thinker=call.thinker
         )
     except (ModelReplyError, EndpointError) as exc:
-        failed = failed_call_cost(exc, "master")
+        failed = failed_call_cost(exc)
         reason = f"no valid {call.step}: {exc}"
         return _result("", None, reason, [], evidence, failed, f"{call.stop}; {call.step} failed", call.extra)
     value: Any = reply.value
@@ -128,7 +128,7 @@ async def decide_on_evidence(
     node: str = "answer",
     template: str = "answer",
     step: str = "final answer",
-    thinker: str | None = None,
+    thinker: str,
     extra: dict[str, Any] | None = None,
     record_evidence: bool = True,
     anchor: Anchor | None = None,

@@ -12,6 +12,7 @@ import importlib
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
+from videoatlas import defaults
 from videoatlas.errors import BadInputError
 
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ PACKAGES: dict[str, str] = {
 }
 """Agent name -> its package."""
 
-DEFAULT_AGENT = "video-rlm"
-"""The agent a command runs when none is named (``RunConfig``'s default)."""
+DEFAULT_AGENT = defaults.DEFAULT_AGENT
+"""The agent a run uses when none is named (``RunConfig``'s default, too low a layer to import this one)."""
 
 
 def agent_names() -> list[str]:
@@ -81,6 +82,16 @@ def settings_of(config: RunConfig) -> AgentSettings:
         first = exc.errors()[0]
         where = str(first["loc"][0]) if first["loc"] else "settings"
         raise BadInputError(f"{config.agent} setting {where}: {first['msg']}") from None
+
+
+def check_images(config: RunConfig, max_pixels: int) -> None:
+    """Refuse, before a run starts, pictures the configured agent would send over the endpoint's ``max_pixels``.
+
+    The agent's own check (:meth:`~videoatlas.runtime.config.AgentSettings.check_images`): one that renders
+    the environment's K x K grid refuses a grid too large; one that never renders it is not held to it.
+    Its settings only are loaded, not its graph.
+    """
+    settings_of(config).check_images(config, max_pixels)
 
 
 def knobs(config: RunConfig) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""How an agent's runs are shown: the one views hook each agent brings (its trace, page, progress, result extras).
+"""How an agent's runs are shown: the one views hook each agent brings (its trace, page, progress, extras, pictures).
 
 Nothing above the agents names one: ``trace``, the run page, the report, ``ask``'s progress lines
 and a run's result ask the agent's :class:`AgentViews`, and show what every agent has (the node
@@ -16,8 +16,28 @@ if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
     from videoatlas.agents.page import PageContext
+    from videoatlas.environment.atlas import RenderedImage, VideoAtlas
 
-Intervals = list[tuple[float, float]]
+
+@dataclass(frozen=True, slots=True)
+class Picture:
+    """A picture of a finished run for people (``demo`` writes each as ``<name>.jpg`` and lists it)."""
+
+    name: str
+    """Its key in ``demo --json`` and its file's stem (``root_grid``, ``scratchpad_1``)."""
+    caption: str
+    """What it shows, in a few words (``evidence scratchpad``)."""
+    image: RenderedImage
+
+
+def evidence_pictures(state: dict[str, Any], atlas: VideoAtlas) -> list[Picture]:
+    """The run's evidence as scratchpad pages, in label order: what every agent's run can be shown by."""
+    from videoatlas.environment.render import ScratchTile
+
+    tiles = [ScratchTile(i, e.time, e.subtitle) for i, e in enumerate(state.get("evidence") or [])]
+    return [
+        Picture(f"scratchpad_{n + 1}", "evidence scratchpad", page) for n, page in enumerate(atlas.scratchpad(tiles))
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +70,9 @@ class AgentViews:
     extras: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """The agent's final state -> what its runs report beyond every agent's answer, evidence and cost (plain
     data: a run result's ``extras``; Video-RLM's rounds, search task and traversal, an index's size)."""
-    explored: Callable[[dict[str, Any]], Intervals] | None = None
-    """The agent's final state -> the stretches of video it searched and marked as done (s), for pictures that
-    black them out; None: the agent keeps no such record."""
+    pictures: Callable[[dict[str, Any], VideoAtlas], list[Picture]] | None = None
+    """(the agent's final state, an atlas of the run's video at its grid) -> pictures that show the run to people
+    (``demo`` writes them); None: its evidence as scratchpad pages (:func:`evidence_pictures`)."""
 
     @classmethod
     def of(cls, trace: ModuleType, **hooks: Any) -> AgentViews:
@@ -67,9 +87,9 @@ class AgentViews:
         """What :attr:`extras` makes of ``state`` ({} without it)."""
         return self.extras(state) if self.extras is not None else {}
 
-    def explored_intervals(self, state: dict[str, Any]) -> Intervals:
-        """What :attr:`explored` makes of ``state`` ([] without it)."""
-        return self.explored(state) if self.explored is not None else []
+    def run_pictures(self, state: dict[str, Any], atlas: VideoAtlas) -> list[Picture]:
+        """What :attr:`pictures` makes of ``state`` (the evidence scratchpad without it)."""
+        return self.pictures(state, atlas) if self.pictures is not None else evidence_pictures(state, atlas)
 
 
 def step_head(step: dict[str, Any], said: str, repairs: dict[int, list[str]]) -> list[str]:

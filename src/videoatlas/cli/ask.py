@@ -37,7 +37,6 @@ from videoatlas.cli.run_setup import endpoint_choice, flag, options_from
 from videoatlas.cli.run_view import RunProgress, print_result
 from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.cli.video import open_atlas
-from videoatlas.environment.geometry import Interval
 from videoatlas.errors import BadInputError, OutageError
 from videoatlas.paths import home_dir
 from videoatlas.request import EndpointChoice, answer, make_request, resume_endpoint
@@ -162,7 +161,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     from videoatlas import standin
     from videoatlas.agents.registry import get_agent
-    from videoatlas.environment.render import ScratchTile
     from videoatlas.synth import SynthSpec, load_current, synthesize
     from videoatlas.synth.chapters import plan_timeline
 
@@ -183,16 +181,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     video = out / "video.mp4"
     request = make_request(video, question["question"], question["choices"], endpoint=EndpointChoice(standin=True))
     result = run_stoppable(answer(request, RunProgress(args.json)))
-    explored = get_agent(request.config.agent).views.explored_intervals(result.state)
     atlas = open_atlas(str(video), request.config.k, request.config.cell_px, None, cache=True)
-    try:
-        root = atlas.grid((), [Interval(a, b) for a, b in explored])
-        pages = atlas.scratchpad([ScratchTile(i, e.time, e.subtitle) for i, e in enumerate(result.evidence)])
+    try:  # the run as its agent shows it, in pictures of its own (by default: the evidence scratchpad)
+        pictures = get_agent(request.config.agent).views.run_pictures(result.state, atlas)
     finally:
         atlas.source.close()
-    files = {"root_grid": str(root.image.save(out / "root_grid_explored.jpg"))}
-    for n, page in enumerate(pages):
-        files[f"scratchpad_{n + 1}"] = str(page.save(out / f"scratchpad_{n + 1}.jpg"))
+    files = {p.name: str(p.image.save(out / f"{p.name}.jpg")) for p in pictures}
+    captions = {p.name: p.caption for p in pictures}
     correct = result.answer_index == question["answer_index"]
     if args.json:
         _json({**result.as_dict(), "video": str(video), "truth": question["answer"], "correct": correct, **files})
@@ -205,15 +200,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _out(f"ground truth: {question['answer']} ({'correct' if correct else 'wrong'})")
     _out("the answers come from the STAND-IN VLM; point --base-url at a vLLM server to use a real model")
     _out("inspect:")
-    _out(f"  root grid with explored regions blacked out: {files['root_grid']}")
-    for key, path in files.items():
-        if key.startswith("scratchpad"):
-            _out(f"  evidence scratchpad: {path}")
-    exe, quoted_video = command_name(), shlex.quote(str(video))
-    if result.evidence:
-        cell = result.evidence[0].cell or ""
-        parent = f" --cell {cell.rsplit('/', 1)[0]}" if "/" in cell else ""
-        _out(f"  the grid a worker saw: {exe} grid {quoted_video}{parent} -o grid.jpg")
+    for name, path in files.items():
+        _out(f"  {captions[name]}: {path}")
+    exe = command_name()
+    _out(f"  the video as a grid: {exe} grid {shlex.quote(str(video))} -o grid.jpg")
     _out(f"  the run, step by step: {exe} trace {result.run_id}")
     _out(f"  the same run as JSON:  {exe} trace {result.run_id} --json")
     hint = activate_hint()

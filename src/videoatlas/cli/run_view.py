@@ -92,6 +92,7 @@ def answer_text(result: RunResult) -> str:
 def print_result(result: RunResult) -> None:
     """The answer, the evidence with timestamps, and the cost, for people."""
     from videoatlas.environment.render import evidence_label
+    from videoatlas.state.models import roles_text
 
     unsupported = "" if result.grounded or not result.answer else " (answered without evidence: no evidence cited)"
     _out(f"answer: {answer_text(result)}{unsupported}")
@@ -100,14 +101,15 @@ def print_result(result: RunResult) -> None:
     _out(f"evidence ({len(result.evidence)}):")
     for i, e in enumerate(result.evidence):
         cited = " *" if e.id in result.cited else ""
-        where = f"cell {e.cell}" if e.cell else f"{format_ts(e.start)}-{format_ts(e.end)}"
+        where = e.place or f"{format_ts(e.start)}-{format_ts(e.end)}"
         _out(
             f"  [{evidence_label(i)}] {format_ts(e.time, 1)} ({where}, conf {e.confidence:.2f}){cited}: {e.description}"
         )
     c = result.cost
+    roles = f"; tokens by role: {roles_text(c.tokens_by_role)}" if c.tokens_by_role else ""
     _out(
         f"cost: {c.calls} calls, {c.tokens:,} tokens ({c.prompt_tokens:,} prompt, {c.cached_tokens:,} cached = "
-        f"{result.cache_hit_rate:.0%}; master {c.master_tokens:,}, workers {c.worker_tokens:,}), "
+        f"{result.cache_hit_rate:.0%}{roles}), "
         f"{c.frames_viewed:,} distinct frames viewed ({c.frames_sent:,} sent), "
         f"{result.rounds} round(s), {result.wall_s:.1f} s"
     )

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from videoatlas.errors import BadInputError
-
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+from videoatlas.limits import CHOICE_LETTERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +82,9 @@ class EvalItem:
 def letter_index(letter: str, n_choices: int, where: str) -> int:
     """``"C"`` -> 2, checked against the number of choices."""
     text = letter.strip().upper()
-    if len(text) != 1 or text not in LETTERS[:n_choices]:
-        raise BadInputError(f"{where}: answer {letter!r} is not one of {LETTERS[:n_choices]}")
-    return LETTERS.index(text)
+    if len(text) != 1 or text not in CHOICE_LETTERS[:n_choices]:
+        raise BadInputError(f"{where}: answer {letter!r} is not one of {CHOICE_LETTERS[:n_choices]}")
+    return CHOICE_LETTERS.index(text)
 
 
 def resolve(root: Path, relative: str | os.PathLike[str]) -> str:

@@ -22,7 +22,9 @@ from typing import Any
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.iou import row_iou
+from videoatlas.evals.results import row_tokens_by_role
 from videoatlas.evals.runner import read_rows
+from videoatlas.state.models import roles_text
 
 GROUNDING_TOLERANCE_S = 1.0
 """An evidence frame this close to a ground-truth range counts as a hit."""
@@ -178,8 +180,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "without_evidence_rate": (sum(_without_evidence(r) for r in answered) / len(answered) if answered else None),
         "runs_with_fallbacks": sum(1 for r in answered if r.get("fallbacks")),
         "mean_tokens": mean_of(r["tokens"] for r in answered),
-        "mean_master_tokens": mean_of(r["master_tokens"] for r in answered),
-        "mean_worker_tokens": mean_of(r["worker_tokens"] for r in answered),
+        "mean_tokens_by_role": mean_tokens_by_role(answered),
         "cache_hit_rate": sum(r["cached_tokens"] for r in answered) / prompt if prompt else None,
         "mean_calls": mean_of(r["calls"] for r in answered),
         "mean_frames_viewed": mean_of(r.get("frames_viewed", 0) for r in answered),
@@ -197,6 +198,17 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_iou": statistics.fmean(ious) if ious else None,
         "iou_questions": len(ious),
     }
+
+
+def mean_tokens_by_role(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Mean tokens per run by role over finished runs' rows (a run whose agent has no such role spent 0 in it).
+
+    Rows from before roles were the agents' read as the roles ``master`` and ``worker``
+    (:func:`~videoatlas.evals.results.row_tokens_by_role`).
+    """
+    spent = [row_tokens_by_role(r) for r in rows]
+    roles = sorted({role for by_role in spent for role in by_role})
+    return {role: mean_of(by_role.get(role, 0) for by_role in spent) for role in roles}
 
 
 def _without_evidence(row: dict[str, Any]) -> bool:
@@ -273,7 +285,7 @@ def _pct(value: float | None) -> str:
 def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
         f"| {title} | questions | accuracy | errors | parse fail | unanswered (declined) | no evidence | fallbacks | "
-        "mean tokens (master / workers) | cache hit | frames viewed (sent) | index frames (build) | "
+        "mean tokens (by role) | cache hit | frames viewed (sent) | index frames (build) | "
         "audio s (requests, time) | calls | rounds | evidence | wall | "
         "grounding | IoU |",
         "| --- |" + " ---: |" * 18,
@@ -283,7 +295,7 @@ def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"| {name} | {s['questions']} | {_pct(s['accuracy'])} | {_pct(s['error_rate'])} | "
             f"{_pct(s['parse_failure_rate'])} | {_declined_text(s)} | {_pct(s['without_evidence_rate'])} | "
             f"{s['runs_with_fallbacks']} | "
-            f"{s['mean_tokens']:,.0f} ({s['mean_master_tokens']:,.0f} / {s['mean_worker_tokens']:,.0f}) | "
+            f"{_tokens_text(s)} | "
             f"{_pct(s['cache_hit_rate'])} | {s['mean_frames_viewed']:,.0f} ({s['mean_frames_sent']:,.0f}) | "
             f"{s['mean_index_frames']:,.0f} ({s['mean_index_s']:.1f} s) | "
             f"{s.get('mean_audio_s', 0.0):,.1f} ({s.get('mean_transcriptions', 0.0):.1f}, "
@@ -293,6 +305,12 @@ def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"{iou_text(s['mean_iou'])} |"
         )
     return lines
+
+
+def _tokens_text(summary: dict[str, Any]) -> str:
+    """Mean tokens as a table cell, with the mean by role when any role spent some: ``8,020 (master 5,100, ...)``."""
+    roles = roles_text(summary.get("mean_tokens_by_role") or {})
+    return f"{summary['mean_tokens']:,.0f}" + (f" ({roles})" if roles else "")
 
 
 def _declined_text(summary: dict[str, Any]) -> str:

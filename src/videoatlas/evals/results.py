@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,16 @@ from videoatlas.evals.items import EvalItem
 from videoatlas.evals.open_answers import open_match
 from videoatlas.evals.spec import EvalSpec
 from videoatlas.runs import RunResult
+from videoatlas.state.models import former_roles
 
 log = structlog.get_logger(__name__)
 
-RESULT_SCHEMA = 4
+RESULT_SCHEMA = 5
 """2: rows carry ``agent_code``, and a failed run's row carries the item's truth and categories;
 3: an open question's row carries ``truth_text`` (and ``truth_tolerance``), scored by its own rule;
-4: a finished run's row says whether its final decision ``declined`` (found no answer; older rows: not)."""
+4: a finished run's row says whether its final decision ``declined`` (found no answer; older rows: not);
+5: a finished run's row carries ``tokens_by_role``, its roles as its agent names them (older rows:
+``master_tokens`` and ``worker_tokens``, read by :func:`row_tokens_by_role` as the roles ``master`` and ``worker``)."""
 
 
 def result_key(
@@ -121,8 +125,7 @@ def result_row(
         "tokens": cost.tokens,
         "prompt_tokens": cost.prompt_tokens,
         "cached_tokens": cost.cached_tokens,
-        "master_tokens": cost.master_tokens,
-        "worker_tokens": cost.worker_tokens,
+        "tokens_by_role": dict(cost.tokens_by_role),
         "wall_s": round(result.wall_s, 3),
         "rounds": result.rounds,
         "evidence": len(result.evidence),
@@ -134,6 +137,18 @@ def result_row(
         "source": source,
         "finished_at": datetime.now(UTC).isoformat(),
     }
+
+
+def row_tokens_by_role(row: Mapping[str, Any]) -> dict[str, int]:
+    """A finished run's tokens by role: its ``tokens_by_role``, or a row from before schema 5 read as a mapping.
+
+    Such a row has ``master_tokens`` and ``worker_tokens`` (Video-RLM's two roles, every agent's calls counted
+    under one of them): they read as the roles ``master`` and ``worker``, a role that spent nothing left out.
+    A failed run's row has none ({}).
+    """
+    if "tokens_by_role" in row:
+        return {str(role): int(tokens) for role, tokens in (row["tokens_by_role"] or {}).items()}
+    return former_roles(row)
 
 
 def answered_right(item: EvalItem, answer: str, answer_index: int | None) -> bool:

@@ -39,8 +39,7 @@ from typing import Any
 
 import structlog
 
-from videoatlas import limits
-from videoatlas.agents.registry import get_agent
+from videoatlas.agents.registry import check_images, get_agent
 from videoatlas.environment.concat import media_duration
 from videoatlas.errors import BadInputError, DatabaseDownError, OutageError, VideoAtlasError
 from videoatlas.evals.answering import Keys, answer_item, run_id_for
@@ -111,7 +110,7 @@ async def run_eval(
     """Run (or resume) an evaluation; returns where its results are and how it went."""
     if spec.concurrency < 1:
         raise BadInputError("--concurrency must be at least 1")
-    limits.check_image_fits(spec.config.k, spec.config.cell_px, endpoint.max_image_pixels)
+    check_images(spec.config, endpoint.max_image_pixels)
     agent = get_agent(spec.config.agent)
     prompts = agent.load_prompts(spec.config.prompts)
     prompt_sha = prompts.sha256

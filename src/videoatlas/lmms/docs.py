@@ -21,7 +21,8 @@ from typing import Any
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import lvbench
-from videoatlas.evals.items import LETTERS, EvalItem
+from videoatlas.evals.items import EvalItem
+from videoatlas.limits import CHOICE_LETTERS
 from videoatlas.runs import RunResult
 
 ITEM_FIELD = "videoatlas_item"
@@ -114,7 +115,7 @@ def answer_text(item: EvalItem, result: RunResult) -> str:
     """What the scorer reads: the choice's letter (empty when the agent chose none), or an open answer's text."""
     if not item.choices:
         return result.answer
-    return LETTERS[result.answer_index] if result.answer_index is not None else ""
+    return CHOICE_LETTERS[result.answer_index] if result.answer_index is not None else ""
 
 
 def response(item: EvalItem, result: RunResult) -> str:

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from videoatlas.agents.registry import check_prompts
+from videoatlas.agents.registry import DEFAULT_AGENT, check_prompts
 from videoatlas.api import run_config
 from videoatlas.errors import BadInputError
 from videoatlas.runtime.config import RunConfig
@@ -58,7 +58,7 @@ def _option(value: Any) -> Any:
 
 def parse_model_args(args: dict[str, Any]) -> ModelArgs:
     """``--model_args`` as lmms-eval parsed them into ``ModelArgs``; a clear one-line error for a bad one."""
-    agent = _text(args, "agent") or "video-rlm"
+    agent = _text(args, "agent") or DEFAULT_AGENT
     options = {k: _option(v) for k, v in args.items() if k not in OWN_KEYS and k not in HARNESS_KEYS}
     config = run_config(agent, options)
     check_prompts(config.agent, config.prompts)

@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import jsonl, load_items, longvideobench, lvbench, parse_subset, videomme
-from videoatlas.evals.items import LETTERS, EvalItem
+from videoatlas.evals.items import EvalItem
+from videoatlas.limits import CHOICE_LETTERS
 from videoatlas.lmms.docs import ITEM_FIELD
 
 ENV = {
@@ -61,7 +62,7 @@ def items_docs(path: Path) -> list[dict[str, Any]]:
     """``videoatlas_jsonl``'s documents: each record of the items file, with a few fields shown plainly."""
     docs = []
     for item in jsonl.load(path):
-        truth = LETTERS[item.answer_index] if item.answer_index is not None and item.choices else ""
+        truth = CHOICE_LETTERS[item.answer_index] if item.answer_index is not None and item.choices else ""
         shown = {"id": item.id, "video": item.video, "question": item.question, "choices": item.choices}
         docs.append(_with_item({**shown, "answer": truth}, item))
     return docs
@@ -70,7 +71,7 @@ def items_docs(path: Path) -> list[dict[str, Any]]:
 def _letter(item: EvalItem) -> str:
     if item.answer_index is None:
         raise BadInputError(f"question {item.id} has no answer: lmms-eval's scorer needs one")
-    return LETTERS[item.answer_index]
+    return CHOICE_LETTERS[item.answer_index]
 
 
 def _longvideobench_doc(item: EvalItem) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from lmms_eval.utils import load_yaml_config
 
 from videoatlas.errors import VideoAtlasError
 from videoatlas.evals.datasets import jsonl, longvideobench, lvbench, videomme
-from videoatlas.evals.items import LETTERS, EvalItem
+from videoatlas.evals.items import EvalItem
+from videoatlas.limits import CHOICE_LETTERS
 from videoatlas.lmms.docs import ITEM_FIELD, REASONING_TAGS
 from videoatlas.lmms.task_docs import benchmark_docs, data_path, items_docs
 
@@ -45,7 +46,7 @@ def items_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | 
     """``doc_to_text`` of ``videoatlas_jsonl`` (for models other than ours, which read the question whole)."""
     kwargs = lmms_eval_specific_kwargs or {}
     item = _item(doc)
-    lines = [item.question, *(f"{LETTERS[i]}. {choice}" for i, choice in enumerate(item.choices))]
+    lines = [item.question, *(f"{CHOICE_LETTERS[i]}. {choice}" for i, choice in enumerate(item.choices))]
     return f"{kwargs.get('pre_prompt', '')}{chr(10).join(lines)}{kwargs.get('post_prompt', '')}"
 
 
@@ -59,8 +60,8 @@ def items_results(doc: dict[str, Any], results: list[str]) -> dict[str, float | 
     item = _item(doc)
     if not item.choices or item.answer_index is None:
         return {"accuracy": None, "parse_failed": None}
-    letter = extract_mcq_answer(results[0], choices=list(LETTERS[: len(item.choices)]))
-    return {"accuracy": float(letter == LETTERS[item.answer_index]), "parse_failed": float(letter == "")}
+    letter = extract_mcq_answer(results[0], choices=list(CHOICE_LETTERS[: len(item.choices)]))
+    return {"accuracy": float(letter == CHOICE_LETTERS[item.answer_index]), "parse_failed": float(letter == "")}
 
 
 def mean_scored(values: list[float | None]) -> float:

@@ -13,8 +13,7 @@ from pathlib import Path
 import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from videoatlas import limits
-from videoatlas.agents.registry import get_agent, saved_snapshot
+from videoatlas.agents.registry import check_images, get_agent, saved_snapshot
 from videoatlas.errors import BadInputError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import run_log
@@ -55,12 +54,12 @@ async def run_question(
 ) -> RunResult:
     """Answer one question about one video; with ``persist``, checkpointed and traced in ``db_url``.
 
-    The grid picture is checked against the endpoint's image limit first, so a run that could not
+    The agent checks its pictures against the endpoint's image limit first, so a run that could not
     show its first grid is refused before it starts (no model call, no run row). The question and
     its choices are the caller's to check (``ask`` does, with :func:`videoatlas.limits.check_question`;
     a benchmark's items run as they are written).
     """
-    limits.check_image_fits(config.k, config.cell_px, endpoint.max_image_pixels)
+    check_images(config, endpoint.max_image_pixels)
     thread = run_id or uuid.uuid4().hex[:12]
     url = resolve_db_url(db_url) if persist else None
     timing = LeaseTiming.from_env()
@@ -150,7 +149,7 @@ async def resume_run(
             strict_schema=row.endpoint.get("strict_schema"),
         )
         config = RunConfig.model_validate(row.config)
-        limits.check_image_fits(config.k, config.cell_px, settings.max_image_pixels)
+        check_images(config, settings.max_image_pixels)
         tracer = RunTracer(store, row.id)
         prepared = await prepare(
             row.video_path, config, settings, row.subtitles, row.subtitle_offset, chat_model, tracer

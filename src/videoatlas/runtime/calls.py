@@ -14,6 +14,7 @@ from videoatlas.environment.geometry import Interval
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.subtitles import SubtitleLine, Subtitles, fitting_lines
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.limits import CHOICE_LETTERS
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
 from videoatlas.prompts import PromptSet
@@ -24,7 +25,6 @@ from videoatlas.state.models import Cost, Evidence, Repair
 
 T = TypeVar("T", bound=BaseModel)
 log = structlog.get_logger(__name__)
-LETTERS = "ABCDEFGHIJ"
 
 
 def emit(event: str, **data: Any) -> None:
@@ -40,7 +40,7 @@ def choices_block(choices: Sequence[str]) -> str:
     """``A. first`` lines, or a note that the question is open-ended."""
     if not choices:
         return "(none: an open question; the answer is the value it asks for)"
-    return "\n".join(f"{LETTERS[i] if i < len(LETTERS) else i}. {c}" for i, c in enumerate(choices))
+    return "\n".join(f"{CHOICE_LETTERS[i] if i < len(CHOICE_LETTERS) else i}. {c}" for i, c in enumerate(choices))
 
 
 def decision_values(prompts: PromptSet, question: str, choices: Sequence[str]) -> dict[str, str]:
@@ -75,25 +75,24 @@ async def ask(
     values: dict[str, Any],
     *,
     system: str,
-    role: str = "master",
-    thinker: str | None = None,
+    thinker: str,
+    budgeted: bool = False,
     meta: dict[str, Any] | None = None,
     temperature: float | None = None,
 ) -> tuple[Reply[T], Cost]:
     """A structured call with the node's templates; returns the reply and its cost.
 
     ``system`` names the system-prompt template, ``template`` the user template (``<template>.user``).
-    ``role`` says whose tokens these are: ``master`` (coordination) or ``worker`` (exploration). A
-    worker's call first reserves room in the run's shared budget (:class:`BudgetSpent` when there
-    is none left); every call's real cost is settled in the ledger, failed ones included.
-    ``thinker`` names the caller among its agent's roles (default ``role``): the run's thinking
-    setting for that role decides whether a reasoning model thinks. ``temperature`` overrides the
-    endpoint's sampling temperature for this call (None: the endpoint's).
+    ``thinker`` names the caller's role in its agent (``master``, ``planner``, ``searcher``...): the run's
+    thinking setting for that role decides whether a reasoning model thinks, and the cost counts the
+    call's tokens under it (:attr:`Cost.tokens_by_role`). A ``budgeted`` call (one that explores, which
+    the run can do without) first reserves room in the run's shared budget (:class:`BudgetSpent` when
+    there is none left); every call's real cost is settled in the ledger, failed ones included.
+    ``temperature`` overrides the endpoint's sampling temperature for this call (None: the endpoint's).
     """
-    thinker = thinker or role
     system_text = ctx.prompts.render(system, k=ctx.config.k)
     text = ctx.prompts.render(f"{template}.user", **values)
-    reservation = ctx.ledger.reserve(estimate_tokens(images, system_text + text)) if role == "worker" else None
+    reservation = ctx.ledger.reserve(estimate_tokens(images, system_text + text)) if budgeted else None
     if ctx.tracer is not None:
         for image in images:
             ctx.tracer.store.artifact(image.sha256, image.label or "image", image.width, image.height, image.jpeg)
@@ -118,7 +117,7 @@ async def ask(
             temperature=temperature,
         )
     except BaseException as exc:
-        ctx.ledger.settle(reservation, failed_call_cost(exc, role))
+        ctx.ledger.settle(reservation, failed_call_cost(exc))
         raise
     record = reply.record
     tokens = record.prompt_tokens + record.completion_tokens
@@ -129,8 +128,7 @@ async def ask(
         cached_tokens=record.cached_tokens,
         reasoning_tokens=record.reasoning_tokens,
         images=record.images,
-        master_tokens=tokens if role == "master" else 0,
-        worker_tokens=tokens if role == "worker" else 0,
+        tokens_by_role={thinker: tokens} if tokens else {},
         **frame_ledger(images),
     )
     ctx.ledger.settle(reservation, cost)
@@ -230,15 +228,19 @@ def fallback(exc: BaseException, node: str, round_no: int, rule: str) -> tuple[C
     shows it, so a run that went on this way is never mistaken for one that did not.
     """
     log.warning("model_reply_fallback", node=node, round=round_no, rule=rule, error=str(exc))
-    cost = failed_call_cost(exc, "master") + Cost(fallbacks=1)
+    cost = failed_call_cost(exc) + Cost(fallbacks=1)
     return cost, Repair(node=node, round=round_no, kind="fallback", detail=f"{rule} (reply unusable: {exc})")
 
 
-def failed_call_cost(exc: BaseException, role: str) -> Cost:
-    """What a call that ended in an error cost (from the record the client attached to the error)."""
+def failed_call_cost(exc: BaseException) -> Cost:
+    """What a call that ended in an error cost (from the record the client attached to the error).
+
+    Its tokens count under the role the record names (the caller's, as :func:`ask` gave it).
+    """
     record = getattr(exc, "record", None)
     prompt = int(getattr(record, "prompt_tokens", 0))
     completion = int(getattr(record, "completion_tokens", 0))
+    role = str(getattr(record, "role", "") or "")
     return Cost(
         calls=1,
         failed_calls=1,
@@ -247,8 +249,7 @@ def failed_call_cost(exc: BaseException, role: str) -> Cost:
         cached_tokens=int(getattr(record, "cached_tokens", 0)),
         reasoning_tokens=int(getattr(record, "reasoning_tokens", 0)),
         images=int(getattr(record, "images", 0)),
-        master_tokens=prompt + completion if role == "master" else 0,
-        worker_tokens=prompt + completion if role == "worker" else 0,
+        tokens_by_role={role: prompt + completion} if role and prompt + completion else {},
     )
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from videoatlas import limits
+from videoatlas.defaults import DEFAULT_AGENT
 from videoatlas.errors import BadInputError
 
 
@@ -26,6 +28,15 @@ class AgentSettings(BaseModel):
         """Graph tasks this agent runs at once at most (Video-RLM: its workers)."""
         return 1
 
+    def check_images(self, config: RunConfig, max_pixels: int) -> None:
+        """Refuse, before a run starts, pictures the configuration makes too large for the endpoint (``max_pixels``).
+
+        Each agent knows what it renders: one that shows the environment's K x K grid refuses a grid over the
+        limit (:func:`videoatlas.limits.check_image_fits`); by default nothing is refused here (every picture
+        is still checked against the limit when it is sent).
+        """
+        return None
+
 
 class RunConfig(BaseModel):
     """Every knob of a run (stored with the run, so it can be resumed and compared).
@@ -36,7 +47,7 @@ class RunConfig(BaseModel):
     stored before agents had their own settings, is read with every other key as a setting.
     """
 
-    agent: str = "video-rlm"
+    agent: str = DEFAULT_AGENT
     """Which agent answers (``video-rlm``, ``uniform``, ``videoseek``...)."""
     k: int = Field(default=8, ge=limits.K_MIN, le=limits.K_MAX)
     cell_px: int = Field(default=320, ge=limits.CELL_PX_MIN, le=limits.CELL_PX_MAX)
@@ -89,6 +100,29 @@ class RunConfig(BaseModel):
     def thinking_for(self, role: str) -> bool | None:
         """Whether calls of ``role`` ask the model to think (None: the setting says nothing of it)."""
         return self.thinking.get(role, self.thinking.get(ALL_ROLES))
+
+
+S = TypeVar("S", bound=AgentSettings)
+
+
+class _HoldsSettings(Protocol):
+    settings: Any
+
+
+def settings_reader(kind: type[S]) -> Callable[[_HoldsSettings], S]:
+    """A typed accessor of an agent's settings in its nodes' context (each agent's settings module names one).
+
+    VideoARM's: ``arm = settings_reader(VideoArmSettings)``, so its nodes call ``arm(ctx)``. A node runs only
+    in its own agent's graph, so the context holds ``kind``; anything else is a wiring fault.
+    """
+
+    def read(ctx: _HoldsSettings) -> S:
+        settings = ctx.settings
+        if not isinstance(settings, kind):
+            raise TypeError(f"a node of the agent with {kind.__name__} ran with {type(settings).__name__}")
+        return settings
+
+    return read
 
 
 ALL_ROLES = "all"

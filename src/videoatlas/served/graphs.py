@@ -29,6 +29,7 @@ from videoatlas.request import check_setup
 from videoatlas.runs import prepare
 from videoatlas.runs.execute import Prepared
 from videoatlas.runtime.context import AgentContext, RunConfig
+from videoatlas.served.langgraph_json import variable
 
 if TYPE_CHECKING:
     from langgraph_sdk.runtime import ServerRuntime
@@ -130,7 +131,7 @@ def _factory(agent: str) -> Callable[[ServerRuntime[Any]], AbstractAsyncContextM
         finally:
             await prepared.aclose()
 
-    graph.__name__ = agent.replace("-", "_")
+    graph.__name__ = variable(agent)
     graph.__doc__ = f"The {agent} agent for the LangGraph Agent Server."
     return graph
 
@@ -138,8 +139,9 @@ def _factory(agent: str) -> Callable[[ServerRuntime[Any]], AbstractAsyncContextM
 FACTORIES = {name: _factory(name) for name in agent_names()}
 """Agent name -> its graph factory (``langgraph.json`` names each one)."""
 
-video_rlm = FACTORIES["video-rlm"]
-videoseek = FACTORIES["videoseek"]
-videoarm = FACTORIES["videoarm"]
-eea = FACTORIES["eea"]
-uniform = FACTORIES["uniform"]
+# One module attribute per registered agent (``video-rlm`` -> ``video_rlm``), the names langgraph.json
+# gives: the server looks a graph up in the module's namespace, so a module ``__getattr__`` would not do.
+_SERVED = {variable(name): factory for name, factory in FACTORIES.items()}
+if _clashes := sorted(_SERVED.keys() & globals().keys()):
+    raise ImportError(f"agent name(s) {', '.join(_clashes)} would hide names of {__name__}: rename the agent")
+globals().update(_SERVED)

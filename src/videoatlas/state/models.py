@@ -6,10 +6,10 @@ from which its frame is rendered again whenever it is shown.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from videoatlas.environment.geometry import Interval, merge_intervals
 
@@ -42,32 +42,56 @@ class FrameRef(Frozen):
     px: int
 
 
+JSONScalar = str | int | float | bool | None
+
+FORMER_LOCATION = ("round", "worker", "depth", "cell")
+"""The fields evidence had before its location was its agent's (Video-RLM's words): read into ``where``."""
+
+
 class Evidence(Frozen):
-    """One piece of visual evidence in the scratchpad."""
+    """One piece of visual evidence in the scratchpad.
+
+    Where it was found is the agent's own: ``place`` says it for people, ``where`` keeps it as the agent's
+    fields; shared code shows the one and passes the other on, reading neither.
+    """
 
     id: str
-    """Stable id: ``r{round}-{worker}-{n}``."""
+    """Stable id, unique in its run; the agent's own (Video-RLM: ``r{round}-{worker}-{n}``)."""
     time: float
     """The moment the frame shows, in video seconds."""
     start: float
     end: float
-    """The interval of the cell it was found in."""
-    depth: int | None = None
-    """How deep in the atlas the grid it was found on lies (0: the root), or None when not found on a grid."""
-    cell: str | None = None
-    """Root path of the cell (``12/5``), or None when found in a custom interval or not on a grid."""
+    """The stretch of video it was found in."""
     description: str
     confidence: float
     subtitle: str | None = None
     frame: FrameRef
-    round: int
-    worker: str
+    place: str = ""
+    """Where the agent found it, in its own words (``cell 12/5``, ``turn 3, focus``); empty: shown by its stretch."""
+    where: Mapping[str, JSONScalar] = Field(default_factory=dict)
+    """Where the agent found it, as its own fields (Video-RLM: ``round``, ``worker``, ``depth``, ``cell``;
+    VideoARM: ``step``, ``tool``): what its nodes and views read back."""
     erased: bool = False
     """Set on a copy to remove the item through the reducer (uncertainty analysis erasing noise)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _former_location(cls, data: Any) -> Any:
+        """Evidence checkpointed before the location was the agent's: ``round``, ``worker``, ``depth``, ``cell``.
+
+        They become ``where`` (the ones that were None left out), and a cell path its ``place``, as Video-RLM,
+        the agent those fields were made for, now writes them; the id is kept as it was.
+        """
+        if not isinstance(data, dict) or not any(key in data for key in FORMER_LOCATION):
+            return data
+        former = {key: data[key] for key in FORMER_LOCATION if data.get(key) is not None}
+        kept = {key: value for key, value in data.items() if key not in FORMER_LOCATION}
+        cell = former.get("cell")
+        return {"where": former, "place": f"cell {cell}" if cell else "", **kept}
+
 
 class Cost(Frozen):
-    """Model usage, summed over calls (master and workers counted apart)."""
+    """Model usage, summed over calls; tokens also by the role in its agent that spent them."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -76,8 +100,9 @@ class Cost(Frozen):
     reasoning_tokens: int = 0
     """Completion tokens a reasoning model spent thinking (part of ``completion_tokens``)."""
     images: int = 0
-    master_tokens: int = 0
-    worker_tokens: int = 0
+    tokens_by_role: Mapping[str, int] = Field(default_factory=dict)
+    """Prompt plus completion tokens by the role whose calls spent them, as its agent names its roles (Video-RLM:
+    ``master``, ``worker``; VideoSeek: ``planner``, ``looker``...); only roles that spent any."""
     failed_calls: int = 0
     fallbacks: int = 0
     """Calls whose reply could not be used even after a re-ask, where the node went on without it."""
@@ -92,6 +117,15 @@ class Cost(Frozen):
     transcribe_s: float = 0.0
     """Seconds spent waiting for transcriptions (decoding the audio included)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _former_roles(cls, data: Any) -> Any:
+        """A cost checkpointed before roles were the agents': ``master_tokens``, ``worker_tokens`` are those roles'."""
+        if not isinstance(data, dict) or not any(key in data for key in FORMER_ROLES):
+            return data
+        kept = {key: value for key, value in data.items() if key not in FORMER_ROLES}
+        return {"tokens_by_role": former_roles(data), **kept}
+
     @property
     def tokens(self) -> int:
         """Prompt plus completion tokens."""
@@ -103,17 +137,39 @@ class Cost(Frozen):
         return len(self.frames_seen)
 
     def __add__(self, other: Cost) -> Cost:
-        summed = {k: getattr(self, k) + getattr(other, k) for k in Cost.model_fields if k != "frames_seen"}
+        summed = {k: getattr(self, k) + getattr(other, k) for k in Cost.model_fields if k not in _NOT_SUMMED}
         seen = tuple(sorted({*self.frames_seen, *other.frames_seen})) if other.frames_seen else self.frames_seen
-        return Cost(**summed, frames_seen=seen)
+        return Cost(**summed, frames_seen=seen, tokens_by_role=add_roles(self.tokens_by_role, other.tokens_by_role))
 
     def summary(self) -> dict[str, Any]:
         """Plain figures for reports (the ledger's moments are left out, its count kept)."""
         return {
-            **{k: getattr(self, k) for k in Cost.model_fields if k != "frames_seen"},
+            **{k: getattr(self, k) for k in Cost.model_fields if k not in _NOT_SUMMED},
+            "tokens_by_role": dict(self.tokens_by_role),
             "tokens": self.tokens,
             "frames_viewed": self.frames_viewed,
         }
+
+
+_NOT_SUMMED = ("frames_seen", "tokens_by_role")
+
+FORMER_ROLES = {"master_tokens": "master", "worker_tokens": "worker"}
+"""Keys of the two roles costs, run rows and eval result rows had before roles were the agents' (Video-RLM's)."""
+
+
+def former_roles(data: Mapping[str, Any]) -> dict[str, int]:
+    """Tokens by role from a record written before roles were the agents' (the roles that spent none left out)."""
+    return {role: int(data[key]) for key, role in FORMER_ROLES.items() if data.get(key)}
+
+
+def add_roles(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    """Tokens by role, summed role by role (ordered by role)."""
+    return {role: a.get(role, 0) + b.get(role, 0) for role in sorted({*a, *b})}
+
+
+def roles_text(tokens_by_role: Mapping[str, float]) -> str:
+    """Tokens by role as people read them: ``master 30,643, worker 20,110`` (empty when no role spent any)."""
+    return ", ".join(f"{role} {tokens:,.0f}" for role, tokens in tokens_by_role.items())
 
 
 class Repair(Frozen):

@@ -48,7 +48,16 @@ from videoatlas.synth.broadcast_draw import (
     title_sprite,
 )
 from videoatlas.synth.encode import drawn_style, frame_runs
-from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
+from videoatlas.synth.spec import (
+    Chapter,
+    Event,
+    Question,
+    Scene,
+    SynthSpec,
+    Timeline,
+    shuffled_choices,
+    unique_code,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -282,13 +291,6 @@ def plan_broadcast(spec: SynthSpec) -> BroadcastPlan:
 # -- questions -----------------------------------------------------------------------------------
 
 
-def _choices(rng: random.Random, correct: str, others: list[str], n: int) -> tuple[list[str], int]:
-    """``correct`` and ``n - 1`` of ``others`` (as many as there are), shuffled."""
-    choices = [correct, *rng.sample(others, min(n - 1, len(others)))]
-    rng.shuffle(choices)
-    return choices, choices.index(correct)
-
-
 def _options(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
@@ -300,7 +302,7 @@ def _questions(
     needles = [e for e in tl.events if e.kind == "needle"]
     for e in sorted(needles, key=lambda e: e.chapter):
         others = [n.text for n in needles if n is not e]
-        choices, idx = _choices(rng, e.text, others, rng.randint(2, 5))
+        choices, idx = shuffled_choices(rng, e.text, others, rng.randint(2, 5))
         wording = rng.choice(NEEDLE_WORDINGS).format(segment=tl.chapters[e.chapter].title)
         questions.append(
             Question(f"needle-{e.chapter}", "needle_in_chapter", wording, choices, idx, [[e.start, e.end]])
@@ -309,7 +311,7 @@ def _questions(
     markers = [e for e in tl.events if e.kind == "marker"]
     n = len(markers)
     near = [str(v) for v in range(max(1, n - 4), n + 5) if v != n]
-    choices, idx = _choices(rng, str(n), near, rng.randint(2, 5))
+    choices, idx = shuffled_choices(rng, str(n), near, rng.randint(2, 5))
     evidence = [[m.start, m.end] for m in markers]
     questions.append(Question("count-goal", "counting", rng.choice(COUNT_WORDINGS), choices, idx, evidence))
 
@@ -322,7 +324,7 @@ def _questions(
 
     anchor = next(e for e in tl.events if e.kind == "anchor")
     target = next(e for e in tl.events if e.kind == direction)
-    choices, idx = _choices(rng, target.text, players[1:], len(players))
+    choices, idx = shuffled_choices(rng, target.text, players[1:], len(players))
     evidence = sorted([[anchor.start, anchor.end], [target.start, target.end]])
     wording = rng.choice(ANCHOR_WORDINGS[direction])
     questions.append(Question(f"replay-{direction}", "after_anchor", wording, choices, idx, evidence))

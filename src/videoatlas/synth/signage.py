@@ -37,7 +37,16 @@ from videoatlas.errors import BadInputError
 from videoatlas.synth.broadcast_draw import Sprite, Texture, frame_planes
 from videoatlas.synth.encode import drawn_style, frame_runs
 from videoatlas.synth.signage_draw import BAYS, card_sprites, hall_texture, status_sprite
-from videoatlas.synth.spec import Chapter, Event, Question, Scene, SynthSpec, Timeline, unique_code
+from videoatlas.synth.spec import (
+    Chapter,
+    Event,
+    Question,
+    Scene,
+    SynthSpec,
+    Timeline,
+    shuffled_choices,
+    unique_code,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -202,12 +211,6 @@ def plan_signage(spec: SynthSpec) -> SignagePlan:
     return plan
 
 
-def _choices(rng: random.Random, correct: str, others: list[str], n: int) -> tuple[list[str], int]:
-    choices = [correct, *rng.sample(others, min(n - 1, len(others)))]
-    rng.shuffle(choices)
-    return choices, choices.index(correct)
-
-
 def _span(e: Event) -> list[float]:
     return [e.start, e.end]
 
@@ -219,14 +222,14 @@ def _questions(tl: Timeline, rng: random.Random, locker: str, gate: str) -> list
     qs: list[Question] = []
     taken = {locker}
     others = [unique_code(rng, taken) for _ in range(3)]
-    choices, idx = _choices(rng, locker, others, 4)
+    choices, idx = shuffled_choices(rng, locker, others, 4)
     needle = by_kind["needle"][0]
     qs.append(Question("needle-locker", "needle", rng.choice(NEEDLE_WORDINGS), choices, idx, [_span(needle)]))
 
     counted = by_kind["count"]
     k = len(counted)
     near = [str(v) for v in range(max(0, k - 3), k + 4) if v != k]
-    choices, idx = _choices(rng, str(k), near, 5)
+    choices, idx = shuffled_choices(rng, str(k), near, 5)
     proof = [_span(e) for e in counted]
     qs.append(Question("count-diamond", "count", rng.choice(COUNT_WORDINGS), choices, idx, proof))
     qs.append(Question("count-diamond-open", "count_open", rng.choice(COUNT_OPEN_WORDINGS), [], None, proof, str(k)))
@@ -242,7 +245,7 @@ def _questions(tl: Timeline, rng: random.Random, locker: str, gate: str) -> list
 
     anchor, after = by_kind["anchor"][0], by_kind["after"][0]
     decoys = [e.text for e in by_kind["platform_decoy"]]
-    choices, idx = _choices(rng, after.text, decoys, 3)
+    choices, idx = shuffled_choices(rng, after.text, decoys, 3)
     proof = [_span(anchor), _span(after)]
     qs.append(Question("after-delayed", "right_after", rng.choice(AFTER_WORDINGS), choices, idx, proof))
 

@@ -144,6 +144,13 @@ def default_fps(duration: float) -> float:
 # -- planning ------------------------------------------------------------------------------------
 
 
+def shuffled_choices(rng: random.Random, correct: str, others: list[str], n: int) -> tuple[list[str], int]:
+    """``correct`` and ``n - 1`` of ``others`` (as many as there are), shuffled; and where ``correct`` landed."""
+    choices = [correct, *rng.sample(others, min(n - 1, len(others)))]
+    rng.shuffle(choices)
+    return choices, choices.index(correct)
+
+
 def unique_code(rng: random.Random, used: set[str], sep: str = "-", digits: int = 4) -> str:
     """Two letters (no O or I, which read as digits), ``sep`` and a ``digits``-digit number, not in ``used``."""
     letters = string.ascii_uppercase.replace("O", "").replace("I", "")

@@ -20,6 +20,7 @@ from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.persistence.db import redact_url
 from videoatlas.persistence.tables import aware
+from videoatlas.state.models import former_roles, roles_text
 
 
 def endpoint_host(base_url: str | None) -> str:
@@ -88,6 +89,7 @@ def header(trace: dict[str, Any], duration: float | None, status: str | None = N
         "finished": finished,
         "updated": updated,
         "tokens": tokens,
+        "roles": roles_text(cost.get("tokens_by_role") or former_roles(cost)),
         "calls": cost.get("calls"),
         "cached_tokens": cost.get("cached_tokens"),
         "reasoning_tokens": cost.get("reasoning_tokens"),
@@ -112,7 +114,7 @@ def decision(trace: dict[str, Any], k: int, agent: Agent) -> dict[str, Any] | No
     evidence = [{**e, "cited": e["id"] in cited} for e in trace["evidence"]]
     findings: dict[int, int] = {}
     for e in evidence:
-        cell = root_cell(e.get("cell"))
+        cell = root_cell(str((e.get("where") or {}).get("cell") or "")) if agent.views.decision_grid else None
         if cell is not None:
             findings[cell] = findings.get(cell, 0) + 1
     images = call["images"] if call else []

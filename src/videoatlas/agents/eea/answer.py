@@ -55,8 +55,8 @@ def memory_evidence(state: EEAState, ctx: AgentContext, px: int) -> list[Evidenc
                 + (f" (stretch {seen_in.segment} opened)" if seen_in else ""),
                 confidence=m.reward,
                 frame=FrameRef(video=ctx.atlas.source.identity, time=m.time, px=px),
-                round=m.round,
-                worker="memory",
+                place=f"memory frame {n}, round {m.round}",
+                where={"memory": n, "round": m.round},
             )
         )
     return items

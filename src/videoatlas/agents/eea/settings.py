@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from videoatlas.runtime.config import AgentSettings
-
-if TYPE_CHECKING:
-    from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.config import AgentSettings, settings_reader
 
 
 class EEASettings(AgentSettings):
@@ -71,11 +68,8 @@ class EEASettings(AgentSettings):
         return self
 
 
-def eea(ctx: AgentContext) -> EEASettings:
-    """The run's EEA settings."""
-    settings = ctx.settings
-    assert isinstance(settings, EEASettings), "an EEA node runs with EEA settings"
-    return settings
+eea = settings_reader(EEASettings)
+"""The run's EEA settings."""
 
 
 Settings = EEASettings

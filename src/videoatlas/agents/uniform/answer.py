@@ -84,13 +84,11 @@ def _cited_frames(
                 time=interval.mid,
                 start=interval.start,
                 end=interval.end,
-                depth=0 if len(views) == 1 else None,
-                cell=f"{sheet + 1}/{cell}",
                 description=f"sampled frame cited by the answer (sheet {sheet + 1}, cell {cell})",
                 confidence=1.0,
                 frame=FrameRef(video=ctx.atlas.source.identity, time=interval.mid, px=ctx.config.cell_px),
-                round=0,
-                worker="uniform",
+                place=f"cell {sheet + 1}/{cell}",
+                where={"sheet": sheet + 1, "cell": cell},
             )
         )
     unique = list({e.id: e for e in evidence}.values())

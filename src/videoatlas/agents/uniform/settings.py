@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
-from videoatlas.runtime.config import AgentSettings
+from videoatlas import limits
+from videoatlas.runtime.config import AgentSettings, settings_reader
 
 if TYPE_CHECKING:
-    from videoatlas.runtime.context import AgentContext
+    from videoatlas.runtime.config import RunConfig
 
 
 class UniformSettings(AgentSettings):
@@ -20,12 +21,13 @@ class UniformSettings(AgentSettings):
     frames: int = Field(default=64, ge=1, le=1024)
     """Frames sampled evenly over the video, rounded up to whole K x K sheets."""
 
+    def check_images(self, config: RunConfig, max_pixels: int) -> None:
+        """Its sheets are the environment's K x K grid of ``cell_px`` cells: one too large is refused."""
+        limits.check_image_fits(config.k, config.cell_px, max_pixels)
 
-def uniform(ctx: AgentContext) -> UniformSettings:
-    """The run's uniform-baseline settings."""
-    settings = ctx.settings
-    assert isinstance(settings, UniformSettings), "a uniform node runs with uniform settings"
-    return settings
+
+uniform = settings_reader(UniformSettings)
+"""The run's uniform-baseline settings."""
 
 
 Settings = UniformSettings

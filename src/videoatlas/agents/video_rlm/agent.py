@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from videoatlas.agents.base import Agent
-from videoatlas.agents.video_rlm import page, progress, trace
+from videoatlas.agents.video_rlm import page, pictures, progress, trace
 from videoatlas.agents.video_rlm.graph import AGENT_NAME, LATER_NOTES, TEMPLATES, build_graph
 from videoatlas.agents.video_rlm.history import rounds_after_merge
 from videoatlas.agents.video_rlm.settings import Settings
@@ -25,7 +25,7 @@ AGENT = Agent(
         decision_node="decide",
         decision_grid=True,
         extras=trace.extras,
-        explored=trace.explored,
+        pictures=pictures.pictures,
     ),
     extra_sources=("videoatlas.llm.embeddings", "videoatlas.runtime.frame_index"),
     defaulted_templates=frozenset({"anchor_frames.note", "anchor_marks.note", "relation_anchor.note", *LATER_NOTES}),

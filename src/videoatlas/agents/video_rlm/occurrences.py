@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from videoatlas.agents.video_rlm.state.models import found_by
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.runtime.calls import labelled
 from videoatlas.state.models import Evidence
@@ -78,7 +79,7 @@ class Occurrence:
     @property
     def workers(self) -> list[str]:
         """The workers that recorded it."""
-        return sorted({e.worker for e in self.members})
+        return sorted({found_by(e) for e in self.members})
 
     def fits(self, item: Evidence) -> bool:
         """Whether ``item`` is seen over this occurrence's span and reads like it."""

@@ -17,6 +17,7 @@ from videoatlas.agents.page import (
     root_cell,
     view_interval,
 )
+from videoatlas.agents.video_rlm.state.models import found_in_cell, found_in_round
 from videoatlas.environment.timefmt import format_ts
 
 
@@ -146,13 +147,13 @@ def _merge(
             "id": e.id,
             "label": labels.get(e.id, ""),
             "time": e.time,
-            "cell": e.cell,
+            "cell": found_in_cell(e),
             "description": e.description,
             "confidence": e.confidence,
             "erased": e.id in erased_later or e.id not in labels,
         }
         for e in state["evidence"]
-        if e.round == round_no
+        if found_in_round(e) == round_no
     ]
     return {"evidence": items, "dead_zones": new_zones}
 

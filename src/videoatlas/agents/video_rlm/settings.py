@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from videoatlas import limits
 from videoatlas.environment.geometry import auto_max_depth
 from videoatlas.errors import BadInputError
-from videoatlas.runtime.config import AgentSettings
+from videoatlas.runtime.config import AgentSettings, settings_reader
 
 if TYPE_CHECKING:
+    from videoatlas.runtime.config import RunConfig
     from videoatlas.runtime.context import AgentContext
 
 
@@ -100,6 +102,10 @@ class VideoRLMSettings(AgentSettings):
         """At most ``workers`` worker tasks in flight."""
         return self.workers
 
+    def check_images(self, config: RunConfig, max_pixels: int) -> None:
+        """Its root grid and every worker's view are the K x K grid of ``cell_px`` cells: one too large is refused."""
+        limits.check_image_fits(config.k, config.cell_px, max_pixels)
+
     def round_width(self, traversal: str, unsearched: int = 0, rounds_left: int = 1) -> int:
         """Cells one round assigns: ``workers`` for DFS; for BFS ``workers`` times the cells per worker.
 
@@ -153,11 +159,8 @@ class VideoRLMSettings(AgentSettings):
         return self.max_depth
 
 
-def rlm(ctx: AgentContext) -> VideoRLMSettings:
-    """The run's Video-RLM settings."""
-    settings = ctx.settings
-    assert isinstance(settings, VideoRLMSettings), "a Video-RLM node runs with Video-RLM settings"
-    return settings
+rlm = settings_reader(VideoRLMSettings)
+"""The run's Video-RLM settings."""
 
 
 def max_depth(ctx: AgentContext) -> int:

@@ -118,8 +118,3 @@ def extras(state: dict[str, Any]) -> dict[str, Any]:
         "index_frames": int(state.get("index_frames") or 0),
         "index_s": round(float(state.get("index_s") or 0.0), 3),
     }
-
-
-def explored(state: dict[str, Any]) -> list[tuple[float, float]]:
-    """The dead zones: stretches searched with nothing relevant found (the root grid blacks them out)."""
-    return [(float(a), float(b)) for a, b in state.get("dead_zones", [])]

@@ -125,11 +125,11 @@ async def _report(
     values = {**values, "anchor_request": _request(ctx, sought)}
     try:
         reply, cost = await ask(
-            ctx, schema, tool, template, images, values, system=TOOL_SYSTEM, role="worker", thinker="tools",
+            ctx, schema, tool, template, images, values, system=TOOL_SYSTEM, thinker="tools", budgeted=True,
             meta={"round": entry.step},
         )  # fmt: skip
     except ModelReplyError as exc:
-        return None, failed_call_cost(exc, "worker") + Cost(fallbacks=1, **frame_ledger(images)), entry, str(exc)
+        return None, failed_call_cost(exc) + Cost(fallbacks=1, **frame_ledger(images)), entry, str(exc)
     value: Any = reply.value
     shown = set(frames)
     seen = [(f, time_of(ctx.atlas, f)) for f in dict.fromkeys(int(f) for f in value.frames) if f in shown]

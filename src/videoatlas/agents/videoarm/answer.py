@@ -44,8 +44,8 @@ def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
                 description=text,
                 confidence=confidence,
                 frame=FrameRef(video=video, time=t, px=256),
-                round=entry.step,
-                worker=entry.tool,
+                place=f"step {entry.step}, {entry.tool}",
+                where={"step": entry.step, "tool": entry.tool},
             )
         )
 

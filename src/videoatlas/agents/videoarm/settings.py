@@ -6,14 +6,11 @@ What it hears, and through which server and model, is the run's speech track (``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
-from videoatlas.runtime.config import AgentSettings
-
-if TYPE_CHECKING:
-    from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.config import AgentSettings, settings_reader
 
 SNAP_FRAMES = (30, 60, 90, 150)
 """The frame counts scene_snapper may be asked for (the paper samples 30 to 150)."""
@@ -40,11 +37,8 @@ class VideoArmSettings(AgentSettings):
     """Never offer audio_transcriber (the ablation without listening)."""
 
 
-def arm(ctx: AgentContext) -> VideoArmSettings:
-    """The run's VideoARM settings."""
-    settings = ctx.settings
-    assert isinstance(settings, VideoArmSettings), "a VideoARM node runs with VideoARM settings"
-    return settings
+arm = settings_reader(VideoArmSettings)
+"""The run's VideoARM settings."""
 
 
 Settings = VideoArmSettings

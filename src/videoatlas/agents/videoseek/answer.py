@@ -40,8 +40,8 @@ def flagged_evidence(turns: list[Turn], ctx: AgentContext, short_px: int) -> lis
                 description=note or f"flagged by {turn.tool} for: {turn.query}",
                 confidence=0.9 if turn.tool == "focus" else 0.6,
                 frame=FrameRef(video=ctx.atlas.source.identity, time=t, px=px),
-                round=turn.index,
-                worker=turn.tool,
+                place=f"turn {turn.index}, {turn.tool}",
+                where={"turn": turn.index, "tool": turn.tool},
             )
     return [items[k] for k in sorted(items)]
 
@@ -61,8 +61,8 @@ def said_evidence(lines: list[SubtitleLine], ctx: AgentContext, short_px: int) -
                 confidence=0.8,
                 subtitle=line.text,
                 frame=FrameRef(video=ctx.atlas.source.identity, time=t, px=short_px),
-                round=0,
-                worker="speech",
+                place="said",
+                where={"said": k},
             )
         )
     return items

@@ -161,12 +161,12 @@ async def look(state: SeekState, runtime: Runtime[AgentContext]) -> dict[str, An
             images,
             values,
             system=TOOL_SYSTEM,
-            role="worker",
             thinker="looker",
+            budgeted=True,
             meta={"round": turn_no},
         )
     except ModelReplyError as exc:
-        cost = failed_call_cost(exc, "worker") + _ledger_only(images)
+        cost = failed_call_cost(exc) + _ledger_only(images)
         repairs.append(Repair(node="look", round=turn_no, kind="fallback", detail=f"{tool} report unusable: {exc}"))
         turn = turn.model_copy(update={"observation": "(the tool's report could not be read)"})
         cost = cost + Cost(fallbacks=1)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
-from videoatlas.runtime.config import AgentSettings
-
-if TYPE_CHECKING:
-    from videoatlas.runtime.context import AgentContext
+from videoatlas.runtime.config import AgentSettings, settings_reader
 
 
 class VideoSeekSettings(AgentSettings):
@@ -50,11 +47,8 @@ class VideoSeekSettings(AgentSettings):
         return 4.0 * self.alpha
 
 
-def seek(ctx: AgentContext) -> VideoSeekSettings:
-    """The run's VideoSeek settings."""
-    settings = ctx.settings
-    assert isinstance(settings, VideoSeekSettings), "a VideoSeek node runs with VideoSeek settings"
-    return settings
+seek = settings_reader(VideoSeekSettings)
+"""The run's VideoSeek settings."""
 
 
 Settings = VideoSeekSettings

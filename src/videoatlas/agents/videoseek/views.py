@@ -89,6 +89,6 @@ def evidence_block(evidence: Sequence[Evidence]) -> str:
     if not evidence:
         return "(none: no tool flagged a frame)"
     return "\n".join(
-        f"[{evidence_label(i)}] {format_moment(e.time)}, turn {e.round}: {e.description}"
+        f"[{evidence_label(i)}] {format_moment(e.time)}, turn {e.where.get('turn', 0)}: {e.description}"
         for i, e in enumerate(evidence)
     )

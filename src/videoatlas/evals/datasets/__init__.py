@@ -2,6 +2,10 @@
 
 A record that cannot become a question is skipped with its file, id and reason (:class:`Skipped`),
 and the rest is read; ``eval check`` lists them and the report counts them.
+
+Each adapter module declares its record, ``ADAPTER`` (:class:`~videoatlas.evals.datasets.adapter.Adapter`:
+its name, loader, published splits and the rule that picks them); this module is the table of those
+records (:data:`ADAPTERS`) and the lookups every caller goes through.
 """
 
 from __future__ import annotations
@@ -15,56 +19,68 @@ import structlog
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import egoschema, jsonl, longvideobench, lvbench, synthetic, videomme
 from videoatlas.evals.datasets._common import Loaded, Skipped
+from videoatlas.evals.datasets.adapter import Adapter, MakingProgress, SuiteOptions
 from videoatlas.evals.items import EvalItem
 from videoatlas.synth import Style
 
-__all__ = ["DATASETS", "SUBSETS", "Loaded", "Skipped", "load_dataset", "load_items", "parse_subset"]
+__all__ = [
+    "ADAPTERS",
+    "DATASETS",
+    "SUBSETS",
+    "Adapter",
+    "Loaded",
+    "Skipped",
+    "get_adapter",
+    "load_dataset",
+    "load_items",
+    "parse_subset",
+]
 
 log = structlog.get_logger(__name__)
 
-DATASETS = (
-    longvideobench.NAME,
-    videomme.NAME,
-    lvbench.NAME,
-    egoschema.NAME,
-    synthetic.NAME,
-    jsonl.NAME,
-)
-
-SUBSETS: dict[str, tuple[str, ...]] = {
-    videomme.NAME: videomme.DURATIONS,
-    longvideobench.NAME: longvideobench.DURATION_GROUPS,
-    lvbench.NAME: tuple(lvbench.QUESTION_TYPES),
-    synthetic.NAME: synthetic.KINDS,
+ADAPTERS: dict[str, Adapter] = {
+    adapter.name: adapter
+    for adapter in (
+        longvideobench.ADAPTER,
+        videomme.ADAPTER,
+        lvbench.ADAPTER,
+        egoschema.ADAPTER,
+        synthetic.ADAPTER,
+        jsonl.ADAPTER,
+    )
 }
+"""Dataset name -> the record its adapter declares (in ``--dataset``'s order)."""
+
+DATASETS = tuple(ADAPTERS)
+"""The names ``--dataset`` takes."""
+
+SUBSETS: dict[str, tuple[str, ...]] = {name: adapter.subsets for name, adapter in ADAPTERS.items() if adapter.subsets}
 """Each benchmark's published splits, the names ``--subset`` takes (comma-separated for several); for the
 synthetic suite, its question kinds."""
+
+
+def get_adapter(name: str) -> Adapter:
+    """The adapter of dataset ``name``, or a one-line error listing the known ones."""
+    try:
+        return ADAPTERS[name]
+    except KeyError:
+        raise BadInputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}") from None
 
 
 def parse_subset(name: str, text: str | None) -> list[str] | None:
     """The subset names of ``--subset`` (canonical spelling), or a one-line error listing the valid ones."""
     if text is None:
         return None
-    valid = SUBSETS.get(name)
-    if valid is None:
+    adapter = ADAPTERS.get(name)
+    if adapter is None or not adapter.subsets:
         raise BadInputError(f"--subset: {name} has no published subsets (those with subsets: {', '.join(SUBSETS)})")
-    lookup = {v.lower(): v for v in valid}
-    if name == lvbench.NAME:
-        lookup.update({full: short for short, full in lvbench.QUESTION_TYPES.items()})
+    valid = adapter.subsets
+    lookup = {v.lower(): v for v in valid} | {k.lower(): v for k, v in adapter.aliases.items()}
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n.lower() not in lookup]
     if unknown or not names:
         raise BadInputError(f"--subset {text!r} is not a subset of {name}; choose from {', '.join(valid)}")
     return sorted({lookup[n.lower()] for n in names}, key=valid.index)
-
-
-def _in_subset(name: str, item: EvalItem, subset: Sequence[str]) -> bool:
-    if name == videomme.NAME:
-        return item.groups.get("duration") in subset
-    if name == longvideobench.NAME:
-        return item.groups.get("duration_group") in subset
-    wanted = {lvbench.QUESTION_TYPES.get(s, s).lower() for s in subset} | {s.lower() for s in subset}
-    return any(c.lower() in wanted for c in item.categories)
 
 
 def load_dataset(
@@ -75,7 +91,7 @@ def load_dataset(
     styles: Sequence[Style] | None = None,
     subset: Sequence[str] | None = None,
     select: Callable[[list[EvalItem]], list[EvalItem]] | None = None,
-    making: synthetic.MakingProgress | None = None,
+    making: MakingProgress | None = None,
 ) -> Loaded:
     """Dataset ``name`` under ``root``: its items (``subset``'s only, when given) and the skipped records.
 
@@ -83,27 +99,14 @@ def load_dataset(
     the videos of those it kept, and only those (``making``: the progress each is drawn under).
     ``durations``, ``seed``, ``styles``: the synthetic suite only. An error when no question is left.
     """
+    adapter = get_adapter(name)
     path = Path(root).expanduser()
-    if name != synthetic.NAME and not path.exists():
+    if not adapter.generated and not path.exists():
         raise BadInputError(f"{name}: dataset root {path} does not exist")
-    if name == longvideobench.NAME:
-        loaded = longvideobench.load(path)
-    elif name == videomme.NAME:
-        loaded = videomme.load(path)
-    elif name == lvbench.NAME:
-        loaded = lvbench.load(path)
-    elif name == egoschema.NAME:
-        loaded = egoschema.load(path)
-    elif name == synthetic.NAME:
-        loaded = Loaded(
-            synthetic.load(path, durations or synthetic.DEFAULT_DURATIONS, seed, styles or synthetic.DEFAULT_STYLES)
-        )
-    elif name == jsonl.NAME:
-        loaded = Loaded(jsonl.load(path))
-    else:
-        raise BadInputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
+    options = SuiteOptions(durations, seed, styles)
+    loaded = adapter.load(path, options)
     if subset is not None:
-        loaded.items = [i for i in loaded.items if _in_subset(name, i, subset)]
+        loaded.items = [i for i in loaded.items if adapter.in_subset(i, subset)]
     ids = [i.id for i in loaded.items]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -115,8 +118,8 @@ def load_dataset(
         raise BadInputError(f"{name}: no questions found{where} under {path}{why}")
     if select is not None:
         loaded.items = select(loaded.items)
-    if name == synthetic.NAME:
-        synthetic.make_videos(path, loaded.items, seed, making)
+    if adapter.make_videos is not None:
+        adapter.make_videos(path, loaded.items, options, making)
     return loaded
 
 

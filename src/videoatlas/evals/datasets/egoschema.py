@@ -10,6 +10,7 @@ from pathlib import Path
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets._common import Loaded, annotation, field, first_existing, read_json, record_id
+from videoatlas.evals.datasets.adapter import Adapter, reads
 from videoatlas.evals.items import EvalItem
 
 NAME = "egoschema"
@@ -52,3 +53,7 @@ def load(root: Path) -> Loaded:
         except BadInputError as exc:
             loaded.skip(qfile, rid, str(exc))
     return loaded
+
+
+ADAPTER = Adapter(NAME, reads(load))
+"""No published splits: ``--subset`` is refused."""

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 from videoatlas.errors import BadInputError
+from videoatlas.evals.datasets._common import Loaded
+from videoatlas.evals.datasets.adapter import Adapter, SuiteOptions
 from videoatlas.evals.items import EvalItem, resolve
 
 NAME = "jsonl"
@@ -32,3 +34,10 @@ def load(root: Path) -> list[EvalItem]:
         subs = resolve(path.parent, item.subtitles) if item.subtitles else None
         items.append(EvalItem(**{**item.as_dict(), "video": resolve(path.parent, item.video), "subtitles": subs}))
     return items
+
+
+def _loaded(root: Path, options: SuiteOptions) -> Loaded:
+    return Loaded(load(root))  # a bad line is an error, not a skipped record: the file is ours to fix
+
+
+ADAPTER = Adapter(NAME, _loaded)

@@ -12,6 +12,7 @@ from typing import Any
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets._common import Loaded, field, parquet_rows, read_json, record_id
+from videoatlas.evals.datasets.adapter import Adapter, in_group, reads
 from videoatlas.evals.items import EvalItem, resolve
 
 NAME = "longvideobench"
@@ -108,3 +109,6 @@ def load(root: Path) -> Loaded:
             except BadInputError as exc:
                 loaded.skip(path, rid, str(exc))
     return loaded
+
+
+ADAPTER = Adapter(NAME, reads(load), subsets=DURATION_GROUPS, in_subset=in_group("duration_group"))

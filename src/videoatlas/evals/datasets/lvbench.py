@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -21,6 +22,7 @@ import structlog
 from videoatlas.environment.timefmt import parse_time
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets._common import Loaded, annotation, field, record_id
+from videoatlas.evals.datasets.adapter import Adapter, reads
 from videoatlas.evals.items import EvalItem, letter_index
 
 log = structlog.get_logger(__name__)
@@ -174,3 +176,18 @@ def load(root: Path) -> Loaded:
         except BadInputError as exc:
             loaded.skip(path, f"line {line_no}", str(exc))
     return loaded
+
+
+def in_question_types(item: EvalItem, subset: Sequence[str]) -> bool:
+    """Whether the item has one of these question types (each named short, ``TG``, or in full)."""
+    wanted = {QUESTION_TYPES.get(s, s).lower() for s in subset} | {s.lower() for s in subset}
+    return any(c.lower() in wanted for c in item.categories)
+
+
+ADAPTER = Adapter(
+    NAME,
+    reads(load),
+    subsets=tuple(QUESTION_TYPES),
+    aliases={full: short for short, full in QUESTION_TYPES.items()},
+    in_subset=in_question_types,
+)

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import structlog
 
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.evals.datasets._common import Loaded
+from videoatlas.evals.datasets.adapter import Adapter, SuiteOptions
+from videoatlas.evals.datasets.adapter import MakingProgress as MakingProgress  # callers import it from here
 from videoatlas.evals.items import EvalItem
 from videoatlas.synth import (
     Progress,
@@ -97,10 +99,6 @@ def ensure_video(
     return folder, truth
 
 
-MakingProgress = Callable[[str], AbstractContextManager[Progress]]
-"""A video's label (``synthetic 10min broadcast``) -> the progress it is drawn under (a bar, lines)."""
-
-
 def make_videos(root: Path, items: Sequence[EvalItem], seed: int, making: MakingProgress | None = None) -> None:
     """Draw the suite's videos that ``items`` are about and that are not drawn yet, each under its own progress."""
     wanted: dict[str, tuple[float, Style]] = {}
@@ -148,3 +146,16 @@ def load(
                 )
             )
     return items
+
+
+def _plan(root: Path, options: SuiteOptions) -> Loaded:
+    durations, styles = options.durations or DEFAULT_DURATIONS, options.styles or DEFAULT_STYLES
+    return Loaded(load(root, durations, options.seed, styles))
+
+
+def _make(root: Path, items: Sequence[EvalItem], options: SuiteOptions, making: MakingProgress | None) -> None:
+    make_videos(root, items, options.seed, making)
+
+
+ADAPTER = Adapter(NAME, _plan, subsets=KINDS, generated=True, make_videos=_make)
+"""``--subset`` takes its question kinds; its videos are drawn for the questions kept, and only those."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets._common import Loaded, field, first_existing, parquet_rows, record_id
+from videoatlas.evals.datasets.adapter import Adapter, in_group, reads
 from videoatlas.evals.items import EvalItem, letter_index
 
 NAME = "videomme"
@@ -62,3 +63,6 @@ def load(root: Path) -> Loaded:
             except BadInputError as exc:
                 loaded.skip(path, rid, str(exc))
     return loaded
+
+
+ADAPTER = Adapter(NAME, reads(load), subsets=DURATIONS, in_subset=in_group("duration"))

@@ -26,7 +26,7 @@ from videoatlas.agents.video_rlm.relation import window_hints
 from videoatlas.agents.video_rlm.schemas import MAX_RANGE_S, uncertainty_schema
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState, RoundCheck
-from videoatlas.agents.video_rlm.state.models import Hint
+from videoatlas.agents.video_rlm.state.models import Hint, found_in_round
 from videoatlas.environment.geometry import (
     Cell,
     Interval,
@@ -51,7 +51,7 @@ async def analyze_uncertainty(
     settings = rlm(ctx)
     duration = ctx.atlas.duration
     round_no = state["round"]
-    new_this_round = any(e.round == round_no for e in state["evidence"])
+    new_this_round = any(found_in_round(e) == round_no for e in state["evidence"])
     last_round = round_no >= settings.rounds
     # A BFS question (counting, order, a sequence) can become answerable without new evidence, by
     # coverage alone (nothing more of it anywhere), so it is analysed after every round once anything
@@ -88,7 +88,15 @@ async def analyze_uncertainty(
     repairs: list[Repair] = []
     try:
         reply, cost = await ask(
-            ctx, schema, "analyze_uncertainty", "uncertainty", images, values, system=SYSTEM, meta={"round": round_no}
+            ctx,
+            schema,
+            "analyze_uncertainty",
+            "uncertainty",
+            images,
+            values,
+            system=SYSTEM,
+            thinker="master",
+            meta={"round": round_no},
         )
     except ModelReplyError as exc:
         cost, repair = fallback(exc, "analyze_uncertainty", round_no, "not sufficient, no places suggested")

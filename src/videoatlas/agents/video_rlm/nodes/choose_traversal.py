@@ -25,7 +25,9 @@ async def choose_traversal(state: MasterState, runtime: Runtime[AgentContext]) -
     # which takes one model call off every question's critical path.
     values = {"question": state["question"], "choices": choices_block(state["choices"])}
     try:
-        reply, cost = await ask(ctx, TraversalChoice, "choose_traversal", "traversal", [], values, system=SYSTEM)
+        reply, cost = await ask(
+            ctx, TraversalChoice, "choose_traversal", "traversal", [], values, system=SYSTEM, thinker="master"
+        )
     except ModelReplyError as exc:
         # DFS, the paper's default mode: one localized detail is what most questions ask for.
         cost, repair = fallback(exc, "choose_traversal", 0, "DFS, the default traversal")

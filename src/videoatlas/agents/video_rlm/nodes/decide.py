@@ -48,6 +48,7 @@ async def decide(state: MasterState, runtime: Runtime[AgentContext]) -> dict[str
         },
         stop="evidence sufficient",
         node="decide",
+        thinker="master",
         template="decide",
         step="final decision",
         record_evidence=False,  # the scratchpad stays the state's evidence

@@ -29,7 +29,9 @@ async def extract_search_task(state: MasterState, runtime: Runtime[AgentContext]
     repairs: list[Repair] = []
     relation = Relation()
     try:
-        reply, cost = await ask(ctx, SearchTask, "extract_search_task", "search_task", [], values, system=SYSTEM)
+        reply, cost = await ask(
+            ctx, SearchTask, "extract_search_task", "search_task", [], values, system=SYSTEM, thinker="master"
+        )
         task = reply.value.search_task
         relation = relation_of(reply.value)
     except ModelReplyError as exc:

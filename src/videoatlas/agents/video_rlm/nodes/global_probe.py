@@ -161,6 +161,7 @@ async def global_probe(state: MasterState, runtime: Runtime[AgentContext]) -> Co
                 images,
                 values,
                 system=SYSTEM,
+                thinker="master",
                 meta={"round": round_no, **({"anchors": picks_record(picks)} if picks else {})},
             )
         except ModelReplyError as exc:

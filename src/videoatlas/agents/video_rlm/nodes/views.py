@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from videoatlas.agents.video_rlm.coverage import coverage_line
 from videoatlas.agents.video_rlm.settings import rlm
 from videoatlas.agents.video_rlm.state.master import MasterState
+from videoatlas.agents.video_rlm.state.models import found_in_cell, found_in_round
 from videoatlas.environment.atlas import CellPick
 from videoatlas.environment.geometry import Grid, Interval, covered_fraction, merge_intervals
 from videoatlas.environment.render import ScratchTile
@@ -45,7 +46,8 @@ def evidence_block(evidence: Sequence[Evidence]) -> str:
         return "(none yet)"
     lines = []
     for label, e in labelled(evidence):
-        where = f"cell {e.cell}" if e.cell else f"range {format_ts(e.start)}-{format_ts(e.end)}"
+        cell = found_in_cell(e)
+        where = f"cell {cell}" if cell else f"range {format_ts(e.start)}-{format_ts(e.end)}"
         sub = f' subtitle: "{e.subtitle}"' if e.subtitle else ""
         lines.append(
             f"[{label}] @{e.time:.1f} s ({where}, starts {e.start:.1f} s): {e.description} "
@@ -106,7 +108,11 @@ async def scratchpad_images(ctx: AgentContext, evidence: Sequence[Evidence]) -> 
     images = [as_image(page, f"scratchpad p{n + 1}") for n, page in enumerate(pages)]
     room = max(0, ctx.vlm.settings.max_images - 1 - len(images))  # the root grid comes first
     zoomed = [(label, e) for label, e in labelled(evidence) if e.frame.px > ctx.config.cell_px]
-    zoomed = sorted(zoomed, key=lambda pair: (pair[1].round, pair[1].time))[-min(room, CLOSE_UPS) :] if room else []
+    zoomed = (
+        sorted(zoomed, key=lambda pair: (found_in_round(pair[1]), pair[1].time))[-min(room, CLOSE_UPS) :]
+        if room
+        else []
+    )
     for label, e in sorted(zoomed, key=lambda pair: pair[1].time):
         shot = await ctx.atlas.azoom(e.time, tag=label)
         images.append(as_image(shot, f"close-up [{label}]"))

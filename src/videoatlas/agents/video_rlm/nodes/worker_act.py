@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from videoatlas.agents.video_rlm.nodes.worker_observe import can_open_further, collected_times
-from videoatlas.agents.video_rlm.state.models import Marked, Step, View
+from videoatlas.agents.video_rlm.state.models import Marked, Step, View, found_at
 from videoatlas.agents.video_rlm.state.worker import CellNote, WorkerState
 from videoatlas.environment.geometry import Interval, investigate_interval
 from videoatlas.environment.timefmt import format_ts
@@ -179,8 +179,6 @@ def _add(
                 time=note["time"],
                 start=note["start"],
                 end=note["end"],
-                depth=view.depth + 1 if view.depth is not None and path is not None else None,
-                cell=path,
                 description=str(item.get("description") or "").strip() or "(no description given)",
                 confidence=float(item.get("confidence", 0.5)),
                 subtitle=subtitle or None,
@@ -189,8 +187,12 @@ def _add(
                     time=note["time"],
                     px=ctx.atlas.zoom_box if zoomed else ctx.config.cell_px,
                 ),
-                round=state["round"],
-                worker=state["worker"],
+                **found_at(
+                    state["round"],
+                    state["worker"],
+                    view.depth + 1 if view.depth is not None and path is not None else None,
+                    path,
+                ),
             )
         )
     if not added:

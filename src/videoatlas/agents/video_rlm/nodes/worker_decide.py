@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from videoatlas.agents.video_rlm.anchors import anchors_note, picks_record
 from videoatlas.agents.video_rlm.nodes.worker_observe import addable_cells, masked_zones, open_cells, render_view
 from videoatlas.agents.video_rlm.schemas import flatten_step, worker_step_schema
+from videoatlas.agents.video_rlm.state.models import found_in_cell
 from videoatlas.agents.video_rlm.state.worker import CellNote, WorkerState
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
@@ -38,7 +39,7 @@ def _collected_lines(state: WorkerState) -> str:
     if not run and not mine:
         return "(nothing yet)"
     return "\n".join(
-        f"- @{e.time:.1f} s (cell {e.cell or '-'}, starts {e.start:.1f} s, {who}): {e.description}"
+        f"- @{e.time:.1f} s (cell {found_in_cell(e) or '-'}, starts {e.start:.1f} s, {who}): {e.description}"
         for e, who in [*run, *mine]
     )
 
@@ -98,14 +99,23 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         meta["anchors"] = picks_record(picks)
     try:
         reply, cost = await ask(
-            ctx, schema, "worker", "worker", images, values, system="worker.system", role="worker", meta=meta
+            ctx,
+            schema,
+            "worker",
+            "worker",
+            images,
+            values,
+            system="worker.system",
+            thinker="worker",
+            budgeted=True,
+            meta=meta,
         )
     except BudgetSpent as exc:
         emit("worker_budget", worker=state["worker"], reason=str(exc))
         return {"decision": None, "stop": "global-budget", "cost": heard.cost, "repairs": list(heard.repairs)}
     except (ModelReplyError, EndpointError) as exc:
         emit("worker_error", worker=state["worker"], error=str(exc))
-        failed = failed_call_cost(exc, "worker") + heard.cost
+        failed = failed_call_cost(exc) + heard.cost
         return {"decision": None, "stop": "model-error", "cost": failed, "repairs": list(heard.repairs)}
     decision = flatten_step(reply.value)
     decision["_prompt_tokens"] = reply.record.prompt_tokens

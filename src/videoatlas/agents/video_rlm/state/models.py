@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -11,7 +11,7 @@ from pydantic import Field
 from videoatlas.agents.relation import Anchor as Anchor
 from videoatlas.agents.relation import Relation as Relation
 from videoatlas.environment.geometry import Interval
-from videoatlas.state.models import Frozen, merge_by
+from videoatlas.state.models import Evidence, Frozen, merge_by
 
 ViewKind = Literal["grid", "range", "investigate"]
 
@@ -131,3 +131,35 @@ def add_marked(current: Sequence[Marked] | None, update: Sequence[Marked] | None
         else:
             by_key.setdefault(m.key, m)
     return sorted(by_key.values(), key=lambda m: (m.round, m.worker, m.order))
+
+
+# -- where a worker found an evidence item (its ``Evidence.where``) --------------------------------------
+
+
+def found_at(round_no: int, worker: str, depth: int | None, cell: str | None) -> dict[str, Any]:
+    """``place`` and ``where`` of an item a worker found: its round, worker, grid depth and cell path (when on a grid).
+
+    Evidence checkpointed before the location was the agent's reads the same (``Evidence`` maps its old fields).
+    """
+    where: dict[str, Any] = {"round": round_no, "worker": worker}
+    if depth is not None:
+        where["depth"] = depth
+    if cell:
+        where["cell"] = cell
+    return {"place": f"cell {cell}" if cell else "", "where": where}
+
+
+def found_in_round(item: Evidence) -> int:
+    """The round the item was found in."""
+    return int(item.where.get("round") or 0)
+
+
+def found_by(item: Evidence) -> str:
+    """The worker that found the item."""
+    return str(item.where.get("worker") or "")
+
+
+def found_in_cell(item: Evidence) -> str | None:
+    """The root path of the cell the item was found in (``12/5``), or None when found in a range."""
+    cell = item.where.get("cell")
+    return str(cell) if cell else None
