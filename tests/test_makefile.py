@@ -17,7 +17,12 @@ def planned(venv: Path, target: str) -> str:
     make = shutil.which("make")
     assert make is not None
     done = subprocess.run(
-        [make, "-n", "--no-print-directory", f"VENV={venv}", target], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        [make, "-n", "--no-print-directory", f"VENV={venv}", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return done.stdout
 
