@@ -14,6 +14,7 @@ from videoatlas.agents.registry import get_agent, saved_snapshot
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import BadInputError
+from videoatlas.llm.records import CANCELLED
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import TraceStore
 from videoatlas.state.models import roles_text
@@ -44,24 +45,33 @@ def _call_dict(c: Any) -> dict[str, Any]:
     }
 
 
+def cancelled(error: str | None) -> bool:
+    """Whether a node's or a call's error says it was stopped from outside (rows from before ``cancelled`` too)."""
+    return bool(error) and (error == CANCELLED or str(error).startswith(("CancelledError", "KeyboardInterrupt")))
+
+
 def _failure(store: TraceStore, row: Any) -> dict[str, Any] | None:
     """What stopped a run that did not finish: its error, the node and model call that failed, the unusable reply.
 
     Read from the trace tables, not the checkpoint: the failing node's work never reached a
-    checkpoint. None for a run that finished or holds no error.
+    checkpoint. None for a run that finished or holds no error. An interrupted run (a signal, an
+    outage) says so (``interrupted``), and the calls the stop cancelled are counted apart, not as failed.
     """
     if row.status == "finished" or not row.error:
         return None
     calls = store.calls(row.id)
     errors = [e for e in store.events(row.id) if e.phase == "end" and e.error]
     # The node that raised, not the ones cancelled because of it (or because the process was stopped).
-    node = next((e for e in errors if not (e.error or "").startswith("CancelledError")), errors[0] if errors else None)
-    failed = [c for c in calls if c.outcome == "failed"]
+    node = next((e for e in errors if not cancelled(e.error)), errors[0] if errors else None)
+    stopped = [c for c in calls if c.outcome == "cancelled" or (c.outcome == "failed" and cancelled(c.error))]
+    failed = [c for c in calls if c.outcome == "failed" and not cancelled(c.error)]
     in_node = [c for c in failed if node is not None and c.node == node.node and c.worker == node.worker]
     candidates = in_node or failed
     call = candidates[-1] if candidates else None
     return {
         "error": row.error,
+        "interrupted": row.status == "interrupted",
+        "resume": f"videoatlas resume {row.id}",
         "node": None
         if node is None
         else {"node": node.node, "worker": node.worker, "round": node.round, "error": node.error},
@@ -81,16 +91,40 @@ def _failure(store: TraceStore, row: Any) -> dict[str, Any] | None:
             "calls": len(calls),
             "tokens": sum(c.prompt_tokens + c.completion_tokens for c in calls),
             "failed_calls": len(failed),
+            "cancelled_calls": len(stopped),
         },
     }
 
 
+def node_place(failure: dict[str, Any]) -> str:
+    """The node a run stopped in, in words ("" when no node is known).
+
+    ``decide, round 1: <error>`` for a failure; ``decide (resume with: ...)`` for an interruption (a
+    cancellation is no error of the node's).
+    """
+    node = failure.get("node")
+    if not isinstance(node, dict):
+        return ""
+    where = "".join(f", {k} {node[k]}" for k in ("worker", "round") if node.get(k) is not None)
+    if failure.get("interrupted"):
+        why = "" if cancelled(node.get("error")) else f": {node.get('error')}"  # an outage names its cause
+        resume = f" (resume with: {failure['resume']})" if failure.get("resume") else ""
+        return f"{node.get('node')}{where}{why}{resume}"
+    return f"{node.get('node')}{where}: {node.get('error')}"
+
+
+def spent_text(spent: dict[str, Any]) -> str:
+    """What a run that stopped had spent: ``7 calls (0 failed, 3 cancelled), 1,234 tokens``."""
+    stopped = spent.get("cancelled_calls", 0)
+    counts = f"{spent['failed_calls']} failed" + (f", {stopped} cancelled" if stopped else "")
+    return f"{spent['calls']} calls ({counts}), {spent['tokens']:,} tokens"
+
+
 def _failure_lines(failure: dict[str, Any]) -> list[str]:
-    lines = [f"  error: {failure['error']}"]
-    node = failure["node"]
-    if node is not None:
-        where = "".join(f", {k} {node[k]}" for k in ("worker", "round") if node[k] is not None)
-        lines.append(f"  failed in node {node['node']}{where}: {node['error']}")
+    lines = [f"  {'stopped' if failure.get('interrupted') else 'error'}: {failure['error']}"]
+    place = node_place(failure)
+    if place:
+        lines.append(f"  {'interrupted' if failure.get('interrupted') else 'failed'} in node {place}")
     call = failure["call"]
     if call is not None:
         lines.append(
@@ -103,8 +137,7 @@ def _failure_lines(failure: dict[str, Any]) -> list[str]:
     if failure["reply"] is not None:
         reply = failure["reply"]
         lines.append(f"  reply that could not be used: {reply[:500]}" + ("…" if len(reply) > 500 else ""))
-    spent = failure["spent"]
-    lines.append(f"  cost so far: {spent['calls']} calls ({spent['failed_calls']} failed), {spent['tokens']:,} tokens")
+    lines.append(f"  cost so far: {spent_text(failure['spent'])}")
     return lines
 
 
@@ -269,7 +302,7 @@ def _timeline_lines(timeline: list[dict[str, Any]]) -> list[str]:
             if part
         )
         calls = f", {event['calls']} call(s), {event['tokens']:,} tokens" if event["calls"] else ""
-        failed = f" FAILED: {event['error']}" if event["error"] else ""
+        failed = (" cancelled" if cancelled(event["error"]) else f" FAILED: {event['error']}") if event["error"] else ""
         out.append(
             f"  {event['node']}{' (' + where + ')' if where else ''}: {event['duration_s'] or 0:.2f} s{calls}{failed}"
         )

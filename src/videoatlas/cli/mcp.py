@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 
 from videoatlas.cli.options import Subparsers, add_db_option, add_endpoint_options, add_listen_options
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+DEFAULT_PORT = 8766
+"""``--http``'s port: one above ``videoatlas ui``'s, so both can run at once on their defaults."""
 
 
 def add_mcp_parser(sub: Subparsers) -> None:
@@ -30,8 +34,8 @@ def add_mcp_parser(sub: Subparsers) -> None:
         p,
         "127.0.0.1",
         "with --http: address to listen on (default 127.0.0.1, this machine only)",
-        8765,
-        "with --http: port (default 8765)",
+        DEFAULT_PORT,
+        f"with --http: port (default {DEFAULT_PORT}; the web UI's is 8765)",
     )
     add_db_option(p, "database the runs are kept in (env VIDEOATLAS_DB)")
     add_endpoint_options(p)
@@ -53,9 +57,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         structlog.get_logger(__name__).warning(
             "mcp_not_loopback", host=args.host, detail="the tools answer anyone who can reach this address"
         )
+    from videoatlas.cli import listen
     from videoatlas.request import open_endpoint
 
-    with open_endpoint(endpoint_choice(args)) as endpoint:
+    with contextlib.ExitStack() as stack:
+        # bound before the endpoint is opened: a taken port is refused at once, before a stand-in starts
+        sock = stack.enter_context(listen.bind(args.host, args.port)) if args.http else None
+        endpoint = stack.enter_context(open_endpoint(endpoint_choice(args)))
         service = Service(endpoint=endpoint, roots=roots, db=resolve_db_url(args.db))
-        serve(service, "http" if args.http else "stdio", args.host, args.port)
+        if sock is not None:
+            sys.stderr.write(f"videoatlas mcp: {listen.url(args.host, args.port, '/mcp')} (Ctrl-C stops it)\n")
+            sys.stderr.flush()
+        serve(service, sock, args.host)
     return 0

@@ -190,6 +190,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     """``videoatlas ui``: the web UI over runs and evals, until interrupted."""
+    from videoatlas.cli import listen
     from videoatlas.persistence.db import resolve_db_url
     from videoatlas.ui.app import is_safe_host, serve
     from videoatlas.ui.evals import EvalFolders
@@ -200,7 +201,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     folders = EvalFolders.check(args.evals)
     if not is_safe_host(args.host):
         sys.stderr.write(f"warning: --host {args.host} serves every run to anyone who can reach it (no login)\n")
-    sys.stderr.write(f"videoatlas ui: http://{args.host}:{args.port}/ (Ctrl-C stops it)\n")
-    sys.stderr.flush()
-    serve(url, folders, args.host, args.port)
+    with listen.bind(args.host, args.port) as sock:
+        sys.stderr.write(f"videoatlas ui: {listen.url(args.host, args.port)} (Ctrl-C stops it)\n")
+        sys.stderr.flush()
+        serve(url, folders, sock)
     return 0

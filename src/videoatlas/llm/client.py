@@ -38,7 +38,7 @@ from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.images import ImagePart, check_limits
 from videoatlas.llm.outage import EndpointWatch
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
-from videoatlas.llm.records import CallRecord, CallTotals, Outcome
+from videoatlas.llm.records import CANCELLED, CallRecord, CallTotals, Outcome
 from videoatlas.llm.repair import repair_json
 from videoatlas.llm.schemas import response_format
 from videoatlas.llm.server_errors import describe, refused_feature, route_hint, server_message, short_error
@@ -145,6 +145,9 @@ class VLMClient:
         try:
             value = await self._ask(schema, messages, record, temperature)
             return Reply(value, record)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            record.outcome = CANCELLED  # the run was stopped while the call waited: no error of the call's
+            raise
         except BaseException as exc:
             record.outcome = "failed"
             record.error = record.error or f"{type(exc).__name__}: {exc}"

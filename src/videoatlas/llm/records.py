@@ -7,7 +7,11 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Outcome = Literal["ok", "repaired", "reasked", "failed"]
+Outcome = Literal["ok", "repaired", "reasked", "failed", "cancelled"]
+"""How a call ended; ``cancelled``: the run was stopped (a signal, a lost lease): no fault of the call."""
+
+CANCELLED: Outcome = "cancelled"
+"""The outcome of a call, and the error of a node, stopped by a cancellation (``trace`` reads it as interrupted)."""
 
 
 @dataclass(slots=True)

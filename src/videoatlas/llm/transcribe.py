@@ -26,10 +26,10 @@ import openai
 import structlog
 
 from videoatlas.environment.audio import WAV_BYTES_PER_S, Samples, wav_bytes
-from videoatlas.errors import EndpointError
+from videoatlas.errors import EndpointError, EndpointUnreachableError
 from videoatlas.llm.outage import EndpointWatch
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.llm.transport import Transport
+from videoatlas.llm.transport import Transport, failure_of
 
 log = structlog.get_logger(__name__)
 
@@ -155,7 +155,7 @@ class Transcriber:
         """The first model the server lists (the one a Whisper server serves)."""
 
         def unlisted(exc: Exception, _: int = 0) -> EndpointError:
-            return EndpointError(f"cannot list the models of {self.settings.base_url}: {_short(exc)}")
+            return _error(exc, f"cannot list the models of {self.settings.base_url}: {_short(exc)}")
 
         try:
             page = await self.transport.send(self._client.models.list, unlisted)
@@ -181,7 +181,7 @@ class Transcriber:
             return raw.http_response.json()
 
         def exhausted(exc: Exception, attempts: int) -> EndpointError:
-            return EndpointError(f"transcription failed after {attempts} tries: {_short(exc)}")
+            return _error(exc, f"transcription failed after {attempts} tries: {_short(exc)}")
 
         try:
             body = await self.transport.send(request, exhausted)
@@ -202,6 +202,13 @@ class Transcriber:
     async def close(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
+
+
+def _error(exc: Exception, message: str) -> EndpointError:
+    """``message`` as :class:`EndpointUnreachableError` when ``exc`` got no answer at all, else as an EndpointError."""
+    failure = failure_of(exc)
+    unanswered = failure is not None and failure.status is None
+    return EndpointUnreachableError(message) if unanswered else EndpointError(message)
 
 
 def _timed(segment: Any) -> bool:

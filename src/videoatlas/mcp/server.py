@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
@@ -167,11 +168,22 @@ def build_server(service: Service) -> MCPServer:
     return server
 
 
-def serve(service: Service, transport: str, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve until stopped: ``stdio`` (the client started this process) or ``http`` (streamable HTTP at /mcp)."""
+def serve(service: Service, sock: socket.socket | None, host: str = "127.0.0.1") -> None:
+    """Serve until stopped: over stdio (``sock`` None) or streamable HTTP at /mcp on ``sock``.
+
+    Over stdio the client started this process. Over HTTP ``sock`` is bound and listening already, and
+    ``host`` is the name it was bound by (the one requests may give as their Host).
+    """
     server = build_server(service)
-    if transport == "stdio":
+    if sock is None:
         server.run("stdio")
-    else:
-        log.info("mcp_listening", url=f"http://{host}:{port}/mcp")
-        server.run("streamable-http", host=host, port=port)
+        return
+    import anyio
+    import uvicorn
+
+    # the SDK's own run("streamable-http") binds by itself; here the socket is bound already (a port taken is refused
+    # in one line before anything is said), so its app goes to uvicorn as the SDK's run would hand it
+    app = server.streamable_http_app(host=host)
+    log.info("mcp_listening", address=sock.getsockname())
+    config = uvicorn.Config(app, log_level=server.settings.log_level.lower())
+    anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))

@@ -15,7 +15,11 @@ cost this call added (audio seconds, requests, their time) and a line for each t
 * a reply without segment times: the text is placed at its chunk's time, and the line says so;
 * a chunk refused as too large: split in halves by the transcriber (:mod:`videoatlas.llm.transcribe`);
 * any other refusal or an endpoint that stays away: that chunk is not heard in this call (nothing is
-  stored, so a later look asks again), one line.
+  stored, so a later look asks again), one line;
+* a speech server the user named (``--speech-url``) that never answers: the run fails
+  (:class:`~videoatlas.errors.EndpointUnreachableError`), as a VLM endpoint that never answers does:
+  the user asked for ears that are not there. One that answered and goes away is waited out by the
+  transport (and past its patience the run stops as interrupted).
 
 The route is checked by the run's first transcription request (a run that finds every chunk it
 needs stored sends none).
@@ -36,7 +40,7 @@ from videoatlas.environment.geometry import Interval
 from videoatlas.environment.speech import CHUNK_S, SpeechTrack, chunk_count, chunk_span, chunks_to_hear
 from videoatlas.environment.subtitles import SubtitleLine, Subtitles
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.errors import EndpointError
+from videoatlas.errors import EndpointError, EndpointUnreachableError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.llm.transcribe import Transcriber, TranscriptionUnavailable
 from videoatlas.persistence import speech as stored
@@ -99,10 +103,13 @@ class Speech:
         *,
         full: bool = False,
         named_model: bool = True,
+        required: bool = False,
         engine: Engine | None = None,
         pieces: Sequence[AudioPiece] | None = None,
     ) -> None:
         self.info = info
+        self.required = required
+        """The user named this server: one that never answers fails the run instead of withdrawing speech."""
         self.pieces = list(pieces or [AudioPiece(info.path, 0.0, info.duration, info.start_time, info.has_audio)])
         """Where the sound comes from: the file, or each file of a manifest at its offset."""
         self.identity = identity
@@ -184,6 +191,7 @@ class Speech:
         try:
             self._model = await self._client().served_model()
         except EndpointError as exc:
+            self._fail_if_required(exc)
             self._withdraw(f"no speech model at {self.endpoint.base_url}: {exc}")
 
     async def _transcribe(self, index: int, where: Where) -> tuple[stored.StoredChunk | None, Repair | None]:
@@ -201,6 +209,7 @@ class Speech:
             self._withdraw(str(exc))
             return None, None
         except EndpointError as exc:
+            self._fail_if_required(exc)
             detail = f"speech of {_span(span)} not heard: {exc}"
             log.warning("speech_chunk_failed", chunk=index, reason=str(exc))
             return None, where.repair("dropped", detail)
@@ -230,6 +239,13 @@ class Speech:
             where = (span.start, span.end)
             await asyncio.to_thread(stored.store_chunk, self.engine, self.key, self.identity, self._model, where, chunk)
         return chunk
+
+    def _fail_if_required(self, exc: EndpointError) -> None:
+        """Raise when the server the user named does not answer at all (a refusal is the request's own)."""
+        if self.required and isinstance(exc, EndpointUnreachableError):
+            raise EndpointUnreachableError(
+                f"the speech server at {self.endpoint.base_url} (--speech-url) does not answer: {exc}"
+            ) from None
 
     def _withdraw(self, why: str) -> None:
         self.withdrawn = why
@@ -280,7 +296,15 @@ def open_speech(
     model = speech_model or ("" if speech_url else vlm.model)
     named = bool(speech_model) or not speech_url
     speech = Speech(
-        info, identity, endpoint, model, full=mode == "full", named_model=named, engine=engine, pieces=pieces
+        info,
+        identity,
+        endpoint,
+        model,
+        full=mode == "full",
+        named_model=named,
+        required=bool(speech_url),
+        engine=engine,
+        pieces=pieces,
     )
     return speech, ""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Any
 import structlog
 from langgraph.runtime import Runtime
 
+from videoatlas.llm.records import CANCELLED
 from videoatlas.persistence.store import TraceStore, json_summary
 from videoatlas.runtime.context import AgentContext
 
@@ -85,6 +87,9 @@ async def _traced_call(
 
     try:
         result = await node(state, runtime)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        end(error=CANCELLED)  # stopped from outside: no error of the node's, and no text worth showing
+        raise
     except BaseException as exc:
         end(error=f"{type(exc).__name__}: {exc}")
         raise

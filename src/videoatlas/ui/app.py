@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -222,11 +223,11 @@ def build_app(db_url: str, eval_folders: ev.EvalFolders) -> web.Application:
     return app
 
 
-def serve(db_url: str, eval_folders: ev.EvalFolders, host: str, port: int) -> None:
-    """Serve until interrupted."""
+def serve(db_url: str, eval_folders: ev.EvalFolders, sock: socket.socket) -> None:
+    """Serve on ``sock`` (bound and listening: a taken port was refused before) until interrupted."""
     app = build_app(db_url, eval_folders)
-    log.info("ui_serving", host=host, port=port)
-    web.run_app(app, host=host, port=port, print=None, handle_signals=True)
+    log.info("ui_serving", address=sock.getsockname())
+    web.run_app(app, sock=sock, print=None, handle_signals=True)
 
 
 def is_safe_host(host: str) -> bool:

@@ -18,6 +18,7 @@ from videoatlas.agents.page import PageContext, call_view, grid_cells, root_cell
 from videoatlas.agents.registry import get_agent
 from videoatlas.environment.render import evidence_label
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.inspect import node_place, spent_text
 from videoatlas.persistence.db import redact_url
 from videoatlas.persistence.tables import aware
 from videoatlas.state.models import former_roles, roles_text
@@ -139,12 +140,17 @@ def _failure(failure: Any) -> dict[str, Any] | None:
     if not failure:
         return None
     if not isinstance(failure, dict):
-        return {"error": str(failure), "node": None, "call": None, "problems": [], "reply": None, "spent": None}
+        return {
+            "error": str(failure),
+            "interrupted": False,
+            "node": None,
+            "call": None,
+            "problems": [],
+            "reply": None,
+            "spent": None,
+        }
     node, call, spent = failure.get("node"), failure.get("call"), failure.get("spent")
-    where = node if isinstance(node, str) else ""
-    if isinstance(node, dict):
-        place = "".join(f", {k} {node[k]}" for k in ("worker", "round") if node.get(k) is not None)
-        where = f"{node.get('node')}{place}: {node.get('error')}"
+    where = node if isinstance(node, str) else node_place(failure)
     what = call if isinstance(call, str) else ""
     if isinstance(call, dict):
         who = f" ({call['worker']})" if call.get("worker") else ""
@@ -153,15 +159,12 @@ def _failure(failure: Any) -> dict[str, Any] | None:
         )
     return {
         "error": failure.get("error"),
+        "interrupted": bool(failure.get("interrupted")),
         "node": where or None,
         "call": what or None,
         "problems": list(call.get("parse_errors") or []) if isinstance(call, dict) else [],
         "reply": failure.get("reply"),
-        "spent": (
-            f"{spent['calls']} calls ({spent['failed_calls']} failed), {spent['tokens']:,} tokens"
-            if isinstance(spent, dict)
-            else None
-        ),
+        "spent": spent_text(spent) if isinstance(spent, dict) else None,
     }
 
 
