@@ -285,6 +285,8 @@ def test_sigterm_during_eval_run_then_the_same_command_finishes_answering_each_q
     assert "resumed" in sources.values()  # a question stopped mid-run went on from its checkpoint
     # Each question's final decision was made once: finished questions were not run again.
     decisions = rows(
-        db, "SELECT run_id, count(*) FROM va_model_calls WHERE node = 'decide' AND outcome NOT IN ('failed', 'cancelled') GROUP BY run_id"
+        db,
+        "SELECT run_id, count(*) FROM va_model_calls "
+        "WHERE node = 'decide' AND outcome NOT IN ('failed', 'cancelled') GROUP BY run_id",
     )
     assert sorted(n for _, n in decisions) == [1, 1, 1, 1]
