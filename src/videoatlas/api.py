@@ -22,8 +22,8 @@ from typing import Any, ParamSpec, TypeVar
 from videoatlas.agents.registry import DEFAULT_AGENT
 from videoatlas.errors import BadInputError
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.request import EndpointChoice, answer, config_of, make_request, resume_endpoint
-from videoatlas.runs import RunResult, resume_run
+from videoatlas.request import EndpointChoice, answer, config_of, make_request, resume_request
+from videoatlas.runs import RunResult
 from videoatlas.runtime.config import RunConfig
 
 __all__ = ["RunResult", "aask", "aresume", "ask", "resume", "run_config"]
@@ -117,12 +117,12 @@ async def aresume(
 ) -> RunResult:
     """Continue an interrupted run from its last checkpoint, on its stored endpoint unless one is given.
 
-    A run answered by the in-process stand-in needs ``standin=True`` (its server stopped with it).
-    ``resume`` blocks until the answer; ``aresume`` is the same coroutine for code inside an event loop.
+    A run answered by the in-process stand-in goes on with a stand-in started again (its server stopped
+    with it). ``resume`` blocks until the answer; ``aresume`` is the same coroutine for code inside an
+    event loop.
     """
     choice = EndpointChoice(base_url=base_url, model=model, api_key=api_key, standin=standin)
-    with resume_endpoint(run_id, db, choice) as endpoint:
-        return await resume_run(run_id, db, on_event, endpoint=endpoint, force=force)
+    return await answer(resume_request(run_id, db, choice, force), on_event)
 
 
 def _blocking(coroutine: Callable[P, Awaitable[R]]) -> Callable[P, R]:

@@ -17,10 +17,6 @@ class BadInputError(VideoAtlasError):
     exit_code = 2
 
 
-class NothingToResumeError(BadInputError):
-    """A run asked to resume has no checkpoint yet (it stopped before its first step)."""
-
-
 class VideoError(VideoAtlasError):
     """A video file that is missing, unreadable, or has no usable video stream."""
 

@@ -8,12 +8,15 @@ Agent Server, ``resume``) goes through here:
   theirs, anything else refused;
 * :class:`EndpointChoice` says how the run reaches its model: a named server (flags over the
   ``VIDEOATLAS_*`` environment) or the stand-in; :func:`open_endpoint` is the one place the
-  stand-in is started, and has the agent check its pictures against the endpoint's image limit;
+  stand-in is started;
 * :func:`make_request` checks everything that takes milliseconds (the question and its choices, the
   configuration, the video and subtitle files, the prompt set, the endpoint's form) before anything
-  heavy is imported or any server starts: a typo costs no start-up;
-* :func:`answer` runs a :class:`RunRequest` to its :class:`~videoatlas.runs.RunResult`, and
-  :func:`resume_endpoint` chooses the endpoint a stopped run goes on with.
+  heavy is imported or any server starts: a typo costs no start-up; :func:`resume_request` is the
+  request of a stored run that is left to finish;
+* :func:`answer` is the one door below them all: it runs a :class:`RunRequest` to its
+  :class:`~videoatlas.runs.RunResult`, idempotent by run id (a finished run read back, an interrupted
+  one gone on with, any other run new), with the agent's pictures checked against the endpoint's
+  image limit once, and the video probed, before any stand-in starts.
 
 The callers only parse their own input and show the result.
 """
@@ -27,12 +30,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from videoatlas import limits
 from videoatlas.agents.registry import DEFAULT_AGENT
 from videoatlas.errors import BadInputError, EndpointUnreachableError
 from videoatlas.llm.settings import DEFAULT_BASE_URL, EndpointSettings
 
 if TYPE_CHECKING:
+    from langchain_core.language_models.chat_models import BaseChatModel
+
     from videoatlas.runs import Progress, RunResult
     from videoatlas.runtime.config import RunConfig
 
@@ -44,8 +51,10 @@ __all__ = [
     "config_of",
     "make_request",
     "open_endpoint",
-    "resume_endpoint",
+    "resume_request",
 ]
+
+log = structlog.get_logger(__name__)
 
 Spell = Callable[[str], str]
 """How the caller names an option in a message: ``--cell-px`` on the command line, ``cell_px`` from Python."""
@@ -82,14 +91,18 @@ def config_of(agent: str, options: Mapping[str, Any], spell: Spell = _as_named) 
             f"not an option of the {agent} agent: {', '.join(spell(u) for u in unknown)} "
             f"(options: {', '.join(spell(k) for k in known)})"
         )
-    if "k" in values or "cell_px" in values:
-        limits.check_grid(values.get("k", 8), values.get("cell_px", 320))
-    try:
+    try:  # the configuration checks its grid as it is made (RunConfig), once
         config = RunConfig.of(agent=agent, thinking=thinking, **values)
         model.model_validate(config.settings)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"] if part != "settings") or "options"
+        if where in ("k", "cell_px", "options"):  # the grid's own words: sizes and the picture's side
+            fields = RunConfig.model_fields
+            k, cell_px = values.get("k", fields["k"].default), values.get("cell_px", fields["cell_px"].default)
+            problem = limits.grid_problem(k, cell_px)
+            if problem is not None:
+                raise BadInputError(problem) from None
         raise BadInputError(f"{spell(where)}: {first['msg']}") from None
     check_thinking(config)
     return config
@@ -118,6 +131,14 @@ class EndpointChoice:
         if self.standin and self.base_url is not None:
             raise BadInputError("the stand-in and a base URL name two endpoints: give one")
 
+    def image_limit(self) -> int:
+        """The pixels one image may have on this endpoint (the stand-in's own limit, as it will be started)."""
+        if self.standin:
+            return (
+                self.max_image_pixels or EndpointSettings.from_env({}, base_url="http://127.0.0.1/v1").max_image_pixels
+            )
+        return self.settings().max_image_pixels
+
     def settings(self) -> EndpointSettings:
         """The named server's settings, flags over the environment (checked: a malformed URL is refused)."""
         return EndpointSettings.from_env(
@@ -144,25 +165,17 @@ def _unreachable_hint(base_url: str) -> str:
 
 
 @contextlib.contextmanager
-def open_endpoint(choice: EndpointChoice, config: RunConfig | None = None) -> Iterator[EndpointSettings]:
+def open_endpoint(choice: EndpointChoice) -> Iterator[EndpointSettings]:
     """The endpoint's settings for the duration: the named server's, or those of a stand-in started here.
 
-    With ``config``, the agent checks the pictures it will send against the endpoint's image limit
-    before anything starts (:func:`videoatlas.agents.registry.check_images`). An endpoint that does
-    not answer is reported with the ways to name one or to use the stand-in. This is the one place the
-    stand-in is started for a run.
+    An endpoint that does not answer is reported with the ways to name one or to use the stand-in.
+    This is the one place the stand-in is started for a run.
     """
-    from videoatlas.agents.registry import check_images
-
     if choice.standin:
         from videoatlas import standin
 
-        settings = EndpointSettings.from_env({}, base_url="http://127.0.0.1/v1", model="")
-        pixels = choice.max_image_pixels or settings.max_image_pixels
-        if config is not None:
-            check_images(config, pixels)
         with standin.running(
-            reasoning=choice.standin_reasoning, max_image_pixels=pixels, max_images=choice.max_images
+            reasoning=choice.standin_reasoning, max_image_pixels=choice.image_limit(), max_images=choice.max_images
         ) as server:
             yield EndpointSettings.from_env(
                 {},
@@ -175,8 +188,6 @@ def open_endpoint(choice: EndpointChoice, config: RunConfig | None = None) -> It
             )
         return
     settings = choice.settings()
-    if config is not None:
-        check_images(config, settings.max_image_pixels)
     try:
         yield settings
     except EndpointUnreachableError as exc:
@@ -199,7 +210,10 @@ class RunRequest:
     persist: bool = True
     """False: checkpoints in memory, no trace (nothing is kept)."""
     run_id: str | None = None
-    """The run's id (None: a new one); a run id in use by a live process is refused."""
+    """The run's id (None: a new one). A finished run of that id is read back, an interrupted one gone on
+    with; one held by a live process is refused unless ``force``."""
+    force: bool = False
+    """Take the run over from a live process that holds it."""
 
     def with_endpoint(self, endpoint: EndpointChoice) -> RunRequest:
         """The same request answered on another endpoint."""
@@ -218,10 +232,10 @@ def check_setup(
     """What a run is set up with, checked: its configuration and its endpoint choice.
 
     The configuration (:func:`config_of`), the video and subtitle files (present, files), the agent's
-    prompt set, the endpoint's form and, for a named endpoint, the agent's pictures against its image
-    limit (the stand-in's limit is its own: :func:`open_endpoint` checks that one when it starts it).
+    prompt set and the endpoint's form. The pictures are checked against the endpoint's image limit at
+    the door (:func:`answer`), once.
     """
-    from videoatlas.agents.registry import check_images, check_prompts
+    from videoatlas.agents.registry import check_prompts
     from videoatlas.environment.files import check_file, check_subtitle_file
 
     config = config_of(agent, options or {}, spell)
@@ -230,8 +244,7 @@ def check_setup(
         check_subtitle_file(subtitles)
     check_prompts(config.agent, config.prompts)
     choice = endpoint or EndpointChoice()
-    if not choice.standin:
-        check_images(config, choice.settings().max_image_pixels)
+    choice.image_limit()  # the endpoint's form: a malformed URL or limit is refused here
     return config, choice
 
 
@@ -274,66 +287,92 @@ def make_request(
 
 
 async def answer(
-    request: RunRequest, on_progress: Progress | None = None, endpoint: EndpointSettings | None = None
+    request: RunRequest,
+    on_progress: Progress | None = None,
+    endpoint: EndpointSettings | None = None,
+    chat_model: BaseChatModel | None = None,
 ) -> RunResult:
-    """Run ``request`` to its result: the endpoint opened (the stand-in started if asked), the run checkpointed.
+    """The one door: ``request`` run to its result, idempotent by its run id.
 
-    ``endpoint``: settings already open (a server that holds its endpoint, such as ``videoatlas mcp``), in
-    place of the request's choice.
+    A finished run of the request's id is read back (nothing opened, no model call); otherwise the
+    agent's pictures are checked against the endpoint's image limit and the video is probed, before
+    the endpoint is opened (the stand-in started, if asked for), and the run goes on from its last
+    checkpoint or starts (:func:`videoatlas.runs.run_question`). ``endpoint``: settings already open (a
+    server or an eval that holds its endpoint), in place of the request's choice. ``chat_model``: a model
+    of the caller's in place of the endpoint's client (tests, notebooks).
     """
-    from videoatlas.runs import run_question
+    import asyncio
 
-    with contextlib.ExitStack() as stack:
-        settings = endpoint or stack.enter_context(open_endpoint(request.endpoint, request.config))
-        return await run_question(
-            request.video,
-            request.question,
-            list(request.choices),
-            request.config,
-            settings,
-            subtitles=request.subtitles,
-            subtitle_offset=request.subtitle_offset,
-            on_progress=on_progress,
-            db_url=request.db,
-            persist=request.persist,
-            run_id=request.run_id,
-        )
+    from videoatlas.agents.registry import check_images
+    from videoatlas.environment.concat import open_source
+    from videoatlas.runs import load_finished, run_question
 
-
-def _stored_endpoint(run_id: str, db: str | None) -> dict[str, Any]:
-    """The endpoint a run recorded ({}: no such run; resuming it then says so)."""
-    from videoatlas.persistence.db import resolve_db_url
-    from videoatlas.persistence.store import TraceStore
-
-    store = TraceStore.shared(resolve_db_url(db))
+    if request.run_id is not None and request.persist:
+        done = await load_finished(request.run_id, request.db)
+        if done is not None:
+            log.info("answered_from_store", run_id=done.run_id)
+            return done
+    check_images(request.config, endpoint.max_image_pixels if endpoint is not None else request.endpoint.image_limit())
+    source = await asyncio.to_thread(open_source, request.video)
     try:
-        row = store.run(run_id)
-        return dict(row.endpoint) if row is not None else {}
+        with contextlib.ExitStack() as stack:
+            settings = endpoint or stack.enter_context(open_endpoint(request.endpoint))
+            return await run_question(
+                request.video,
+                request.question,
+                list(request.choices),
+                request.config,
+                settings,
+                subtitles=request.subtitles,
+                subtitle_offset=request.subtitle_offset,
+                on_progress=on_progress,
+                chat_model=chat_model,
+                db_url=request.db,
+                persist=request.persist,
+                run_id=request.run_id,
+                force=request.force,
+                source=source,
+            )
     finally:
-        store.release()
+        source.close()  # the run closed it already unless it stopped before taking it
 
 
-@contextlib.contextmanager
-def resume_endpoint(run_id: str, db: str | None, choice: EndpointChoice) -> Iterator[EndpointSettings | None]:
-    """The endpoint a stopped run goes on with: the one named, a new stand-in, or None (the stored one).
+def resume_request(run_id: str, db: str | None, choice: EndpointChoice, force: bool = False) -> RunRequest:
+    """The request that goes on with stored run ``run_id`` (or a unique prefix): its question, video and set-up.
 
-    A run answered by the in-process stand-in stored that, not the stand-in's port, which died with
-    it: the stand-in is started again (``choice.standin`` starts it for any run).
+    Refused when there is no such run or it finished. The endpoint is the one ``choice`` names, else the
+    one the run recorded; a run answered by the in-process stand-in stored that, not the stand-in's
+    port, which died with it: the stand-in is started again (with the limits it had).
     """
-    named = choice.standin or choice.base_url is not None
-    stored = {} if named else _stored_endpoint(run_id, db)
-    if choice.standin or stored.get("standin"):
+    from videoatlas.runs import unfinished_run
+    from videoatlas.runtime.config import RunConfig
+
+    row = unfinished_run(run_id, db)
+    stored = row.endpoint
+    if choice.standin or (choice.base_url is None and stored.get("standin")):
         pixels, images = stored.get("max_image_pixels"), stored.get("max_images")
-        standin = replace(
+        choice = replace(
             choice,
             standin=True,
             max_image_pixels=pixels if isinstance(pixels, int) else choice.max_image_pixels,
             max_images=images if isinstance(images, int) else choice.max_images,
         )
-        with open_endpoint(standin) as settings:
-            yield settings
-        return
-    if choice.base_url is not None or choice.model is not None or choice.api_key is not None:
-        yield choice.settings()
-        return
-    yield None
+    elif choice.base_url is None:
+        choice = replace(
+            choice,
+            base_url=stored.get("base_url"),
+            model=choice.model or stored.get("model") or None,
+            strict_schema=stored.get("strict_schema") if choice.strict_schema is None else choice.strict_schema,
+        )
+    return RunRequest(
+        video=row.video_path,
+        question=row.question,
+        choices=tuple(row.choices),
+        config=RunConfig.model_validate(row.config),
+        endpoint=choice,
+        subtitles=row.subtitles,
+        subtitle_offset=row.subtitle_offset,
+        db=db,
+        run_id=row.id,
+        force=force,
+    )

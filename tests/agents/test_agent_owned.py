@@ -31,7 +31,7 @@ from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.frames import FrameSource
 from videoatlas.errors import ImageLimitError, ModelReplyError
 from videoatlas.llm.records import CallRecord
-from videoatlas.request import EndpointChoice, check_setup, open_endpoint
+from videoatlas.request import EndpointChoice, open_endpoint
 from videoatlas.runtime.calls import choices_block, failed_call_cost
 from videoatlas.runtime.config import RunConfig
 from videoatlas.state.models import Cost, Evidence, FrameRef, add_roles
@@ -173,18 +173,29 @@ def test_only_an_agent_that_renders_the_grid_is_held_to_it(agent: str, settings:
         check_images(config, 1)  # whatever the limit: this agent sends no K x K grid
 
 
+class _PastTheCheck(RuntimeError):
+    """Raised where the door opens the video: the request got past the image check."""
+
+
 @pytest.mark.unit
-def test_the_front_door_asks_the_agent(video: Path) -> None:
+async def test_the_front_door_asks_the_agent(video: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     small = EndpointChoice(base_url="http://vlm.invalid/v1", model="m", max_image_pixels=1_000_000)
-    options = {"k": 16, "cell_px": 512}
-    config, _ = check_setup(video, agent="videoseek", options=options, endpoint=small)
-    with open_endpoint(small, config) as settings:  # a named endpoint: nothing starts, nothing is refused
-        assert settings.max_image_pixels == 1_000_000
-    with pytest.raises(ImageLimitError):
-        check_setup(video, agent="video-rlm", options=options, endpoint=small)
-    rlm_config = RunConfig.of(k=16, cell_px=512)
-    with pytest.raises(ImageLimitError), open_endpoint(small, rlm_config):
-        pass
+    options = {"k": 16, "cell_px": 512}  # an 8192 x 8192 grid
+
+    def no_video(path: object) -> None:
+        raise _PastTheCheck(str(path))
+
+    monkeypatch.setattr("videoatlas.environment.concat.open_source", no_video)
+    # The set-up checks pass for every agent; the door refuses the one that renders the grid, before
+    # the video is opened or the endpoint called.
+    rlm = request.make_request(video, "What?", ["a", "b"], agent="video-rlm", options=options, endpoint=small)
+    with pytest.raises(ImageLimitError, match="over the endpoint's limit of 1,000,000 px"):
+        await request.answer(rlm)
+    seek = request.make_request(video, "What?", ["a", "b"], agent="videoseek", options=options, endpoint=small)
+    with pytest.raises(_PastTheCheck):
+        await request.answer(seek)
+    with open_endpoint(small) as settings:  # a named endpoint: nothing starts
+        assert settings.max_image_pixels == 1_000_000 == small.image_limit()
 
 
 # -- demo's pictures through the agent's views -------------------------------------------------------

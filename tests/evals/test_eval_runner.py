@@ -7,6 +7,7 @@ runs (a failed run is scored wrong and tried again) and when it re-uses a result
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from videoatlas.evals.items import EvalItem, write_items
 from videoatlas.evals.report import load_eval, report
 from videoatlas.evals.runner import EvalSpec, read_rows, run_eval
 from videoatlas.llm.settings import EndpointSettings
+from videoatlas.request import RunRequest
 from videoatlas.runs import RunResult
 from videoatlas.runtime.context import RunConfig
 from videoatlas.state.models import Cost, Evidence, FrameRef
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.unit
 
 
 class ScriptedRuns:
-    """Stands in for ``run_question``: answers by question text, failing the ones named in ``failing``."""
+    """Stands in for a question's run: answers by question text, failing the ones named in ``failing``."""
 
     def __init__(self, answers: dict[str, int | None], failing: set[str]) -> None:
         self.answers = answers
@@ -54,6 +56,15 @@ class ScriptedRuns:
         )
 
 
+def door(run: Callable[..., Awaitable[RunResult]]) -> Callable[..., Awaitable[RunResult]]:
+    """The front door (:func:`videoatlas.request.answer`) with ``run`` in place of the run it would make."""
+
+    async def answer(request: RunRequest, on_progress: Any = None, endpoint: Any = None) -> RunResult:
+        return await run(request.video, request.question, list(request.choices), run_id=request.run_id)
+
+    return answer
+
+
 @pytest.fixture
 def items_root(tmp_path: Path) -> Path:
     root = tmp_path / "set"
@@ -75,7 +86,7 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> ScriptedRuns:
     # question 0 right, question 1 wrong, question 2's run fails
     scripted = ScriptedRuns({"question 0": 0, "question 1": 1, "question 2": 0}, failing={"question 2"})
     monkeypatch.setattr("videoatlas.evals.runner.resolve_model", model)
-    monkeypatch.setattr("videoatlas.evals.answering.run_question", scripted)
+    monkeypatch.setattr("videoatlas.evals.answering.answer", door(scripted))
     return scripted
 
 
@@ -197,7 +208,7 @@ async def test_a_subset_runs_only_its_questions_and_records_iou_inputs(
         return "scripted-model"
 
     monkeypatch.setattr("videoatlas.evals.runner.resolve_model", model)
-    monkeypatch.setattr("videoatlas.evals.answering.run_question", cite)
+    monkeypatch.setattr("videoatlas.evals.answering.answer", door(cite))
     out = tmp_path / "ev"
     spec = EvalSpec("lvbench", str(_lvbench_root(tmp_path)), str(out), RunConfig.of(agent="uniform"), subset=["TG"])
     outcome = await run_eval(spec, ENDPOINT)

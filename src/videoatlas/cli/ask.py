@@ -39,7 +39,7 @@ from videoatlas.cli.signals import Interrupted, run_stoppable
 from videoatlas.cli.video import open_atlas
 from videoatlas.errors import BadInputError, OutageError
 from videoatlas.paths import home_dir
-from videoatlas.request import EndpointChoice, answer, make_request, resume_endpoint
+from videoatlas.request import EndpointChoice, answer, make_request, resume_request
 
 
 def add_ask_parser(sub: Subparsers, agent_settings: bool) -> None:
@@ -214,16 +214,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """``videoatlas resume RUN``."""
-    from videoatlas.runs import resume_run
-
+    request = resume_request(args.run, args.db, endpoint_choice(args), args.force)
     progress = RunProgress(args.quiet or args.json, args.db)
-    with resume_endpoint(args.run, args.db, endpoint_choice(args)) as endpoint:
-        try:
-            result = run_stoppable(resume_run(args.run, args.db, progress, endpoint=endpoint, force=args.force))
-        except Interrupted as exc:
-            raise progress.stopped(exc) from None
-        except OutageError as exc:
-            raise progress.outage(exc) from None
+    try:
+        result = run_stoppable(answer(request, progress))
+    except Interrupted as exc:
+        raise progress.stopped(exc) from None
+    except OutageError as exc:
+        raise progress.outage(exc) from None
     if args.json:
         _json(result.as_dict())
     else:

@@ -173,16 +173,17 @@ def _styles(text: str | None) -> list[Style] | None:
 
 def cmd_eval_run(args: argparse.Namespace) -> int:
     """``videoatlas eval run``: exit 0 when every question has a result, 1 when some failed to run."""
-    from videoatlas.agents.registry import check_prompts
+    from videoatlas.agents.registry import check_images, check_prompts
     from videoatlas.evals.datasets import parse_subset
     from videoatlas.request import config_of, open_endpoint
 
     out = output_folder(args.out)
     config = config_of(args.agent, options_from(args), spell=flag)
     check_prompts(config.agent, config.prompts)  # before the runner and its LangGraph are imported
-    choice = endpoint_choice(args)  # the URL's form is checked here, before anything starts
-    if not choice.standin:
-        choice.settings()
+    choice = endpoint_choice(args)
+    # The eval's pre-flight, before anything starts: the endpoint's form, and the agent's pictures against
+    # its image limit (once for the whole eval: a picture too large is one error, not one per question).
+    check_images(config, choice.image_limit())
     from videoatlas.evals.runner import EvalSpec, Shard, run_eval
 
     spec = EvalSpec(
@@ -202,7 +203,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     )
     created = not out.exists()
     try:
-        with open_endpoint(choice, spec.config) as endpoint:  # the grid picture is checked against its limit
+        with open_endpoint(choice) as endpoint:  # the eval checks the pictures against its limit first thing
             if not (args.quiet or args.json):
                 _preflight(spec)  # may make the synthetic suite's videos: after the cheap refusals
             with EvalProgressBar(quiet=args.quiet or args.json) as bar:

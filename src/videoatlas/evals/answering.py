@@ -8,28 +8,25 @@ is resumed from its checkpoint; any other is run under :func:`run_id_for` its ke
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
+from videoatlas import limits
 from videoatlas.agents.registry import get_agent
 from videoatlas.agents.registry import knobs as agent_knobs
-from videoatlas.errors import NothingToResumeError
 from videoatlas.evals.items import EvalItem
 from videoatlas.evals.results import result_key
 from videoatlas.llm.settings import EndpointSettings
-from videoatlas.persistence.store import TraceStore
-from videoatlas.runs import RunResult, load_finished, resume_run, run_question
+from videoatlas.request import EndpointChoice, RunRequest, answer
+from videoatlas.runs import RunResult
+from videoatlas.runs.result import Source
 from videoatlas.runtime.context import RunConfig
 
 __all__ = ["Answered", "Keys", "Source", "answer_item", "run_id_for"]
 
 log = structlog.get_logger(__name__)
-
-Source = Literal["run", "resumed", "db-cache"]
-"""Where a question's answer came from: a new run, an interrupted run resumed, or a finished run read back."""
 
 
 def run_id_for(key: str) -> str:
@@ -71,34 +68,24 @@ class Answered:
 async def answer_item(item: EvalItem, run_id: str, config: RunConfig, endpoint: EndpointSettings, url: str) -> Answered:
     """The finished run of ``item`` under ``run_id`` in the database at ``url``: read back, resumed, or run now.
 
-    Errors are the run's own (:class:`~videoatlas.errors.VideoAtlasError` kinds); the caller decides
-    what a failed or interrupted question means for its harness.
+    Through the front door (:func:`videoatlas.request.answer`), on the eval's open endpoint, with the item's
+    question and choices checked as ``ask`` checks them. Errors are the run's own
+    (:class:`~videoatlas.errors.VideoAtlasError` kinds); the caller decides what a failed or interrupted
+    question means for its harness.
     """
-    store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s)
-    try:
-        existing = await asyncio.to_thread(store.run, run_id)
-    finally:
-        await asyncio.to_thread(store.release)
-    if existing is not None and existing.id == run_id:
-        # A run with this key exists: read back its result if it finished, else resume it.
-        cached = await load_finished(run_id, url)
-        if cached is not None:
-            return Answered(cached, "db-cache")
-        try:
-            result = await resume_run(run_id, url, endpoint=endpoint)
-            log.info("resumed interrupted question", run_id=run_id)
-            return Answered(result, "resumed")
-        except NothingToResumeError:
-            log.info("interrupted question had no checkpoint yet; starting it again", run_id=run_id)
-    result = await run_question(
-        item.video,
-        item.question,
-        item.choices,
-        config,
-        endpoint,
+    limits.check_question(item.question, item.choices)
+    request = RunRequest(
+        video=item.video,
+        question=item.question,
+        choices=tuple(item.choices),
+        config=config,
+        endpoint=EndpointChoice(),
         subtitles=item.subtitles,
         subtitle_offset=item.subtitle_offset,
-        db_url=url,
+        db=url,
         run_id=run_id,
     )
-    return Answered(result, "run")
+    result = await answer(request, endpoint=endpoint)
+    if result.source == "resumed":
+        log.info("resumed interrupted question", run_id=run_id)
+    return Answered(result, result.source)

@@ -39,7 +39,7 @@ from typing import Any
 
 import structlog
 
-from videoatlas.agents.registry import check_images, get_agent
+from videoatlas.agents.registry import get_agent
 from videoatlas.environment.concat import media_duration
 from videoatlas.errors import BadInputError, DatabaseDownError, OutageError, VideoAtlasError
 from videoatlas.evals.answering import Keys, answer_item, run_id_for
@@ -107,10 +107,13 @@ async def run_eval(
     endpoint: EndpointSettings,
     on_progress: Callable[[EvalProgress], None] | None = None,
 ) -> EvalOutcome:
-    """Run (or resume) an evaluation; returns where its results are and how it went."""
+    """Run (or resume) an evaluation; returns where its results are and how it went.
+
+    Each question goes through the front door (:func:`videoatlas.request.answer`), which checks the
+    agent's pictures against ``endpoint``'s image limit; ``eval run`` checks them once before it starts.
+    """
     if spec.concurrency < 1:
         raise BadInputError("--concurrency must be at least 1")
-    check_images(spec.config, endpoint.max_image_pixels)
     agent = get_agent(spec.config.agent)
     prompts = agent.load_prompts(spec.config.prompts)
     prompt_sha = prompts.sha256

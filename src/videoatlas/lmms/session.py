@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from videoatlas.agents.registry import check_images
 from videoatlas.environment.files import check_file, check_subtitle_file
 from videoatlas.errors import DatabaseDownError, VideoAtlasError, VideoError
 from videoatlas.evals.answering import Answered, Keys, answer_item, run_id_for
@@ -61,12 +62,14 @@ class Session:
     def open(self) -> None:
         """Open the endpoint (the in-process stand-in is started if asked for) and learn the model it answers with.
 
-        Through the front door (:func:`videoatlas.request.open_endpoint`): the grid picture is checked against
-        the endpoint's image limit, and a stand-in is started the one way every entry point starts it.
+        The agent's pictures are checked against the endpoint's image limit first (a pre-flight for the whole
+        harness: a picture too large is one error, not one per question), then the endpoint is opened as
+        every entry point opens it (:func:`videoatlas.request.open_endpoint`).
         """
         args = self.args
         choice = EndpointChoice(base_url=args.base_url, model=args.model, api_key=args.api_key, standin=args.standin)
-        endpoint = self._open.enter_context(open_endpoint(choice, args.config))
+        check_images(args.config, choice.image_limit())
+        endpoint = self._open.enter_context(open_endpoint(choice))
         model = asyncio.run(resolve_model(endpoint))
         self._endpoint = endpoint.with_model(model)
         self._keys = Keys.of(args.config, model)

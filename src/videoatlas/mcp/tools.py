@@ -27,7 +27,7 @@ from videoatlas.persistence.lease import LeaseTiming
 from videoatlas.persistence.queries import RunSearch, recent_runs
 from videoatlas.persistence.statuses import RUN_STATUSES
 from videoatlas.persistence.store import TraceStore
-from videoatlas.runs import resume_run
+from videoatlas.request import EndpointChoice, answer, resume_request
 
 Events = Callable[[dict[str, Any]], None]
 
@@ -72,7 +72,8 @@ async def resume(service: Service, run_id: str, on_event: Events | None) -> dict
     """Continue an interrupted run from its last checkpoint on the server's endpoint: its result."""
     row = await asyncio.to_thread(_run_row, service, run_id)
     service.roots.check(row.video_path)
-    result = await resume_run(row.id, service.db, on_event, endpoint=service.endpoint)
+    request = await asyncio.to_thread(resume_request, row.id, service.db, EndpointChoice())
+    result = await answer(request, on_event, endpoint=service.endpoint)
     return result.as_dict()
 
 

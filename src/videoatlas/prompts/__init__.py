@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -77,6 +78,16 @@ def builtin_template(name: str, package: str = SHARED_PACKAGE, prompt_set: str =
 
 
 @dataclass(frozen=True, slots=True)
+class CallText:
+    """What one model call says, from a prompt set: its system text, its user text, and their labels."""
+
+    system: str
+    user: str
+    labels: dict[str, str]
+    """The prompt set's name and hash and the user template's name and hash (kept on the call's record)."""
+
+
+@dataclass(frozen=True, slots=True)
 class PromptSet:
     """A named directory of templates, checked when loaded, with a hash recorded on every result."""
 
@@ -94,6 +105,19 @@ class PromptSet:
 
     def __getitem__(self, name: str) -> Template:
         return self.templates[name]
+
+    def call(self, system: str, template: str, values: Mapping[str, object], **system_values: object) -> CallText:
+        """The texts of one model call, and the labels its record keeps of them.
+
+        The system template ``system`` filled with ``system_values``, the user template ``<template>.user``
+        with ``values`` (as :meth:`render` fills them).
+        """
+        user = f"{template}.user"
+        return CallText(
+            self.render(system, **system_values),
+            self.render(user, **values),
+            {"prompt_set": self.name, "prompt_set_sha": self.sha256, "template": f"{template}:{self[user].sha256}"},
+        )
 
     def note(self, name: str, **values: object) -> str:
         """A note template filled as :meth:`render` fills it, without its closing newline (it goes inside a line)."""

@@ -13,7 +13,8 @@ from pathlib import Path
 import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from videoatlas.agents.registry import check_images, get_agent, saved_snapshot
+from videoatlas.agents.registry import get_agent, saved_snapshot
+from videoatlas.environment.frames import FrameSource
 from videoatlas.errors import BadInputError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import run_log
@@ -22,6 +23,7 @@ from videoatlas.persistence.lease import LeaseTiming
 from videoatlas.persistence.store import RunRow, TraceStore
 from videoatlas.runs.execute import (
     Owned,
+    Prepared,
     Progress,
     claim,
     endpoint_record,
@@ -35,7 +37,7 @@ from videoatlas.runs.result import RunResult, finished_values, result_from_state
 from videoatlas.runtime.context import RunConfig
 from videoatlas.runtime.tracing import RunTracer
 
-__all__ = ["Progress", "RunResult", "load_finished", "prepare", "resume_run", "run_question"]
+__all__ = ["Progress", "RunResult", "load_finished", "prepare", "resume_run", "run_question", "unfinished_run"]
 
 
 async def run_question(
@@ -51,15 +53,20 @@ async def run_question(
     db_url: str | None = None,
     persist: bool = True,
     run_id: str | None = None,
+    force: bool = False,
+    source: FrameSource | None = None,
 ) -> RunResult:
-    """Answer one question about one video; with ``persist``, checkpointed and traced in ``db_url``.
+    """Answer one question about one video as run ``run_id``: the one run frame, for new and resumed runs.
 
-    The agent checks its pictures against the endpoint's image limit first, so a run that could not
-    show its first grid is refused before it starts (no model call, no run row). The question and
-    its choices are the caller's to check (``ask`` does, with :func:`videoatlas.limits.check_question`;
-    a benchmark's items run as they are written).
+    With ``persist`` the run is checkpointed and traced in ``db_url``. A run id the store already holds
+    is gone on with from its last checkpoint (its video must be the one it started on; a run stopped
+    before its first checkpoint starts again from the question); any other id starts a new run. The
+    run's lease is claimed first: a run held by a live process is refused (:class:`RunOwnedError`)
+    unless ``force``. ``source``: ``video`` opened already (the front door probes it first); the run closes it.
+
+    The checks of the question, the set-up and the pictures against the endpoint's image limit are
+    the front door's (:func:`videoatlas.request.answer`): this runs what it is given.
     """
-    check_images(config, endpoint.max_image_pixels)
     thread = run_id or uuid.uuid4().hex[:12]
     url = resolve_db_url(db_url) if persist else None
     timing = LeaseTiming.from_env()
@@ -68,46 +75,89 @@ async def run_question(
     store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s) if url else None
     owned: Owned | None = None
     try:
+        existing = await asyncio.to_thread(store.run, thread) if store is not None and run_id else None
+        if existing is not None and existing.id != thread:  # a longer id that starts like this one
+            existing = None
+        if store is not None:  # first: a run id in use by a live process is left alone, its endpoint not called
+            owned = await claim(store, thread, timing, force=force)
         tracer = RunTracer(store, thread) if store is not None else None
-        prepared = await prepare(video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer)
+        prepared = await prepare(video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer, source)
         if store is not None:
-            try:  # before the row is written: a run id in use by a live process is left alone
-                owned = await claim(store, thread, timing)
+            try:
+                if existing is not None:
+                    if prepared.source.identity != existing.video_identity:
+                        raise BadInputError(
+                            f"{existing.video_path} is not the video run {thread} was started on (its content changed)"
+                        )
+                    await asyncio.to_thread(store.update_run, thread, status="running", error=None)
+                else:
+                    row = _new_row(thread, prepared, question, choices, video, subtitles, subtitle_offset)
+                    await asyncio.to_thread(store.start_run, row)
             except BaseException:
                 await prepared.aclose()
                 raise
-            prompts = prepared.context.prompts
-            await asyncio.to_thread(
-                store.start_run,
-                RunRow(
-                    id=thread,
-                    status="running",
-                    agent=config.agent,
-                    question=question,
-                    choices=list(choices),
-                    video_path=str(Path(video).resolve()),
-                    video_identity=prepared.source.identity,
-                    config=config.model_dump(),
-                    endpoint=endpoint_record(prepared.context.vlm.settings),
-                    prompt_set=prompts.source,
-                    prompt_sha=prompts.sha256,
-                    templates={k: t.sha256 for k, t in prompts.templates.items()},
-                    subtitles=str(Path(subtitles).resolve()) if subtitles else None,
-                    subtitle_offset=subtitle_offset,
-                    cost={},
-                ),
-            )
+        resumed = existing is not None
         if on_progress is not None:
-            on_progress({"event": "run_started", "run_id": thread})
+            on_progress({"event": "run_started", "run_id": thread, **({"resumed": True} if resumed else {})})
         inputs = {"question": question, "choices": list(choices)}
         with structlog.contextvars.bound_contextvars(run_id=thread), run_log(thread):
             async with saver_for(url, endpoint.patience_s) as saver:
-                return await run_traced(owned, thread, prepared, saver, inputs, question, choices, on_progress)
+                result = await run_traced(
+                    owned, thread, prepared, saver, inputs, resumed, question, choices, on_progress
+                )
+        result.source = "resumed" if resumed else "run"
+        return result
     finally:
         if owned is not None:
             await settle(owned)  # a run that never started: give the lease back
         if store is not None:
             await asyncio.to_thread(store.release)
+
+
+def _new_row(
+    thread: str,
+    prepared: Prepared,
+    question: str,
+    choices: list[str],
+    video: str | Path,
+    subtitles: str | Path | None,
+    subtitle_offset: float,
+) -> RunRow:
+    """The row a new run starts with: what was asked, of which video, with which configuration and prompts."""
+    config = prepared.context.config
+    prompts = prepared.context.prompts
+    return RunRow(
+        id=thread,
+        status="running",
+        agent=config.agent,
+        question=question,
+        choices=list(choices),
+        video_path=str(Path(video).resolve()),
+        video_identity=prepared.source.identity,
+        config=config.model_dump(),
+        endpoint=endpoint_record(prepared.context.vlm.settings),
+        prompt_set=prompts.source,
+        prompt_sha=prompts.sha256,
+        templates={k: t.sha256 for k, t in prompts.templates.items()},
+        subtitles=str(Path(subtitles).resolve()) if subtitles else None,
+        subtitle_offset=subtitle_offset,
+        cost={},
+    )
+
+
+def unfinished_run(run_id: str, db_url: str | None = None) -> RunRow:
+    """The stored run ``run_id`` (or a unique prefix of it) that is left to finish; refused if none or finished."""
+    url = resolve_db_url(db_url)
+    store = TraceStore.shared(url)
+    try:
+        row = store.run(run_id)
+    finally:
+        store.release()
+    if row is None:
+        raise BadInputError(f"no run {run_id!r} in {redact_url(url)}")
+    if row.status == "finished":
+        raise BadInputError(f"run {row.id} already finished (answer: {row.answer or '(none)'}); nothing to resume")
+    return row
 
 
 async def resume_run(
@@ -118,55 +168,38 @@ async def resume_run(
     endpoint: EndpointSettings | None = None,
     force: bool = False,
 ) -> RunResult:
-    """Continue an interrupted run from its last checkpoint, rebuilding its context from the stored config.
+    """Go on with an interrupted run from its last checkpoint, on its stored question, video and configuration.
 
-    The run's lease is claimed first: a run held by a live process is refused
-    (:class:`RunOwnedError`) unless ``force``; a stale one is taken over.
+    ``endpoint`` None: the endpoint the run recorded (a run answered by the in-process stand-in needs
+    one given). The entry points resume through the front door instead
+    (:func:`videoatlas.request.resume_request`); this is the same frame for a caller with its own model.
     """
-    url = resolve_db_url(db_url)
-    timing = LeaseTiming.from_env()
-    store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s if endpoint else None)
-    owned: Owned | None = None
-    try:
-        row = await asyncio.to_thread(store.run, run_id)
-        if row is None:
-            raise BadInputError(f"no run {run_id!r} in {redact_url(url)}")
-        if row.status != "finished":
-            owned = await claim(store, row.id, timing, force=force)
-            row = await asyncio.to_thread(store.run, row.id)  # as it stands now that it is ours
-        if row is None or row.status == "finished":
-            answer = (row.answer if row is not None else None) or "(none)"
-            raise BadInputError(f"run {run_id} already finished (answer: {answer}); nothing to resume")
-        if endpoint is None and row.endpoint.get("standin"):
-            raise BadInputError(
-                f"run {row.id} was answered by the in-process stand-in, which stopped with its process: "
-                "give an endpoint to resume it with (the CLI's `resume` starts the stand-in again)"
-            )
-        settings = endpoint or EndpointSettings.from_env(
-            None,
-            base_url=row.endpoint.get("base_url"),
-            model=row.endpoint.get("model") or None,
-            strict_schema=row.endpoint.get("strict_schema"),
+    row = await asyncio.to_thread(unfinished_run, run_id, db_url)
+    if endpoint is None and row.endpoint.get("standin"):
+        raise BadInputError(
+            f"run {row.id} was answered by the in-process stand-in, which stopped with its process: "
+            "give an endpoint to resume it with (the CLI's `resume` starts the stand-in again)"
         )
-        config = RunConfig.model_validate(row.config)
-        check_images(config, settings.max_image_pixels)
-        tracer = RunTracer(store, row.id)
-        prepared = await prepare(
-            row.video_path, config, settings, row.subtitles, row.subtitle_offset, chat_model, tracer
-        )
-        if prepared.source.identity != row.video_identity:
-            await prepared.aclose()
-            raise BadInputError(f"{row.video_path} is not the video run {row.id} was started on (its content changed)")
-        store.update_run(row.id, status="running", error=None)
-        if on_progress is not None:
-            on_progress({"event": "run_started", "run_id": row.id, "resumed": True})
-        with structlog.contextvars.bound_contextvars(run_id=row.id), run_log(row.id):
-            async with saver_for(url, settings.patience_s) as saver:
-                return await run_traced(owned, row.id, prepared, saver, None, row.question, row.choices, on_progress)
-    finally:
-        if owned is not None:
-            await settle(owned)  # refused or failed before running: give the lease back
-        await asyncio.to_thread(store.release)
+    settings = endpoint or EndpointSettings.from_env(
+        None,
+        base_url=row.endpoint.get("base_url"),
+        model=row.endpoint.get("model") or None,
+        strict_schema=row.endpoint.get("strict_schema"),
+    )
+    return await run_question(
+        row.video_path,
+        row.question,
+        row.choices,
+        RunConfig.model_validate(row.config),
+        settings,
+        row.subtitles,
+        row.subtitle_offset,
+        on_progress,
+        chat_model,
+        db_url=db_url,
+        run_id=row.id,
+        force=force,
+    )
 
 
 async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | None:
@@ -189,6 +222,7 @@ async def load_finished(run_id: str, db_url: str | None = None) -> RunResult | N
         final = dict(snapshot.values)
         extras = get_agent(row.agent).views.result_extras(final)
         result = result_from_state(row.id, row.question, row.choices, final, wall, [], extras)
+        result.source = "db-cache"
         if row.status != "finished":
             store.update_run(row.id, **finished_values(result))
         return result

@@ -1,7 +1,7 @@
 """The parts of a run: its context, its lease, the graph streamed to its end, and settling its row.
 
-:mod:`videoatlas.runs` puts them together as :func:`~videoatlas.runs.run_question` (a new run) and
-:func:`~videoatlas.runs.resume_run` (the same run from its last checkpoint).
+:mod:`videoatlas.runs` puts them together in one frame, :func:`~videoatlas.runs.run_question`, for a new run
+and for one gone on with from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.concat import audio_pieces, open_source
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import Subtitles, load_subtitles
-from videoatlas.errors import DatabaseDownError, NothingToResumeError, OutageError, RunOwnedError
+from videoatlas.errors import DatabaseDownError, OutageError, RunOwnedError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.langsmith_redact import langsmith_scope
@@ -115,16 +115,25 @@ def _stopped_by(exc: BaseException) -> str:
 
 
 def _open_video(
-    video: str | Path, config: RunConfig, subtitles: str | Path | None, subtitle_offset: float
+    video: str | Path,
+    config: RunConfig,
+    subtitles: str | Path | None,
+    subtitle_offset: float,
+    opened: FrameSource | None = None,
 ) -> tuple[PromptSet, FrameSource, VideoAtlas, Subtitles | None]:
-    """The run's prompt set, its video opened, the atlas over it, and its subtitles (if any)."""
-    prompts = get_agent(config.agent).load_prompts(config.prompts)
-    source = open_source(video)
+    """The run's prompt set, its video opened (unless ``opened``), the atlas over it, and its subtitles (if any)."""
+    source = opened if opened is not None else open_source(video)
     try:
+        prompts = get_agent(config.agent).load_prompts(config.prompts)
         # The clip's length ends a LongVideoBench cue whose end is not a number.
         subs = load_subtitles(subtitles, subtitle_offset, source.info.duration) if subtitles else None
         atlas = VideoAtlas(
-            source, k=config.k, cell_px=config.cell_px, cache=RenderCache(render_cache_dir()), subtitles=subs
+            source,
+            k=config.k,
+            cell_px=config.cell_px,
+            cache=RenderCache(render_cache_dir()),
+            subtitles=subs,
+            grid_checked=True,  # by the RunConfig, as it was made
         )
     except BaseException:
         source.close()
@@ -140,13 +149,17 @@ async def prepare(
     subtitle_offset: float,
     chat_model: BaseChatModel | None,
     tracer: RunTracer | None,
+    opened: FrameSource | None = None,
 ) -> Prepared:
     """The run's context: prompts, video, subtitles, the model client (its model checked) and the tracer.
 
     Reading the prompts, probing the video and parsing subtitles touch files: they run on a thread,
     so that the event loop (other runs of an eval, a server's other requests) goes on meanwhile.
+    ``opened``: the video opened already; it is the run's to close from here on.
     """
-    prompts, source, atlas, subs = await asyncio.to_thread(_open_video, video, config, subtitles, subtitle_offset)
+    prompts, source, atlas, subs = await asyncio.to_thread(
+        _open_video, video, config, subtitles, subtitle_offset, opened
+    )
     records: list[CallRecord] = []
 
     def on_record(record: CallRecord) -> None:
@@ -202,30 +215,36 @@ async def execute(
     prepared: Prepared,
     checkpointer: BaseCheckpointSaver[Any],
     thread: str,
-    inputs: dict[str, Any] | None,
+    inputs: dict[str, Any],
+    resume: bool,
     on_progress: Progress | None,
 ) -> tuple[dict[str, Any], float]:
-    """Stream the graph to its end (``inputs`` None: from the last checkpoint): its final state, and wall time."""
+    """Stream the graph to its end: its final state, and wall time.
+
+    ``resume``: from the run's last checkpoint (from ``inputs`` if it has none yet: it stopped before its
+    first step); a run whose checkpoint has no step left is read back as it stands.
+    """
     graph = get_agent(prepared.context.config.agent).build(checkpointer)
     run_config: dict[str, Any] = {
         "configurable": {"thread_id": thread},
         "recursion_limit": 500,
     }
-    if inputs is None:
+    start: dict[str, Any] | None = inputs
+    if resume:
         saved = await graph.aget_state(run_config)
-        if not saved.values:
-            raise NothingToResumeError(
-                f"run {thread} has no checkpoint to resume from (it stopped before its first step)"
-            )
-        if not has_step_left(saved):  # stopped after its last step but before its row said so: the answer stands
-            return dict(saved.values), 0.0
+        if saved.values:
+            if not has_step_left(saved):  # stopped after its last step but before its row said so: it stands
+                return dict(saved.values), 0.0
+            start = None
+        else:
+            log.info("no checkpoint yet; starting the question again", run_id=thread)
     began = time.perf_counter()
     final: dict[str, Any] = {}
     # durability="sync": each finished task's writes are saved before the next step starts, so a
     # SIGKILL loses at most the tasks that were in flight. LangSmith (if on) gets no image unless asked.
     with langsmith_scope():
         async for namespace, mode, chunk in graph.astream(
-            inputs,
+            start,
             run_config,
             context=prepared.context,
             stream_mode=["custom", "values"],
@@ -246,14 +265,15 @@ async def run_traced(
     thread: str,
     prepared: Prepared,
     checkpointer: BaseCheckpointSaver[Any],
-    inputs: dict[str, Any] | None,
+    inputs: dict[str, Any],
+    resume: bool,
     question: str,
     choices: list[str],
     on_progress: Progress | None,
 ) -> RunResult:
     """Run the graph under the run's lease: a lost lease stops it, and its row is settled however it ends."""
     # The graph runs as its own task, so a lost lease can stop it without cancelling our caller.
-    task = asyncio.ensure_future(execute(prepared, checkpointer, thread, inputs, on_progress))
+    task = asyncio.ensure_future(execute(prepared, checkpointer, thread, inputs, resume, on_progress))
     if owned is not None:
         loop = asyncio.get_running_loop()
 

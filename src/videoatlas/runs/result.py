@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from videoatlas.environment.render import evidence_label
 from videoatlas.llm.records import CallRecord
 from videoatlas.state.models import Cost, Evidence
+
+Source = Literal["run", "resumed", "db-cache"]
+"""Where a question's answer came from: a new run, an interrupted run gone on with, or a finished run read back."""
 
 INDEX_COST = ("index_frames", "index_s")
 """Extras that are a cost (a frame embedding index built or read): stored with the run's cost as well."""
@@ -34,6 +37,8 @@ class RunResult:
     declined: bool = False
     """The final decision found no answer to the open question (the answer is empty): unanswered, not a failed
     reply (:func:`videoatlas.state.schemas.declined`). A run from before the decision could decline reads False."""
+    source: Source = "run"
+    """How this call got the result: a new run, an interrupted one gone on with, or a finished one read back."""
     records: list[CallRecord] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)

@@ -90,8 +90,8 @@ async def ask(
     there is none left); every call's real cost is settled in the ledger, failed ones included.
     ``temperature`` overrides the endpoint's sampling temperature for this call (None: the endpoint's).
     """
-    system_text = ctx.prompts.render(system, k=ctx.config.k)
-    text = ctx.prompts.render(f"{template}.user", **values)
+    said = ctx.prompts.call(system, template, values, k=ctx.config.k)
+    system_text, text = said.system, said.user
     reservation = ctx.ledger.reserve(estimate_tokens(images, system_text + text)) if budgeted else None
     if ctx.tracer is not None:
         for image in images:
@@ -99,9 +99,7 @@ async def ask(
     labels = {
         "images": [image.sha256 for image in images],
         "frames": sorted({round(t, 3) for image in images for t in image.frames}),
-        "prompt_set": ctx.prompts.name,
-        "prompt_set_sha": ctx.prompts.sha256,
-        "template": f"{template}:{ctx.prompts[f'{template}.user'].sha256}",
+        **said.labels,
         **(meta or {}),
     }
     try:

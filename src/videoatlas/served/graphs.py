@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from videoatlas.agents.registry import agent_names, get_agent
+from videoatlas.agents.registry import agent_names, check_images, get_agent
 from videoatlas.errors import VideoAtlasError
 from videoatlas.llm.langsmith_redact import langsmith_scope
 from videoatlas.request import check_setup
@@ -107,7 +107,9 @@ async def _prepare(agent: str, sent: Any) -> Prepared:
         config, choice = await asyncio.to_thread(
             functools.partial(check_setup, run.video, agent=agent, options=run.model_extra, subtitles=run.subtitles)
         )
-        return await prepare(run.video, config, choice.settings(), run.subtitles, run.subtitle_offset, None, None)
+        settings = choice.settings()
+        check_images(config, settings.max_image_pixels)  # as the front door does, once per run
+        return await prepare(run.video, config, settings, run.subtitles, run.subtitle_offset, None, None)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "context"

@@ -18,6 +18,7 @@ from videoatlas.agents.video_rlm.nodes.decide import decide
 from videoatlas.agents.video_rlm.nodes.extract_search_task import extract_search_task
 from videoatlas.agents.video_rlm.nodes.global_probe import global_probe
 from videoatlas.agents.video_rlm.nodes.merge import merge
+from videoatlas.agents.video_rlm.schemas import ACTIONS
 from videoatlas.agents.video_rlm.state.master import MasterInput, MasterOutput, MasterState
 from videoatlas.agents.video_rlm.worker import build_worker_graph
 from videoatlas.prompts import TemplateSpec
@@ -88,10 +89,21 @@ TEMPLATES: TemplateSpec = {
     "task_side.note": (frozenset({"kind", "anchor"}), frozenset({"side"})),
     # What a worker is told of the close-up it asked for (ZOOM), beside its grid.
     "zoom.note": (frozenset({"time"}), frozenset()),
+    # What each action a worker may take does: one line per action it is offered this step.
+    **{f"action_{action.lower()}.note": (frozenset(), frozenset()) for action in ACTIONS},
 }
 """The prompt templates this agent uses (``agents/video_rlm/prompts/default/``), with their variables."""
-LATER_NOTES = frozenset({"task_between.note", "task_between_open.note", "task_side.note", "zoom.note"})
-"""The search task's relation notes and the zoom note: a set written before they were templates takes the default's."""
+LATER_NOTES = frozenset(
+    {
+        "task_between.note",
+        "task_between_open.note",
+        "task_side.note",
+        "zoom.note",
+        *(f"action_{action.lower()}.note" for action in ACTIONS),
+    }
+)
+"""The search task's relation notes, the zoom note and the actions' lines: a set written before they were
+templates takes the default's."""
 
 
 def build_graph(checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:

@@ -19,18 +19,6 @@ from videoatlas.runtime.calls import as_image, ask, choices_block, emit, failed_
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Where
 
-ACTION_HELP = {
-    "EXPAND": "EXPAND: open one cell as a finer grid of its own interval (give its id).",
-    "BACKTRACK": "BACKTRACK: go back to the grid you came from.",
-    "ZOOM": "ZOOM: see one cell's frame at full resolution, to read small text or check details (give its id).",
-    "INVESTIGATE": "INVESTIGATE: see a grid of the moments just before or just after one cell (give its id and "
-    "a direction); for when you found the anchor and the answer follows or precedes it.",
-    "ADD_TO_SCRATCHPAD": "ADD_TO_SCRATCHPAD: record cells that show evidence for the question (not what is "
-    "already collected).",
-    "MARK_PROMISING": "MARK_PROMISING: flag cells worth opening in a later round (give their ids).",
-    "FINISHED": "FINISHED: this region holds nothing more that is relevant.",
-}
-
 
 def _collected_lines(state: WorkerState) -> str:
     """What is already collected: the run's scratchpad inside this worker's target, then its own finds."""
@@ -87,7 +75,7 @@ async def decide_step(state: WorkerState, runtime: Runtime[AgentContext]) -> dic
         "cells": "\n".join(line for line in [anchors_note(ctx, picks), *(_cell_line(c) for c in cells)] if line),
         "previous": state["summary"],
         "collected": _collected_lines(state),
-        "actions": "\n".join(ACTION_HELP[a] for a in state["allowed"]),
+        "actions": "\n".join(ctx.prompts.note(f"action_{a.lower()}.note") for a in state["allowed"]),
         "subtitles": subtitles_by_cell(heard.subtitles, spoken, state["question"], state["choices"]) or "(none)",
         "zoom": zoom_line,
     }
