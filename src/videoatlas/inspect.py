@@ -18,6 +18,7 @@ from videoatlas.llm.records import CANCELLED
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import TraceStore
 from videoatlas.state.models import roles_text
+from videoatlas.state.run import support_note
 
 
 def _call_dict(c: Any) -> dict[str, Any]:
@@ -243,6 +244,9 @@ async def load_trace(
         ],
         "repairs": [r.model_dump() for r in values.get("repairs", [])],
         "grounded": bool(values.get("cited")),
+        "support": support_note(
+            bool(values.get("answer")), len(values.get("cited") or []), len(values.get("evidence") or [])
+        ),
         "declined": bool(values.get("declined")),  # a run from before decisions could decline: False
         "cited": list(values.get("cited") or []),
         "cost_state": cost.summary() if cost is not None else {},
@@ -317,7 +321,8 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
     if trace.get("declined"):
         lines.append(f"  answer: none [no answer found: the model declined]  ({run['stop_reason']})")
     elif run["answer"] is not None:
-        unsupported = "" if trace["grounded"] or not run["answer"] else " [answered without evidence]"
+        note = trace["support"]
+        unsupported = f" [{note}]" if note else ""
         lines.append(f"  answer: {run['answer']}{unsupported}  ({run['stop_reason']})")
     if trace["pending"]:
         lines.append(f"  next to run: {', '.join(trace['pending'])} (resume with: videoatlas resume {run['id']})")

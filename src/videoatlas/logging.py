@@ -20,7 +20,27 @@ from typing import Any, TextIO
 
 import structlog
 
-_run_files: dict[str, TextIO] = {}
+
+class _RunFile:
+    """A run's log file, created with its first line: a run that logged nothing leaves no file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.handle: TextIO | None = None
+
+    def write(self, line: str) -> None:
+        if self.handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.handle = self.path.open("a", encoding="utf-8")
+        self.handle.write(line)
+        self.handle.flush()
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+_run_files: dict[str, _RunFile] = {}
 _run_files_lock = threading.Lock()
 
 
@@ -32,25 +52,27 @@ def _tee_to_run_file(_logger: Any, _method: str, event_dict: MutableMapping[str,
             handle = _run_files.get(run_id)
             if handle is not None:
                 handle.write(json.dumps(event_dict, default=str) + "\n")
-                handle.flush()
     return event_dict
 
 
 @contextlib.contextmanager
 def run_log(run_id: str) -> Iterator[Path]:
-    """While open, log events of ``run_id`` also go to ``$VIDEOATLAS_HOME/logs/<run>.jsonl``."""
+    """While open, log events of ``run_id`` also go to ``$VIDEOATLAS_HOME/logs/<run>.jsonl``.
+
+    The file is made with the run's first logged line (at the configured level): a run that logged
+    nothing leaves none.
+    """
     from videoatlas.paths import home_dir
 
-    path = home_dir() / "logs" / f"{run_id}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
+    run_file = _RunFile(home_dir() / "logs" / f"{run_id}.jsonl")
+    with _run_files_lock:
+        _run_files[run_id] = run_file
+    try:
+        yield run_file.path
+    finally:
         with _run_files_lock:
-            _run_files[run_id] = handle
-        try:
-            yield path
-        finally:
-            with _run_files_lock:
-                _run_files.pop(run_id, None)
+            _run_files.pop(run_id, None)
+        run_file.close()
 
 
 class _StderrLogger:

@@ -41,3 +41,23 @@ def one_line(text: str) -> str:
 def escape_lines(text: str) -> str:
     """Each line of ``text`` escaped, the line breaks kept (for output that is several lines by design)."""
     return "\n".join(escape(line) for line in text.split("\n"))
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters, else cut at the last word boundary before that, with ``...``."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(1, limit - 3)]
+    space = head.rfind(" ")
+    if space >= limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:.-") + "..."
+
+
+def model_words(text: str, limit: int = 120) -> str:
+    """The model's own words as a line shows them: on one line, cut at a word boundary, in quotes.
+
+    So that a reason or a note the model wrote is never read as a message of ours (empty: nothing said).
+    """
+    said = one_line(text)
+    return f'"{cut(said, limit)}"' if said else ""

@@ -112,7 +112,14 @@ async def test_an_open_answer_that_was_found_is_answered(
     result, chat = await run_open(agent, counter_video, tmp_path, FOUND)
     assert (result.answer, result.answer_index, result.declined) == ("7", None, False)
     assert result.grounded is GROUNDED[agent]
-    unsupported = "" if GROUNDED[agent] else " (answered without evidence: no evidence cited)"
+    gathered = len(result.evidence)
+    unsupported = (
+        ""
+        if GROUNDED[agent]
+        else f" (the answer cites none of the {gathered} evidence item(s) gathered)"
+        if gathered
+        else " (answered without evidence)"
+    )
     assert answer_line(result, capsys) == f"answer: 7{unsupported}"
     assert result.as_dict()["declined"] is False
     # The final call asks whether the answer was found before it asks for the answer, and says what it means.

@@ -122,6 +122,7 @@ def test_demo(tmp_path: Path) -> None:
     result = json.loads(proc.stdout)
     assert result["answer"] == result["truth"] and result["correct"] is True
     for key in ("root_grid", "scratchpad_1"):
+        assert Path(result[key]).parent == tmp_path / "demo" / "runs" / result["run_id"]  # the run's own folder
         with Image.open(result[key]) as picture:  # a picture of frames, not a blank
             brightest = picture.convert("L").getextrema()[1]
             assert min(picture.size) >= 200 and isinstance(brightest, int) and brightest > 128

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import time
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from videoatlas.cli import progress as progress_module
+from videoatlas.cli import run_view
 from videoatlas.cli.outputs import command_name, image_output, undo_on_failure, write_image
 from videoatlas.cli.progress import EvalProgressBar, Progress
 from videoatlas.errors import BadInputError
@@ -59,9 +63,50 @@ def test_eval_progress_keeps_its_figures_in_both_forms() -> None:
         for p in states:
             bar(p)
     first = log.getvalue().splitlines()[0]
-    assert first.startswith("1/2 questions | acc 100.0% | errors 0.0% (0) | 0 parse fail | 1.50M tokens | 0 cached")
+    assert first.startswith(
+        "1/2 questions | 00:00 elapsed | acc 100.0% | errors 0.0% (0) | 0 parse fail | 1.50M tokens | 0 cached"
+    )
     assert "\r" not in log.getvalue()
     assert "\r" in screen.getvalue() and "2/2" in screen.getvalue() and "parse fail" in screen.getvalue()
+
+
+def test_a_slow_eval_writes_its_status_again_while_no_question_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress_module, "PLAIN_EVERY_S", 0.5)
+    log = io.StringIO()
+    with EvalProgressBar(log) as bar:
+        bar(EvalProgress(total=3, done=0))
+        time.sleep(2.6)  # no question ends meanwhile
+    lines = log.getvalue().splitlines()
+    assert len(lines) >= 3 and all(line.startswith("0/3 questions | ") for line in lines)
+    assert "00:02 elapsed" in lines[-1]
+
+
+def test_a_quiet_run_gets_a_status_line_naming_the_call_it_waits_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(run_view, "QUIET_AT_MOST_S", 0.5)
+    with run_view.RunProgress(quiet=False, standin=True) as progress:
+        progress({"event": "run_started", "run_id": "r1"})
+        progress({"event": "call_started", "call": 1, "node": "worker", "worker": "r1w2", "round": 1, "step": 3})
+        progress({"event": "call_finished", "call": 1, "node": "worker", "tokens": 1200, "outcome": "ok"})
+        progress({"event": "call_started", "call": 2, "node": "worker", "worker": "r1w2", "round": 1, "step": 4})
+        time.sleep(2.8)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "run id: r1"
+    status = lines[1]
+    assert re.match(r"\[00:0\d\] 1 call\(s\), 1,200 tokens so far; waiting \d s on the worker call", status)
+    assert "on the worker call (worker r1w2, round 1, step 4)" in status
+    assert "last: run id: r1" in status
+    assert sum("the stand-in reads the text" in line for line in lines) == 1  # said once, when a call takes long
+    ticks = lines[1:]
+    assert len(ticks) >= 2  # it goes on while the call is out
+
+
+def test_a_quiet_flag_starts_no_status_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    with run_view.RunProgress(quiet=True) as progress:
+        progress({"event": "call_started", "call": 1, "node": "decide"})
+        time.sleep(0.2)
+    assert capsys.readouterr().err == ""
 
 
 def test_undo_on_failure_removes_only_what_the_command_added(tmp_path: Path) -> None:

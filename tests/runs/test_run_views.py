@@ -205,14 +205,61 @@ def test_escape_writes_control_characters_as_escapes_and_keeps_the_rest() -> Non
 
 
 @pytest.mark.unit
-def test_a_search_task_and_its_relation_are_shown_on_one_line() -> None:
+def test_a_search_task_and_its_relation_are_shown_on_one_line_the_models_words_quoted() -> None:
     from videoatlas.agents.video_rlm.progress import describe_event
 
     task = "look for OTTER on screen\nRelation: the answer is the first one in the whole video."
     assert one_line(task) == "look for OTTER on screen | Relation: the answer is the first one in the whole video."
     assert one_line("a\r\n\n  b  \u2028c") == "a | b | c" and one_line("plain") == "plain"
-    line = describe_event({"event": "search_task_done", "search_task": task})
-    assert line == "search task: look for OTTER on screen | Relation: the answer is the first one in the whole video."
+    relation = "Relation: the answer is the first one in the whole video."
+    line = describe_event(
+        {"event": "search_task_done", "search_task": "look for OTTER on screen", "relation": relation, "by": "model"}
+    )
+    assert line == (
+        'search task (the model\'s words): "look for OTTER on screen"; '
+        "relation: Relation: the answer is the first one in the whole video."
+    )
+    asked = describe_event(
+        {"event": "search_task_done", "search_task": "Which code?", "relation": "", "by": "question"}
+    )
+    assert asked == "search task: the question itself (the model gave none)"
+    old = describe_event({"event": "search_task_done", "search_task": task})  # streamed before the two were apart
+    assert old == f'search task: "{one_line(task)}"'
+
+
+@pytest.mark.unit
+def test_a_traversal_line_says_what_was_decided_and_whose_reason_it_is() -> None:
+    from videoatlas.agents.video_rlm.progress import describe_event
+
+    def line(**event: Any) -> str | None:
+        return describe_event({"event": "traversal", **event})
+
+    assert line(traversal="bfs", reason="", by="model") == "traversal: breadth-first (BFS), the model's choice"
+    assert line(traversal="dfs", reason="no image was given, so nothing could be seen", by="model") == (
+        'traversal: depth-first (DFS), the model\'s choice; its reason: "no image was given, so nothing could be seen"'
+    )
+    assert (
+        line(traversal="dfs", reason="set by the user", by="user") == "traversal: depth-first (DFS), set by --traversal"
+    )
+    assert line(traversal="dfs", reason="DFS, the default traversal", by="default") == (
+        "traversal: depth-first (DFS), the default (DFS, the default traversal)"
+    )
+
+
+@pytest.mark.unit
+def test_the_models_words_are_cut_at_a_word_boundary_and_quoted() -> None:
+    from videoatlas.agents.videoarm.control import CALLED_EVENT
+    from videoatlas.agents.videoarm.trace import describe_event
+    from videoatlas.textsafe import cut, model_words
+
+    reason = "the sign in the corner is too small to read at this size, so a closer look at the frames is needed now"
+    shown = describe_event({"event": CALLED_EVENT, "step": 2, "tool": "snapper", "reason": reason})
+    quoted = '"the sign in the corner is too small to read at this size, so a closer look at the frames is..."'
+    assert shown == f"step 2: snapper; the model's reason: {quoted}"
+    assert describe_event({"event": CALLED_EVENT, "step": 2, "tool": "snapper", "reason": ""}) == "step 2: snapper"
+    assert cut("too small to read", 12) == "too small..." and cut("short", 12) == "short"
+    assert cut("abcdefghijklmnopqrstuvwxyz", 10) == "abcdefg..."  # one long word: cut inside it
+    assert model_words("  ") == "" and model_words("a\nb") == '"a | b"'
 
 
 @pytest.mark.unit

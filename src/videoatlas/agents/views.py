@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Picture:
-    """A picture of a finished run for people (``demo`` writes each as ``<name>.jpg`` and lists it)."""
+    """A picture of a finished run for people (``demo`` writes each as ``runs/<run id>/<name>.jpg`` and lists it)."""
 
     name: str
     """Its key in ``demo --json`` and its file's stem (``root_grid``, ``scratchpad_1``)."""

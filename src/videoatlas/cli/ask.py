@@ -121,9 +121,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
         persist=not args.no_persist,
         spell=flag,
     )
-    progress = RunProgress(args.quiet or args.json or args.stream_json, args.db, stream=args.stream_json)
+    quiet = args.quiet or args.json or args.stream_json
+    progress = RunProgress(quiet, args.db, stream=args.stream_json, standin=request.endpoint.standin)
     try:
-        result = run_stoppable(answer(request, progress))
+        with progress:
+            result = run_stoppable(answer(request, progress))
     except Interrupted as exc:
         if args.no_persist:
             raise
@@ -180,13 +182,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     question = truth["questions"][args.question]
     video = out / "video.mp4"
     request = make_request(video, question["question"], question["choices"], endpoint=EndpointChoice(standin=True))
-    result = run_stoppable(answer(request, RunProgress(args.json)))
+    with RunProgress(args.json, standin=True) as progress:
+        result = run_stoppable(answer(request, progress))
     atlas = open_atlas(str(video), request.config.k, request.config.cell_px, None, cache=True)
     try:  # the run as its agent shows it, in pictures of its own (by default: the evidence scratchpad)
         pictures = get_agent(request.config.agent).views.run_pictures(result.state, atlas)
     finally:
         atlas.source.close()
-    files = {p.name: str(p.image.save(out / f"{p.name}.jpg")) for p in pictures}
+    pictured = out / "runs" / result.run_id  # each run's own: a later demo run overwrites none of them
+    pictured.mkdir(parents=True, exist_ok=True)
+    files = {p.name: str(p.image.save(pictured / f"{p.name}.jpg")) for p in pictures}
     captions = {p.name: p.caption for p in pictures}
     correct = result.answer_index == question["answer_index"]
     if args.json:
@@ -215,9 +220,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     """``videoatlas resume RUN``."""
     request = resume_request(args.run, args.db, endpoint_choice(args), args.force)
-    progress = RunProgress(args.quiet or args.json, args.db)
+    progress = RunProgress(args.quiet or args.json, args.db, standin=request.endpoint.standin)
     try:
-        result = run_stoppable(answer(request, progress))
+        with progress:
+            result = run_stoppable(answer(request, progress))
     except Interrupted as exc:
         raise progress.stopped(exc) from None
     except OutageError as exc:

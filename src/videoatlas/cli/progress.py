@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import threading
 import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TextIO
@@ -13,6 +14,9 @@ from videoatlas.environment.timefmt import format_ts
 
 if TYPE_CHECKING:
     from videoatlas.evals.runner import EvalProgress
+
+QUIET_AT_MOST_S = 8.0
+"""A run's progress (``ask``, ``resume``, ``demo``) writes a status line after this long without one."""
 
 PLAIN_EVERY_S = 30.0
 """Without a terminal, a line at least this often while something changes (and at every tenth of the work)."""
@@ -107,7 +111,8 @@ def eval_status(p: EvalProgress) -> str:
     eta = "-" if p.eta_s is None else format_ts(p.eta_s, 0)
     down = down_status(p)
     return (
-        (f"{down} | " if down else "")
+        f"{format_ts(time.monotonic() - p.started, 0)} elapsed | "
+        + (f"{down} | " if down else "")
         + (f"{p.interrupted} interrupted | " if p.interrupted else "")
         + f"acc {acc} | errors {err} ({p.errors}) |"
         f" {p.parse_failures} parse fail | {p.tokens / 1e6:.2f}M tokens "
@@ -116,12 +121,52 @@ def eval_status(p: EvalProgress) -> str:
 
 
 class EvalProgressBar(_Reporter):
-    """An evaluation's progress: a bar with accuracy, errors, tokens and ETA, or ``12/40 questions | acc ...`` lines."""
+    """An evaluation's progress: a bar with accuracy, errors, tokens and ETA, or ``12/40 questions | acc ...`` lines.
+
+    Used as a context manager it keeps its promise while questions are slow: the bar's elapsed time is
+    redrawn every second, and without a terminal the last status is written again after
+    :data:`PLAIN_EVERY_S` seconds without a line.
+    """
+
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
+        super().__init__(stream, quiet)
+        self.last: EvalProgress | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        if not self.quiet:
+            self._ticker = threading.Thread(target=self._tick, name="videoatlas-eval-progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=2)
+        super().__exit__(kind, exc, tb)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            with self._lock:
+                if self.last is None:
+                    continue
+                if self.tty:
+                    if self.bar is not None:
+                        self.bar.set_postfix_str(eval_status(self.last), refresh=True)
+                elif time.monotonic() - self.last_line >= PLAIN_EVERY_S:
+                    self._show(self.last)
 
     def __call__(self, p: EvalProgress) -> None:
         """Show ``p`` (called after every question)."""
         if self.quiet:
             return
+        with self._lock:
+            self.last = p
+            self._show(p)
+
+    def _show(self, p: EvalProgress) -> None:
         if self.tty:
             if self.bar is None:
                 # The ETA is the runner's own (this invocation's pace), not tqdm's, which counts cached answers.

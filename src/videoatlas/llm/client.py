@@ -42,7 +42,7 @@ from videoatlas.llm.records import CANCELLED, CallRecord, CallTotals, Outcome
 from videoatlas.llm.repair import repair_json
 from videoatlas.llm.schemas import response_format
 from videoatlas.llm.server_errors import describe, refused_feature, route_hint, server_message, short_error
-from videoatlas.llm.settings import EndpointSettings
+from videoatlas.llm.settings import DEFAULT_BASE_URL, EndpointSettings
 from videoatlas.llm.transport import Transport
 from videoatlas.prompts import Template, builtin_template
 
@@ -83,6 +83,7 @@ class VLMClient:
         settings: EndpointSettings,
         on_record: Callable[[CallRecord], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_start: Callable[[CallRecord], None] | None = None,
         seed: int | None = None,
         reask: Template | None = None,
         watch: EndpointWatch | None = None,
@@ -91,6 +92,9 @@ class VLMClient:
         self.settings = settings
         self.totals = CallTotals()
         self.on_record = on_record
+        """Sees each call's record when it ends, however it ended."""
+        self.on_start = on_start
+        """Sees each call's record as it is sent (its node, schema, role and labels; no tokens yet)."""
         patient = watch is not None or isinstance(model, OpenAICompatibleChat)
         self.transport = Transport(settings, "model_call", watch=watch, patient=patient, sleep=sleep, seed=seed)
         """How requests reach the endpoint: retries, backoff, outages."""
@@ -142,6 +146,8 @@ class VLMClient:
         )
         messages = self.build_messages(system, images, text)
         began = time.perf_counter()
+        if self.on_start is not None:
+            self.on_start(record)
         try:
             value = await self._ask(schema, messages, record, temperature)
             return Reply(value, record)
@@ -301,11 +307,20 @@ class VLMClient:
             kind = EndpointUnreachableError if isinstance(exc, openai.APIConnectionError) else EndpointError
             return kind(
                 f"cannot reach the VLM endpoint at {self.settings.base_url} "
-                f"after {tries} attempts: {describe(exc)}" + route_hint(exc, self.settings.base_url)
+                f"after {tries} attempt{'s' if tries != 1 else ''}: {describe(exc)}"
+                + route_hint(exc, self.settings.base_url)
             )
 
         try:
-            served = await self.transport.send(request, unreachable)
+            if self.settings.base_url == DEFAULT_BASE_URL:
+                # Nobody named this endpoint: when nothing listens there, say so at once rather than
+                # retry a guess (the message names the ways to give one).
+                try:
+                    served = await request()
+                except openai.APIConnectionError as exc:
+                    raise unreachable(exc, attempts) from None
+            else:
+                served = await self.transport.send(request, unreachable)
         except openai.OpenAIError as exc:  # a refusal (a wrong path answers 404)
             raise unreachable(exc, attempts) from None
         if not self.settings.model:

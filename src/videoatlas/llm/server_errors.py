@@ -9,10 +9,19 @@ from pydantic import ValidationError
 
 
 def route_hint(exc: BaseException, base_url: str) -> str:
-    """For an HTTP 404 from a base URL without the ``/v1`` that OpenAI-compatible servers serve under: where to look."""
-    if not isinstance(exc, openai.NotFoundError) or base_url.rstrip("/").endswith("/v1"):
+    """For an HTTP 404 on the endpoint's routes: where to look.
+
+    A base URL without the ``/v1`` that OpenAI-compatible servers serve under gets that suggestion; one
+    with it is a server that does not serve the OpenAI routes (``GET /v1/models``) at all.
+    """
+    if not isinstance(exc, openai.NotFoundError):
         return ""
-    return f"; did you mean {base_url.rstrip('/')}/v1?"
+    if not base_url.rstrip("/").endswith("/v1"):
+        return f"; did you mean {base_url.rstrip('/')}/v1?"
+    return (
+        f"; the server at {base_url} does not serve the OpenAI API's routes (GET /models): it is not an "
+        "OpenAI-compatible server such as vLLM's (`vllm serve`), or the URL names another service"
+    )
 
 
 def short_error(exc: ValidationError) -> str:

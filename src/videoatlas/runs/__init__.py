@@ -81,7 +81,9 @@ async def run_question(
         if store is not None:  # first: a run id in use by a live process is left alone, its endpoint not called
             owned = await claim(store, thread, timing, force=force)
         tracer = RunTracer(store, thread) if store is not None else None
-        prepared = await prepare(video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer, source)
+        prepared = await prepare(
+            video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer, source, on_progress
+        )
         if store is not None:
             try:
                 if existing is not None:

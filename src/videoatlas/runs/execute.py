@@ -150,12 +150,14 @@ async def prepare(
     chat_model: BaseChatModel | None,
     tracer: RunTracer | None,
     opened: FrameSource | None = None,
+    on_progress: Progress | None = None,
 ) -> Prepared:
     """The run's context: prompts, video, subtitles, the model client (its model checked) and the tracer.
 
     Reading the prompts, probing the video and parsing subtitles touch files: they run on a thread,
     so that the event loop (other runs of an eval, a server's other requests) goes on meanwhile.
-    ``opened``: the video opened already; it is the run's to close from here on.
+    ``opened``: the video opened already; it is the run's to close from here on. ``on_progress`` also
+    sees each model call start and end (:func:`call_event`), so a long wait on the model can be shown.
     """
     prompts, source, atlas, subs = await asyncio.to_thread(
         _open_video, video, config, subtitles, subtitle_offset, opened
@@ -166,10 +168,16 @@ async def prepare(
         records.append(record)
         if tracer is not None:
             tracer.store.model_call(tracer.run_id, record)
+        if on_progress is not None:
+            on_progress(call_event("call_finished", record))
+
+    def on_start(record: CallRecord) -> None:
+        if on_progress is not None:
+            on_progress(call_event("call_started", record))
 
     try:
         model = chat_model if chat_model is not None else OpenAICompatibleChat(settings=endpoint)
-        vlm = VLMClient(model, endpoint, on_record=on_record, reask=prompts["reask"])
+        vlm = VLMClient(model, endpoint, on_record=on_record, reask=prompts["reask"], on_start=on_start)
         await vlm.check_model()
     except BaseException:
         source.close()
@@ -198,6 +206,30 @@ async def prepare(
         settings=settings_of(config),
     )
     return Prepared(context, source, model, chat_model is None, records)
+
+
+def call_event(kind: str, record: CallRecord) -> dict[str, Any]:
+    """A progress event of one model call: ``call_started`` (which call) or ``call_finished`` (how it went).
+
+    The call is named by a number unique while it is out (``call``), its node, reply schema and role, and the
+    place the agent labelled it with (``worker``, ``round``, ``step``); a finished one adds its outcome,
+    tokens and latency.
+    """
+    event: dict[str, Any] = {
+        "event": kind,
+        "call": id(record),
+        "node": record.node,
+        "schema": record.schema,
+        "role": record.role,
+        **{key: record.meta[key] for key in ("worker", "round", "step") if key in record.meta},
+    }
+    if kind == "call_finished":
+        event.update(
+            outcome=record.outcome,
+            tokens=record.prompt_tokens + record.completion_tokens,
+            latency_s=round(record.latency_s, 3),
+        )
+    return event
 
 
 def has_step_left(saved: StateSnapshot) -> bool:

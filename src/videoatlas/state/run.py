@@ -49,3 +49,16 @@ class AnsweringState(QuestionInput):
     cited: list[str]
     stop_reason: str
     round: int
+
+
+def support_note(answered: bool, cited: int, evidence: int) -> str:
+    """What backs an answer, when nothing does, in the same words for every agent and every view.
+
+    Empty when there is no answer or the final decision cited evidence; ``answered without evidence``
+    when the run gathered none; else how much it gathered that the answer does not cite.
+    """
+    if not answered or cited:
+        return ""
+    if not evidence:
+        return "answered without evidence"
+    return f"the answer cites none of the {evidence} evidence item(s) gathered"

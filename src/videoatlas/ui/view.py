@@ -131,6 +131,7 @@ def decision(trace: dict[str, Any], k: int, agent: Agent) -> dict[str, Any] | No
         "reasoning": run["reasoning"],
         "stop_reason": run["stop_reason"],
         "grounded": trace["grounded"],
+        "support": trace["support"],
         "declined": bool(trace.get("declined")),
     }
 

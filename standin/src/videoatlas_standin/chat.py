@@ -38,6 +38,28 @@ def routes(standin: ServerContext) -> list[web.RouteDef]:
     return [web.post(record.CHAT, functools.partial(chat, standin))]
 
 
+SLOW_STAGE_S = 8.0
+"""A stage of a reply (reading an image's text) that runs longer says so in the log, this often."""
+
+
+async def _watched(stage: str, work: Any) -> Any:
+    """``work`` awaited; while it runs past :data:`SLOW_STAGE_S`, a warning every so often says what is slow.
+
+    The stand-in is a CPU test double: the time a VLM spends on a GPU it spends reading pixels, and
+    someone waiting on it should see that the wait is the stand-in's.
+    """
+    task = asyncio.ensure_future(work)
+    began = time.monotonic()
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=SLOW_STAGE_S)
+            if done:
+                return task.result()
+            log.warning("standin_slow_stage", stage=stage, seconds=round(time.monotonic() - began))
+    finally:
+        task.cancel()  # a reply the client gave up on: nothing waits for it any more
+
+
 async def chat(standin: ServerContext, request: web.Request) -> web.StreamResponse:
     """``POST /v1/chat/completions``."""
     standin.stats.chat_requests += 1
@@ -117,7 +139,10 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     loop = asyncio.get_running_loop()
     see = functools.partial(standin.reader.see, cancelled=standin.stopping)
     try:
-        sights: list[Sight] = [await loop.run_in_executor(None, see, img) for img in images]
+        sights: list[Sight] = []
+        for n, img in enumerate(images, 1):
+            stage = f"reading the text of image {n} of {len(images)} ({img.width}x{img.height} px) on the CPU (OCR)"
+            sights.append(await _watched(stage, loop.run_in_executor(None, see, img)))
     except ReadCancelled:
         return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
     switch = _enable_thinking(body)

@@ -14,6 +14,7 @@ from videoatlas.agents.page import PageContext, timeline
 from videoatlas.agents.videoarm.control import CALLED_EVENT, STEP_EVENT
 from videoatlas.agents.videoarm.views import entry_header, heard_line, seen_text
 from videoatlas.agents.views import step_head
+from videoatlas.textsafe import model_words
 
 
 def detail(values: dict[str, Any], calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -85,5 +86,6 @@ def describe_event(event: dict[str, Any]) -> str | None:
     if event.get("event") == STEP_EVENT:
         return f"step {event.get('step')}: deciding..."
     if event.get("event") == CALLED_EVENT:
-        return f"step {event.get('step')}: {event.get('tool')} ({str(event.get('reason', ''))[:80]})"
+        reason = model_words(str(event.get("reason") or ""), 100)
+        return f"step {event.get('step')}: {event.get('tool')}" + (f"; the model's reason: {reason}" if reason else "")
     return decision.describe_event(event)

@@ -19,7 +19,7 @@ async def choose_traversal(state: MasterState, runtime: Runtime[AgentContext]) -
     """BFS for sequence, order and counting questions, DFS for localized details; ``--traversal`` wins."""
     ctx = runtime.context
     if rlm(ctx).traversal != "auto":
-        emit("traversal", traversal=rlm(ctx).traversal, reason="set by the user")
+        emit("traversal", traversal=rlm(ctx).traversal, reason="set by the user", by="user")
         return {"traversal": rlm(ctx).traversal, "traversal_reason": "set by the user"}
     # From the question alone: this call runs beside the search-task extraction, not after it,
     # which takes one model call off every question's critical path.
@@ -31,7 +31,7 @@ async def choose_traversal(state: MasterState, runtime: Runtime[AgentContext]) -
     except ModelReplyError as exc:
         # DFS, the paper's default mode: one localized detail is what most questions ask for.
         cost, repair = fallback(exc, "choose_traversal", 0, "DFS, the default traversal")
-        emit("traversal", traversal="dfs", reason=repair.detail)
+        emit("traversal", traversal="dfs", reason=repair.detail, by="default")
         return {"traversal": "dfs", "traversal_reason": repair.detail, "cost": cost, "repairs": [repair]}
-    emit("traversal", traversal=reply.value.traversal, reason=reply.value.reason)
+    emit("traversal", traversal=reply.value.traversal, reason=reply.value.reason, by="model")
     return {"traversal": reply.value.traversal, "traversal_reason": reply.value.reason, "cost": cost}

@@ -32,15 +32,18 @@ async def extract_search_task(state: MasterState, runtime: Runtime[AgentContext]
         reply, cost = await ask(
             ctx, SearchTask, "extract_search_task", "search_task", [], values, system=SYSTEM, thinker="master"
         )
-        task = reply.value.search_task
+        task = reply.value.search_task.strip()
         relation = relation_of(reply.value)
+        by = "model"
+        if not task:  # an empty task would tell the workers nothing: they look for what the question asks
+            task, by = state["question"], "question"
     except ModelReplyError as exc:
         cost, repair = fallback(exc, "extract_search_task", 0, "the question itself is the search task, no relation")
-        task, repairs = state["question"], [repair]
+        task, repairs, by = state["question"], [repair], "question"
     # Every later prompt shows the search task: the relation travels with it, so workers look for the anchor first.
     said = task_sentence(ctx.prompts, relation)
+    emit("search_task_done", search_task=task, relation=said, by=by)
     task = f"{task}\n{said}" if said else task
-    emit("search_task_done", search_task=task)
     return {
         "search_task": task,
         "relation": relation,
