@@ -133,10 +133,11 @@ class EndpointChoice:
 
     def image_limit(self) -> int:
         """The pixels one image may have on this endpoint (the stand-in's own limit, as it will be started)."""
-        if self.standin:
-            return (
-                self.max_image_pixels or EndpointSettings.from_env({}, base_url="http://127.0.0.1/v1").max_image_pixels
+        if self.standin:  # its form checked as the named server's is, before it starts
+            local = EndpointSettings.from_env(
+                {}, base_url="http://127.0.0.1/v1", timeout_s=self.timeout_s, max_images=self.max_images
             )
+            return self.max_image_pixels or local.max_image_pixels
         return self.settings().max_image_pixels
 
     def settings(self) -> EndpointSettings:

@@ -99,6 +99,8 @@ BAD_INPUTS: list[tuple[str, list[str], int, str]] = [
     ("ask-max-images-zero", ["ask", "{V}", "-q", "why?", "--max-images", "0", "--standin"], 2,
      "--max-images: must be at least 1"),
     ("ask-budget-zero", ["ask", "{V}", "-q", "why?", "--call-budget", "0", "--standin"], 2, "at least 1"),
+    ("ask-timeout-zero", ["ask", "{V}", "-q", "why?", "-c", "a", "-c", "b", "--timeout", "0", "--standin"], 2,
+     "the request timeout in seconds (--timeout) must be positive"),  # before the stand-in starts: one line
     ("ask-unreachable", ["ask", "{V}", "-q", "why?", "--base-url", "http://127.0.0.1:9/v1", "--timeout", "1"], 5,
      "--standin"),
     ("eval-out-is-a-file", ["eval", "run", "--dataset", "synthetic", "--root", "{TMP}", "--out", "{FILE}",

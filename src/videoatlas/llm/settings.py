@@ -14,6 +14,17 @@ DEFAULT_PATIENCE_S = 300.0
 """Five minutes: a vLLM server restarted after an out-of-memory error or a preemption loads its model in that time."""
 
 
+POSITIVE = {
+    "timeout_s": "the request timeout in seconds (--timeout)",
+    "max_concurrency": "the calls in flight at once (--max-concurrency)",
+    "max_tokens": "the reply's token limit",
+    "thinking_max_tokens": "the token limit of a reply with thinking",
+    "max_images": "the images per prompt (--max-images, VIDEOATLAS_MAX_IMAGES)",
+    "max_image_pixels": "the pixels per image (--max-image-pixels, VIDEOATLAS_MAX_IMAGE_PIXELS)",
+}
+"""Settings that must be above 0, with how a user names them in a refusal."""
+
+
 @dataclass(frozen=True, slots=True)
 class EndpointSettings:
     """How to reach an OpenAI-compatible VLM server, and how patiently."""
@@ -64,16 +75,10 @@ class EndpointSettings:
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
             raise BadInputError(f"endpoint URL must start with http:// or https://, got {self.base_url!r}")
-        for name in (
-            "timeout_s",
-            "max_concurrency",
-            "max_tokens",
-            "thinking_max_tokens",
-            "max_images",
-            "max_image_pixels",
-        ):
-            if getattr(self, name) <= 0:
-                raise BadInputError(f"{name} must be positive")
+        for name, told in POSITIVE.items():
+            value = getattr(self, name)
+            if not value > 0:
+                raise BadInputError(f"{told} must be positive, got {value!r}")
         if self.max_retries < 0:
             raise BadInputError("max_retries must be >= 0")
         if not (self.backoff_s >= 0 and self.backoff_cap_s >= 0):
