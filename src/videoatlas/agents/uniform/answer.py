@@ -78,15 +78,18 @@ def _cited_frames(
         if not (0 <= sheet < len(views) and 0 <= cell < len(views[sheet].grid.cells)):
             continue
         interval = views[sheet].grid.cells[cell].interval
+        # The frame the cell showed (a keyframe anywhere inside it, else the one at its middle): what was seen there.
+        shown = views[sheet].image.frames[cell]
+        t = float(shown["time"]) if shown.get("method") != "unavailable" else interval.mid
         evidence.append(
             Evidence(
                 id=f"u-{sheet + 1}-{cell}",
-                time=interval.mid,
+                time=t,
                 start=interval.start,
                 end=interval.end,
                 description=f"sampled frame cited by the answer (sheet {sheet + 1}, cell {cell})",
                 confidence=1.0,
-                frame=FrameRef(video=ctx.atlas.source.identity, time=interval.mid, px=ctx.config.cell_px),
+                frame=FrameRef(video=ctx.atlas.source.identity, time=t, px=ctx.config.cell_px),
                 place=f"cell {sheet + 1}/{cell}",
                 where={"sheet": sheet + 1, "cell": cell},
             )

@@ -28,7 +28,8 @@ def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
 
     A caption or an answer is placed at the frames its report named as showing what the question asks
     about (the first named is its frame), else over the stretch its tool looked at (its middle frame).
-    A step whose tool named the frame showing the time relation's anchor adds that frame as an item of its own.
+    A step whose tool named the frame showing the time relation's anchor adds that frame as an item of its own,
+    and the caption or answer is placed at the other frames it named (at the anchor's only if it named no other).
     """
     video = ctx.atlas.source.identity
     items: list[Evidence] = []
@@ -57,11 +58,14 @@ def memory_evidence(memory: list[Entry], ctx: AgentContext) -> list[Evidence]:
         confidence = 0.6 if entry.tool == "scene_snapper" else entry.confidence if entry.confidence is not None else 0.5
         frame: int | None
         if entry.seen:  # placed where the report says it saw it, not over all the tool looked at
-            times = [t for _, t in entry.seen]
-            where, frame = f", seen in {seen_text(entry.seen)}", entry.seen[0][0]
+            # A report asked for the anchor may name its frame among these too: it has an item of its own.
+            seen = [s for s in entry.seen if s[0] != entry.anchor] or entry.seen
+            times = [t for _, t in seen]
+            where, frame = f", seen in {seen_text(seen)}", seen[0][0]
             start, end = min(times), max(times)
-        else:
-            start, end = (entry.ranges[0][0], entry.ranges[-1][1]) if entry.ranges else (0.0, ctx.atlas.duration)
+        else:  # the ranges as the call listed them, in any order
+            spans = entry.ranges or [(0.0, ctx.atlas.duration)]
+            start, end = min(a for a, _ in spans), max(b for _, b in spans)
             where, frame = (
                 f" on {ranges_text(entry.ranges)}",
                 entry.frames[len(entry.frames) // 2] if entry.frames else None,
