@@ -73,7 +73,7 @@ class ScriptedChat(BaseChatModel):
     usage: Any = None
     token_counts: list[int] = Field(default_factory=list)
     """Prompt plus completion tokens reported for each call."""
-    """(messages, reply text) -> (prompt tokens, completion tokens); default 1000 and 20 for every call."""
+    """(messages, reply text) -> (prompt tokens, completion tokens[, cached tokens]); default 1000 and 20."""
 
     @property
     def _llm_type(self) -> str:
@@ -94,8 +94,15 @@ class ScriptedChat(BaseChatModel):
             await asyncio.sleep(self.delay(fmt["name"], text))
         reply = self.script(fmt["name"], text, fmt["schema"])
         content = reply if isinstance(reply, str) else json.dumps(reply)
-        prompt, completion = self.usage(messages, content) if self.usage is not None else (1000, 20)
-        usage = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+        counted: tuple[int, ...] = self.usage(messages, content) if self.usage is not None else (1000, 20)
+        prompt, completion = counted[0], counted[1]
+        usage: dict[str, Any] = {
+            "input_tokens": prompt,
+            "output_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        if len(counted) > 2:  # (prompt, completion, cached): the server's prefix cache served ``cached``
+            usage["input_token_details"] = {"cache_read": counted[2]}
         self.token_counts.append(prompt + completion)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=content, usage_metadata=usage))])
 

@@ -17,7 +17,7 @@ from videoatlas.errors import BadInputError
 from videoatlas.llm.records import CANCELLED
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import TraceStore
-from videoatlas.state.models import roles_text
+from videoatlas.state.models import prefill_text, roles_text
 from videoatlas.state.run import support_note
 
 
@@ -336,6 +336,7 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
             f"{cost['cached_tokens']:,} cached, {cost.get('frames_viewed', 0):,} distinct frames viewed "
             f"({cost.get('frames_sent', 0):,} sent){fell_back}"
         )
+        lines.append(f"  prefill: {prefill_text(cost)}")
         if cost.get("tokens_by_role"):
             lines.append(f"  tokens by role: {roles_text(cost['tokens_by_role'])}")
         if cost.get("transcriptions") or cost.get("audio_s"):

@@ -173,7 +173,7 @@ def answer_text(result: RunResult) -> str:
 def print_result(result: RunResult) -> None:
     """The answer, the evidence with timestamps, and the cost, for people."""
     from videoatlas.environment.render import evidence_label
-    from videoatlas.state.models import roles_text
+    from videoatlas.state.models import prefill_text, roles_text
     from videoatlas.state.run import support_note
 
     note = support_note(bool(result.answer), len(result.cited), len(result.evidence))
@@ -196,6 +196,7 @@ def print_result(result: RunResult) -> None:
         f"{c.frames_viewed:,} distinct frames viewed ({c.frames_sent:,} sent), "
         f"{result.rounds} round(s), {result.wall_s:.1f} s"
     )
+    _out(f"prefill: {prefill_text(c.summary())}")
     if c.transcriptions or c.audio_s:
         _out(
             f"speech: {c.audio_s:,.1f} s of audio transcribed in {c.transcriptions} request(s), {c.transcribe_s:.1f} s"

@@ -13,6 +13,7 @@ from videoatlas.evals.report import (
     EvalData,
     declined,
     failed,
+    gpu_cost,
     grounding_hit,
     iou_text,
     is_correct,
@@ -87,6 +88,8 @@ def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> d
             "too_few_questions": len(items) < MIN_QUESTIONS_FOR_CI,
             "tokens_a": mean_of(rows_a[i]["tokens"] for i in items if not failed(rows_a[i])),
             "tokens_b": mean_of(rows_b[i]["tokens"] for i in items if not failed(rows_b[i])),
+            "gpu_a": gpu_cost([rows_a[i] for i in items if not failed(rows_a[i])]),
+            "gpu_b": gpu_cost([rows_b[i] for i in items if not failed(rows_b[i])]),
             "wall_a": mean_of(rows_a[i]["wall_s"] for i in items if not failed(rows_a[i])),
             "wall_b": mean_of(rows_b[i]["wall_s"] for i in items if not failed(rows_b[i])),
             "grounding_a": _hit_rate(rows_a[i] for i in items),
@@ -106,6 +109,10 @@ def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> d
         "overall": section(shared),
         "categories": {cat: section(items) for cat, items in sorted(cats.items())},
     }
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 def _pct(value: float | None) -> str:
@@ -135,6 +142,22 @@ def render_comparison(cmp: dict[str, Any]) -> str:
             f"{s['declined_a']} | {s['declined_b']} | "
             f"{iou_text(s['iou_a'])} | {iou_text(s['iou_b'])} | {_pct(s['grounding_a'])} | {_pct(s['grounding_b'])} | "
             f"{s['tokens_a']:,.0f} | {s['tokens_b']:,.0f} | {s['wall_a']:.1f} s | {s['wall_b']:.1f} s |"
+        )
+    overall = cmp["overall"]
+    lines += [
+        "",
+        "What the GPU spent per question (overall, means over the runs that finished): prompt tokens (image / "
+        "text), from the prefix cache, prefilled, completion",
+        "",
+        "| side | prompt tokens | image | text | from the prefix cache | prefilled (uncached) | completion |",
+        "| --- |" + " ---: |" * 6,
+    ]
+    for side in ("a", "b"):
+        g = overall[f"gpu_{side}"]
+        lines.append(
+            f"| {side.upper()} | {_cell(g['mean_prompt_tokens'])} | {_cell(g['mean_image_tokens'])} | "
+            f"{_cell(g['mean_text_tokens'])} | {_cell(g['mean_cached_tokens'])} | {_cell(g['mean_uncached_tokens'])} | "
+            f"{_cell(g['mean_completion_tokens'])} |"
         )
     sections = [cmp["overall"], *cmp["categories"].values()]
     if any(s["too_few_questions"] for s in sections):

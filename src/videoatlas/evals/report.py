@@ -182,6 +182,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_tokens": mean_of(r["tokens"] for r in answered),
         "mean_tokens_by_role": mean_tokens_by_role(answered),
         "cache_hit_rate": sum(r["cached_tokens"] for r in answered) / prompt if prompt else None,
+        **gpu_cost(answered),
         "mean_calls": mean_of(r["calls"] for r in answered),
         "mean_frames_viewed": mean_of(r.get("frames_viewed", 0) for r in answered),
         "mean_frames_sent": mean_of(r.get("frames_sent", 0) for r in answered),
@@ -198,6 +199,53 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_iou": statistics.fmean(ious) if ious else None,
         "iou_questions": len(ious),
     }
+
+
+def gpu_cost(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a GPU spends per question, as means over finished runs' rows.
+
+    The prompt split into image and text tokens, what the prefix cache served, the uncached prefill,
+    completion and reasoning tokens, images sent. Image tokens are estimated from the images' sizes (rows
+    from before they were counted give None for the split); the rest are the server's own counts.
+    """
+
+    def known(key: str) -> float | None:
+        return mean_or_none(r.get(key) for r in rows)
+
+    return {
+        "mean_prompt_tokens": mean_of(r["prompt_tokens"] for r in rows),
+        "mean_image_tokens": known("image_tokens"),
+        "mean_text_tokens": mean_or_none(
+            r["prompt_tokens"] - r["image_tokens"] if "image_tokens" in r else None for r in rows
+        ),
+        "mean_cached_tokens": mean_of(r["cached_tokens"] for r in rows),
+        "mean_uncached_tokens": mean_of(r["prompt_tokens"] - r["cached_tokens"] for r in rows),
+        "mean_completion_tokens": known("completion_tokens"),
+        "mean_reasoning_tokens": known("reasoning_tokens"),
+        "mean_images": known("images"),
+    }
+
+
+def _tokens_cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _gpu_table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """Per question, what the GPU spent: prompt (image / text), cached, uncached prefill, completion, images."""
+    lines = [
+        f"| {title} | prompt tokens | image | text | from the prefix cache | prefilled (uncached) | completion | "
+        "reasoning | images |",
+        "| --- |" + " ---: |" * 8,
+    ]
+    for name, s in summaries.items():
+        lines.append(
+            f"| {name} | {_tokens_cell(s['mean_prompt_tokens'])} | {_tokens_cell(s['mean_image_tokens'])} | "
+            f"{_tokens_cell(s['mean_text_tokens'])} | {_tokens_cell(s['mean_cached_tokens'])} "
+            f"({_pct(s['cache_hit_rate'])}) | {_tokens_cell(s['mean_uncached_tokens'])} | "
+            f"{_tokens_cell(s['mean_completion_tokens'])} | {_tokens_cell(s['mean_reasoning_tokens'])} | "
+            f"{_tokens_cell(s['mean_images'])} |"
+        )
+    return lines
 
 
 def mean_tokens_by_role(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -368,6 +416,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "",
         *_skipped_lines(rep),
         *_table("overall", {"all": rep["overall"]}),
+        "",
+        "What the GPU spent per question (means over the runs that finished): prompt tokens, split into the "
+        "images' (estimated from their sizes) and the text's; those the server's prefix cache served; those it "
+        "had to prefill; completion and reasoning tokens; images sent.",
+        "",
+        *_gpu_table("overall", {"all": rep["overall"]}),
         "",
         *_table("category", rep["categories"]),
     ]

@@ -35,7 +35,7 @@ from videoatlas.errors import (
     VideoAtlasError,
 )
 from videoatlas.llm.chat_model import OpenAICompatibleChat
-from videoatlas.llm.images import ImagePart, check_limits
+from videoatlas.llm.images import ImagePart, check_limits, image_tokens, merged_patch_px
 from videoatlas.llm.outage import EndpointWatch
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CANCELLED, CallRecord, CallTotals, Outcome
@@ -140,6 +140,7 @@ class VLMClient:
             started_at=time.time(),
             images=len(images),
             image_pixels=sum(i.pixels for i in images),
+            image_tokens=sum(image_tokens(i.width, i.height, merged_patch_px(self.settings.model)) for i in images),
             meta=dict(meta or {}),
             role=role,
             thinking=thinking,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,6 +13,28 @@ from PIL import Image
 
 from videoatlas.errors import ImageLimitError
 from videoatlas.llm.settings import EndpointSettings
+
+MERGED_PATCH_PX = {"qwen3": 32}
+"""The side in pixels of one image token after the vision encoder's patch merge, by model family (lower-case
+prefix of the served model's name, without its organisation): Qwen3-VL and Qwen3.5 use 16 px patches merged
+2 x 2; any other model is counted as Qwen2-VL and Qwen2.5-VL are, 14 px patches merged 2 x 2."""
+DEFAULT_MERGED_PATCH_PX = 28
+
+
+def merged_patch_px(model: str) -> int:
+    """The side in pixels of one image token for ``model`` (the served model id, e.g. ``Qwen/Qwen3-VL-8B``)."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return next((px for prefix, px in MERGED_PATCH_PX.items() if name.startswith(prefix)), DEFAULT_MERGED_PATCH_PX)
+
+
+def image_tokens(width: int, height: int, patch_px: int = DEFAULT_MERGED_PATCH_PX) -> int:
+    """The prompt tokens one image of ``width`` x ``height`` takes: one per merged patch (an estimate).
+
+    The server's usage counts image and text tokens together; this splits them for the cost report. The
+    image is taken as sent (the agents send images within the server's pixel limit, so the processor does
+    not shrink them), its sides rounded up to whole patches; the two tokens around each image are left out.
+    """
+    return math.ceil(width / patch_px) * math.ceil(height / patch_px)
 
 
 @dataclass(frozen=True, slots=True)

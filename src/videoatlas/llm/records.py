@@ -27,6 +27,8 @@ class CallRecord:
     cached_tokens: int = 0
     images: int = 0
     image_pixels: int = 0
+    image_tokens: int = 0
+    """The prompt tokens the call's images take, estimated from their sizes (``llm.images.image_tokens``)."""
     outcome: Outcome = "failed"
     attempts: int = 0
     """HTTP requests made, retries and the re-ask included."""

@@ -126,6 +126,7 @@ async def ask(
         cached_tokens=record.cached_tokens,
         reasoning_tokens=record.reasoning_tokens,
         images=record.images,
+        image_tokens=record.image_tokens,
         tokens_by_role={thinker: tokens} if tokens else {},
         **frame_ledger(images),
     )
@@ -247,6 +248,7 @@ def failed_call_cost(exc: BaseException) -> Cost:
         cached_tokens=int(getattr(record, "cached_tokens", 0)),
         reasoning_tokens=int(getattr(record, "reasoning_tokens", 0)),
         images=int(getattr(record, "images", 0)),
+        image_tokens=int(getattr(record, "image_tokens", 0)) if prompt else 0,  # only a prompt the server took
         tokens_by_role={role: prompt + completion} if role and prompt + completion else {},
     )
 

@@ -100,6 +100,8 @@ class Cost(Frozen):
     reasoning_tokens: int = 0
     """Completion tokens a reasoning model spent thinking (part of ``completion_tokens``)."""
     images: int = 0
+    image_tokens: int = 0
+    """The prompt tokens the images took, estimated from their sizes (the server counts them with the text)."""
     tokens_by_role: Mapping[str, int] = Field(default_factory=dict)
     """Prompt plus completion tokens by the role whose calls spent them, as its agent names its roles (Video-RLM:
     ``master``, ``worker``; VideoSeek: ``planner``, ``looker``...); only roles that spent any."""
@@ -132,6 +134,16 @@ class Cost(Frozen):
         return self.prompt_tokens + self.completion_tokens
 
     @property
+    def text_tokens(self) -> int:
+        """Prompt tokens that are not the images' (text and the chat template's own)."""
+        return max(0, self.prompt_tokens - self.image_tokens)
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Prompt tokens the server had to prefill: the prompt less what its prefix cache served."""
+        return max(0, self.prompt_tokens - self.cached_tokens)
+
+    @property
     def frames_viewed(self) -> int:
         """Distinct frames the model was shown (the "#frames" the long-video papers report)."""
         return len(self.frames_seen)
@@ -147,6 +159,8 @@ class Cost(Frozen):
             **{k: getattr(self, k) for k in Cost.model_fields if k not in _NOT_SUMMED},
             "tokens_by_role": dict(self.tokens_by_role),
             "tokens": self.tokens,
+            "text_tokens": self.text_tokens,
+            "uncached_tokens": self.uncached_tokens,
             "frames_viewed": self.frames_viewed,
         }
 
@@ -165,6 +179,25 @@ def former_roles(data: Mapping[str, Any]) -> dict[str, int]:
 def add_roles(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
     """Tokens by role, summed role by role (ordered by role)."""
     return {role: a.get(role, 0) + b.get(role, 0) for role in sorted({*a, *b})}
+
+
+def prefill_text(cost: Mapping[str, Any]) -> str:
+    """What a GPU spent on a run's prompts, from a cost summary (:meth:`Cost.summary`), as people read it.
+
+    ``62,841 prompt tokens (41,280 image, 21,561 text); 9,184 from the prefix cache (15%), 53,657
+    prefilled; 1,811 completion (0 reasoning); 12 images``. A summary from before image tokens were counted
+    shows no split.
+    """
+    prompt = int(cost.get("prompt_tokens") or 0)
+    cached = int(cost.get("cached_tokens") or 0)
+    image = cost.get("image_tokens")
+    split = f" ({int(image):,} image, {max(0, prompt - int(image)):,} text)" if image else ""
+    share = f" ({cached / prompt:.0%})" if prompt else ""
+    return (
+        f"{prompt:,} prompt tokens{split}; {cached:,} from the prefix cache{share}, {max(0, prompt - cached):,} "
+        f"prefilled; {int(cost.get('completion_tokens') or 0):,} completion "
+        f"({int(cost.get('reasoning_tokens') or 0):,} reasoning); {int(cost.get('images') or 0):,} images"
+    )
 
 
 def roles_text(tokens_by_role: Mapping[str, float]) -> str:
