@@ -1,4 +1,4 @@
-"""Every entry reaches the one door, :func:`videoatlas.request.answer`, and one ``ask`` runs each check once.
+"""Every entry (ask, resume, demo, API, MCP, both eval harnesses) reaches the one door; one ``ask`` checks once.
 
 The run frame (:func:`videoatlas.runs.run_question`) is wrapped: each call records the functions on its
 stack, and runs with a scripted chat model in place of the endpoint's client, so every entry runs a
@@ -120,6 +120,8 @@ def test_every_entry_reaches_the_same_door(
     assert main(["resume", "rlm-stopped", "--db", cli_db, "--quiet"]) == 0
     expected.append(("videoatlas.cli.ask", "cmd_resume"))
     assert _status(cli_db, "rlm-stopped") == "finished"
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--json"]) == 0  # its 10-minute video, the stand-in up
+    expected.append(("videoatlas.cli.ask", "cmd_demo"))
 
     # The Python API
     settings = EndpointSettings(model="scripted-vlm", base_url="http://vlm.example:9000/v1")
