@@ -273,20 +273,3 @@ def test_a_synthetic_eval_of_some_kinds_makes_only_their_videos(tmp_path: Path) 
     assert sorted(i.id for i in items) == ["synth-60s-seed1-broadcast/replay-after", "synth-60s-seed1/after-bell"]
     assert sorted(made) == ["synthetic 1min broadcast", "synthetic 1min chapters"]
     assert {i.categories[0] for i in load_selected(replace(spec, subset=None), making).items} > {"after_anchor"}
-
-
-@pytest.mark.e2e
-def test_eval_check_makes_the_asked_durations_only_and_says_so_as_it_goes(tmp_path: Path) -> None:
-    args = ["eval", "check", "--dataset", "synthetic", "--root", str(tmp_path), "--durations", "1m"]
-    done = subprocess.run(
-        [sys.executable, "-m", "videoatlas.cli.main", *args, "--styles", "broadcast"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stderr.splitlines()  # not a terminal: plain lines, no bar
-    assert lines[0] == "synthetic 1min broadcast (made once): 0% (0/300 frames)"
-    assert "synthetic 1min broadcast (made once): 100% (300/300 frames)" in lines and "\r" not in done.stderr
-    assert "questions" in done.stdout and "ready to run" in done.stdout
-    assert sorted(p.name for p in tmp_path.glob("synth-*")) == ["synth-60s-seed1-broadcast"]

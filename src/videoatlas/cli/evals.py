@@ -69,7 +69,9 @@ def _add_synthetic_options(p: Container) -> None:
     """``--durations``, ``--seed``, ``--styles``: which videos of the synthetic suite (only those are made)."""
     p.add_argument("--durations", default=None, help="synthetic only: e.g. 1m,10m,1h (default 1m,10m,1h,3h,10h)")
     add_seed_option(p, 1, "synthetic only: video seed (default 1)")
-    p.add_argument("--styles", default=None, help="synthetic only: comma-separated, e.g. broadcast (default: all)")
+    p.add_argument(
+        "--styles", default=None, help="synthetic only: comma-separated, e.g. signage (default chapters,broadcast)"
+    )
 
 
 def _making(label: str) -> Progress:
@@ -249,12 +251,18 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
 
 
 def _preflight(spec: EvalSpec) -> None:
-    """The ``eval check`` summary of the questions this run will take, on stderr before it starts."""
+    """The ``eval check`` summary of the questions this run will take, on stderr before it starts.
+
+    It names the synthetic suite's videos those questions need that are not made yet; they are made
+    next, each under its own progress.
+    """
     from videoatlas.evals.check import check_loaded, render_check
     from videoatlas.evals.runner import load_selected
 
-    rep = check_loaded(spec.dataset, spec.root, spec.subset, load_selected(spec, _making))
+    rep = check_loaded(spec.dataset, spec.root, spec.subset, load_selected(spec, make=False))
     sys.stderr.write(escape_lines(render_check(rep)))
+    if rep.to_make:
+        load_selected(spec, _making)
 
 
 def cmd_eval_check(args: argparse.Namespace) -> int:
@@ -270,7 +278,7 @@ def cmd_eval_check(args: argparse.Namespace) -> int:
         args.seed,
         _styles(args.styles),
         subset,
-        making=_making,
+        make=False,  # a pre-flight: the synthetic suite's videos are named, not made
     )
     rep = check_loaded(args.dataset, args.root, subset, loaded)
     if args.json:

@@ -1,7 +1,9 @@
 """The pre-flight of an eval: whether every question, video and subtitle file is there and readable.
 
 ``videoatlas eval check`` prints it (``eval run`` too, before it starts): a long eval should not
-learn at question 900 that a video is missing. Videos are probed, not decoded, so it stays fast.
+learn at question 900 that a video is missing. Videos are probed, not decoded, so it stays fast,
+and a generated suite's videos not made yet are named with their length, not made: ``eval run``
+makes them (those its selected questions need) before it starts.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any
 
 from videoatlas.environment.concat import media_duration
 from videoatlas.environment.subtitles import load_subtitles
+from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import VideoAtlasError
-from videoatlas.evals.datasets import Loaded, Skipped
+from videoatlas.evals.datasets import Loaded, Skipped, VideoToMake, get_adapter
 
 SHOWN = 10
 """Problems of one kind listed by name in the table (all of them in ``--json``)."""
@@ -36,6 +39,15 @@ class CheckReport:
     missing_subtitles: list[str] = field(default_factory=list)
     unreadable_subtitles: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    generated: bool = False
+    """A suite made under ``--root`` (synthetic), not read from it."""
+    to_make: list[VideoToMake] = field(default_factory=list)
+    """Its videos that ``eval run`` would make first (not made yet, or left half made): none is missing."""
+
+    @property
+    def to_make_s(self) -> float:
+        """How long the videos to make are, together, in seconds."""
+        return sum(v.duration for v in self.to_make)
 
     @property
     def malformed(self) -> list[Skipped]:
@@ -62,6 +74,8 @@ class CheckReport:
             "ok": self.ok,
             "questions": self.questions,
             "videos": self.videos,
+            "to_make": [v.as_dict() for v in self.to_make],
+            "to_make_s": self.to_make_s,
             "missing_videos": self.missing_videos,
             "unreadable_videos": [{"path": p, "reason": r} for p, r in self.unreadable_videos],
             "missing_subtitles": self.missing_subtitles,
@@ -78,9 +92,20 @@ def skipped_by_reason(skipped: Sequence[Skipped]) -> dict[str, int]:
 
 
 def check_loaded(dataset: str, root: str, subset: list[str] | None, loaded: Loaded) -> CheckReport:
-    """Probe every video and read every subtitle file the loaded questions name."""
+    """Probe every video and read every subtitle file the loaded questions name, but those still to be made."""
     items = loaded.items
-    rep = CheckReport(dataset, root, subset, len(items), len({i.video for i in items}), skipped=list(loaded.skipped))
+    rep = CheckReport(
+        dataset,
+        root,
+        subset,
+        len(items),
+        len({i.video for i in items}),
+        skipped=list(loaded.skipped),
+        generated=get_adapter(dataset).generated,
+        to_make=list(loaded.to_make),
+    )
+    unmade = {v.video for v in loaded.to_make}  # their files (and subtitles) come when they are made
+    items = [i for i in items if i.video not in unmade]
     for video in sorted({i.video for i in items}):
         if not Path(video).is_file():
             rep.missing_videos.append(video)
@@ -101,11 +126,11 @@ def check_loaded(dataset: str, root: str, subset: list[str] | None, loaded: Load
     return rep
 
 
-def _listed(title: str, entries: Sequence[str]) -> list[str]:
+def _listed(title: str, entries: Sequence[str], note: str = "") -> list[str]:
     if not entries:
         return []
     more = [f"  ... and {len(entries) - SHOWN} more (all of them with --json)"] if len(entries) > SHOWN else []
-    return [f"{title} ({len(entries)}):", *(f"  {e}" for e in entries[:SHOWN]), *more]
+    return [f"{title} ({len(entries)}{note}):", *(f"  {e}" for e in entries[:SHOWN]), *more]
 
 
 def render_check(rep: CheckReport) -> str:
@@ -114,6 +139,7 @@ def render_check(rep: CheckReport) -> str:
     rows = [
         ("questions", rep.questions),
         ("videos", rep.videos),
+        *((("videos to make (by eval run)", len(rep.to_make)),) if rep.generated else ()),
         ("missing videos", len(rep.missing_videos)),
         ("undecodable or unreadable videos", len(rep.unreadable_videos)),
         ("missing subtitle files", len(rep.missing_subtitles)),
@@ -124,10 +150,17 @@ def render_check(rep: CheckReport) -> str:
     width = max(len(name) for name, _ in rows)
     lines = [f"{rep.dataset}{subset} under {rep.root}:"]
     lines += [f"  {name:<{width}}  {n:>6}" for name, n in rows]
+    made = [f"{v.label} ({format_ts(v.duration, 0)}): {v.video}" for v in rep.to_make]
+    lines += _listed("videos to make", made, f", {format_ts(rep.to_make_s, 0)} of video in all")
     lines += _listed("missing videos", rep.missing_videos)
     lines += _listed("undecodable or unreadable videos", [f"{p}: {r}" for p, r in rep.unreadable_videos])
     lines += _listed("missing subtitle files", rep.missing_subtitles)
     lines += _listed("unreadable subtitle files", [f"{p}: {r}" for p, r in rep.unreadable_subtitles])
     lines += _listed("malformed records", [f"{s.file} record {s.record}: {s.reason}" for s in rep.malformed])
-    lines.append("ready to run" if rep.ok else "problems found: the questions above would fail or are left out")
+    if not rep.ok:
+        lines.append("problems found: the questions above would fail or are left out")
+    elif rep.to_make:
+        lines.append(f"ready to run; eval run makes the {len(rep.to_make)} video(s) above first")
+    else:
+        lines.append("ready to run")
     return "\n".join(lines) + "\n"

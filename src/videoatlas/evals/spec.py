@@ -58,7 +58,7 @@ class EvalSpec:
     durations: Sequence[float] | None = None
     seed: int = 1
     styles: Sequence[Style] | None = None
-    """Synthetic suite only: which video styles (default: all)."""
+    """Synthetic suite only: which video styles (default: the suite's own, chapters and broadcast)."""
     db_url: str | None = None
     subtitles: bool = True
     """False: run without the benchmark's subtitles (Video-MME reports both settings)."""
@@ -66,11 +66,12 @@ class EvalSpec:
     """Only these published splits of the benchmark (``--subset``; names checked by ``parse_subset``)."""
 
 
-def load_selected(spec: EvalSpec, making: MakingProgress | None = None) -> Loaded:
+def load_selected(spec: EvalSpec, making: MakingProgress | None = None, make: bool = True) -> Loaded:
     """The dataset's items (its ``--subset``) spread over videos, cut to ``--limit``, then this shard's share.
 
     The skipped records come along, to be counted in ``eval.json`` and the report. The synthetic
-    suite draws the videos of this selection only (``making``: the progress each is drawn under).
+    suite draws the videos of this selection only (``making``: the progress each is drawn under);
+    with ``make`` False it draws none and names them (``to_make``), for a pre-flight.
     """
     if spec.limit is not None and spec.limit < 1:
         raise BadInputError("--limit must be at least 1")
@@ -80,12 +81,20 @@ def load_selected(spec: EvalSpec, making: MakingProgress | None = None) -> Loade
         return spread[spec.shard.index :: spec.shard.count]
 
     loaded = load_dataset(
-        spec.dataset, spec.root, spec.durations, spec.seed, spec.styles, spec.subset, select=select, making=making
+        spec.dataset,
+        spec.root,
+        spec.durations,
+        spec.seed,
+        spec.styles,
+        spec.subset,
+        select=select,
+        making=making,
+        make=make,
     )
     mine = loaded.items
     if not spec.subtitles:
         mine = [replace(i, subtitles=None, subtitle_offset=0.0) for i in mine]
-    return Loaded(mine, loaded.skipped)
+    return Loaded(mine, loaded.skipped, loaded.to_make)
 
 
 def select_items(spec: EvalSpec) -> list[EvalItem]:

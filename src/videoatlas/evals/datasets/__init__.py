@@ -18,7 +18,7 @@ import structlog
 
 from videoatlas.errors import BadInputError
 from videoatlas.evals.datasets import egoschema, jsonl, longvideobench, lvbench, synthetic, videomme
-from videoatlas.evals.datasets._common import Loaded, Skipped
+from videoatlas.evals.datasets._common import Loaded, Skipped, VideoToMake
 from videoatlas.evals.datasets.adapter import Adapter, MakingProgress, SuiteOptions
 from videoatlas.evals.items import EvalItem
 from videoatlas.synth import Style
@@ -30,6 +30,7 @@ __all__ = [
     "Adapter",
     "Loaded",
     "Skipped",
+    "VideoToMake",
     "get_adapter",
     "load_dataset",
     "load_items",
@@ -92,11 +93,13 @@ def load_dataset(
     subset: Sequence[str] | None = None,
     select: Callable[[list[EvalItem]], list[EvalItem]] | None = None,
     making: MakingProgress | None = None,
+    make: bool = True,
 ) -> Loaded:
     """Dataset ``name`` under ``root``: its items (``subset``'s only, when given) and the skipped records.
 
     ``select``: which of them to keep (``--limit``, a shard), applied before the synthetic suite draws
     the videos of those it kept, and only those (``making``: the progress each is drawn under).
+    ``make``: False draws none (``eval check``); the result's ``to_make`` names those still to draw.
     ``durations``, ``seed``, ``styles``: the synthetic suite only. An error when no question is left.
     """
     adapter = get_adapter(name)
@@ -118,8 +121,10 @@ def load_dataset(
         raise BadInputError(f"{name}: no questions found{where} under {path}{why}")
     if select is not None:
         loaded.items = select(loaded.items)
-    if adapter.make_videos is not None:
+    if make and adapter.make_videos is not None:
         adapter.make_videos(path, loaded.items, options, making)
+    if adapter.to_make is not None:
+        loaded.to_make = adapter.to_make(path, loaded.items, options)
     return loaded
 
 

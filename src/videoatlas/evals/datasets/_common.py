@@ -61,12 +61,30 @@ class Skipped:
         return {"file": self.file, "record": self.record, "reason": self.reason, "malformed": self.malformed}
 
 
+@dataclass(frozen=True, slots=True)
+class VideoToMake:
+    """A video of a generated suite that its questions need and that is not made yet (or was left half made)."""
+
+    label: str
+    """How its progress names it (``synthetic 10min broadcast``)."""
+    video: str
+    """The file it becomes, as its questions name it."""
+    duration: float
+    """Its length in seconds."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (``--json``)."""
+        return {"label": self.label, "video": self.video, "duration": self.duration}
+
+
 @dataclass(slots=True)
 class Loaded:
     """What an adapter read: the questions, and the records it could not turn into one."""
 
     items: list[EvalItem] = dc_field(default_factory=list)
     skipped: list[Skipped] = dc_field(default_factory=list)
+    to_make: list[VideoToMake] = dc_field(default_factory=list)
+    """A generated suite's videos that ``items`` need and that are not made yet; a read benchmark has none."""
 
     def skip(self, file: Path | str, record: object, reason: str, *, malformed: bool = True) -> None:
         """Record one skipped record (the rest of the file is still read)."""

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from videoatlas.evals.datasets._common import Loaded
+from videoatlas.evals.datasets._common import Loaded, VideoToMake
 from videoatlas.evals.items import EvalItem
 from videoatlas.synth import Progress, Style
 
@@ -79,3 +79,5 @@ class Adapter:
     """True: the suite is made under ``--root`` (which need not exist yet), not read from it."""
     make_videos: Callable[[Path, Sequence[EvalItem], SuiteOptions, MakingProgress | None], None] | None = None
     """Draw the videos of the items kept (after ``--limit`` and sharding), for a generated suite."""
+    to_make: Callable[[Path, Sequence[EvalItem], SuiteOptions], list[VideoToMake]] | None = None
+    """The videos of the items kept that ``make_videos`` would draw (not made yet, or left half made), drawing none."""

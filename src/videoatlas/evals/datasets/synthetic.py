@@ -8,9 +8,10 @@ grouped by ``duration`` and ``style``.
 A video's questions are planned from its spec alone (:func:`~videoatlas.synth.planned_questions`),
 so the suite's items exist before any video does; :func:`make_videos` then draws, under ``--root``
 (``synth-{seconds}s-seed{seed}/``, and ``synth-{seconds}s-seed{seed}-broadcast/``), only the
-videos the selected questions are about, once, reused after. The 10-hour ones take about two and
-about five minutes on two cores. Ground-truth evidence ranges come with every question, so
-temporal grounding is scored too.
+videos the selected questions are about, once, reused after; :func:`videos_to_make` names them
+without drawing any (``eval check``). The 10-hour ones take about two and about five minutes on
+two cores. Ground-truth evidence ranges come with every question, so temporal grounding is scored
+too.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, cast
 import structlog
 
 from videoatlas.environment.timefmt import format_ts
-from videoatlas.evals.datasets._common import Loaded
+from videoatlas.evals.datasets._common import Loaded, VideoToMake
 from videoatlas.evals.datasets.adapter import Adapter, SuiteOptions
 from videoatlas.evals.datasets.adapter import MakingProgress as MakingProgress  # callers import it from here
 from videoatlas.evals.items import EvalItem
@@ -99,18 +100,37 @@ def ensure_video(
     return folder, truth
 
 
-def make_videos(root: Path, items: Sequence[EvalItem], seed: int, making: MakingProgress | None = None) -> None:
-    """Draw the suite's videos that ``items`` are about and that are not drawn yet, each under its own progress."""
+def _unmade(root: Path, items: Sequence[EvalItem], seed: int) -> list[tuple[float, Style]]:
+    """The length and style of each video ``items`` are about that is not made yet or was left half made, once each.
+
+    A video counts as made once its ground truth is there and current (it is written last): a video file
+    without it, or one drawn by an older version, is made again.
+    """
     wanted: dict[str, tuple[float, Style]] = {}
     for item in items:  # the suite's own items: each has its video's length and style
         wanted.setdefault(item.video_id, (float(item.duration or 0.0), cast(Style, item.groups["style"])))
-    for duration, style in wanted.values():
-        if load_current(video_folder(root, duration, seed, style), style=style) is not None:
-            continue
+    return [(d, s) for d, s in wanted.values() if load_current(video_folder(root, d, seed, s), style=s) is None]
+
+
+def _label(duration: float, style: Style) -> str:
+    return f"synthetic {duration_label(duration)} {style}"
+
+
+def videos_to_make(root: Path, items: Sequence[EvalItem], seed: int) -> list[VideoToMake]:
+    """The videos :func:`make_videos` would draw for ``items``, in their order; nothing is drawn here."""
+    return [
+        VideoToMake(_label(duration, style), str(video_folder(root, duration, seed, style) / "video.mp4"), duration)
+        for duration, style in _unmade(root, items, seed)
+    ]
+
+
+def make_videos(root: Path, items: Sequence[EvalItem], seed: int, making: MakingProgress | None = None) -> None:
+    """Draw the suite's videos that ``items`` are about and that are not drawn yet, each under its own progress."""
+    for duration, style in _unmade(root, items, seed):
         if making is None:
             ensure_video(root, duration, seed, style)
             continue
-        with making(f"synthetic {duration_label(duration)} {style}") as progress:
+        with making(_label(duration, style)) as progress:
             ensure_video(root, duration, seed, style, progress)
 
 
@@ -157,5 +177,9 @@ def _make(root: Path, items: Sequence[EvalItem], options: SuiteOptions, making: 
     make_videos(root, items, options.seed, making)
 
 
-ADAPTER = Adapter(NAME, _plan, subsets=KINDS, generated=True, make_videos=_make)
+def _to_make(root: Path, items: Sequence[EvalItem], options: SuiteOptions) -> list[VideoToMake]:
+    return videos_to_make(root, items, options.seed)
+
+
+ADAPTER = Adapter(NAME, _plan, subsets=KINDS, generated=True, make_videos=_make, to_make=_to_make)
 """``--subset`` takes its question kinds; its videos are drawn for the questions kept, and only those."""
