@@ -75,6 +75,7 @@ def main() -> int:
     parser.add_argument("--open", action="store_true", help="an open question (no choices)")
     parser.add_argument("--video", help="your own clip (default: 2 minutes of real footage, else a synthetic one)")
     parser.add_argument("--synthetic", action="store_true", help="the synthetic 2-minute clip")
+    parser.add_argument("--warm", action="store_true", help="keep the data directory (the stand-in's OCR cache)")
     args = parser.parse_args()
     folder = Path(args.out or tempfile.mkdtemp(prefix="silence-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -87,7 +88,10 @@ def main() -> int:
     if not args.open:
         question += ["-c", "SN-1248", "-c", "EH-3484", "-c", "AJ-8745", "-c", "CF-1701"]
     cmd = [EXE, "ask", str(video), *question, "--agent", args.agent, "--standin", "--db", f"sqlite:///{folder}/runs.db"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # A fresh data directory: the stand-in keeps what it read of each image there, and a second run on the
+    # same clip would wait on none of it (--warm keeps the caller's).
+    home = os.environ.get("VIDEOATLAS_HOME", "") if args.warm else tempfile.mkdtemp(prefix="silence-home-")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"VIDEOATLAS_HOME": home} if home else {})}
     began = time.monotonic()
     stamps: list[tuple[float, str]] = [(0.0, "(start)")]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
@@ -104,6 +108,7 @@ def main() -> int:
                 "video": video.name,
                 "agent": args.agent,
                 "question": "open" if args.open else "choices",
+                "ocr_cache": "warm" if args.warm else "cold",
                 "exit": proc.returncode,
                 "wall_s": round(stamps[-1][0], 1),
                 "lines": len(stamps) - 2,

@@ -15,7 +15,7 @@ from videoatlas.environment.timefmt import format_ts
 if TYPE_CHECKING:
     from videoatlas.evals.runner import EvalProgress
 
-QUIET_AT_MOST_S = 8.0
+QUIET_AT_MOST_S = 7.0
 """A run's progress (``ask``, ``resume``, ``demo``) writes a status line after this long without one."""
 
 PLAIN_EVERY_S = 30.0

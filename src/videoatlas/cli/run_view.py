@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 def call_label(event: dict[str, Any]) -> str:
     """``the worker call (worker r1w2, round 1, step 3)``: a model call as a status line names it."""
-    where = ", ".join(f"{key} {event[key]}" for key in ("worker", "round", "step") if event.get(key) is not None)
+    shown = {**event, "step": event["step"] + 1} if isinstance(event.get("step"), int) else event  # counted from 0
+    where = ", ".join(f"{key} {shown[key]}" for key in ("worker", "round", "step") if shown.get(key) is not None)
     return f"the {event.get('node') or 'model'} call" + (f" ({where})" if where else "")
 
 
