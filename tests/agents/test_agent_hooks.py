@@ -123,6 +123,7 @@ def trace_of(agent: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
         ],
         "repairs": [{"node": "glance", "round": 1, "kind": "re-ask", "detail": "cut off", "worker": None}],
         "grounded": True,
+        "support": "",
         "cited": ["e1"],
         "cost_state": {},
         "calls": calls,

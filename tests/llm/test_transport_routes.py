@@ -213,7 +213,7 @@ async def test_an_endpoint_that_never_answered_fails_fast_with_the_routes_own_er
 
 REFUSALS = {
     "chat": "HTTP 400, the VLM endpoint refused",
-    "models": "cannot reach the VLM endpoint at .* after 1 attempts: HTTP 400",
+    "models": "cannot reach the VLM endpoint at .* after 1 attempt: HTTP 400",
     "embeddings": "HTTP 400, the embeddings endpoint refused the request",
     "transcription": "transcription refused",
 }

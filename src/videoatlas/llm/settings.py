@@ -17,8 +17,8 @@ DEFAULT_PATIENCE_S = 300.0
 POSITIVE = {
     "timeout_s": "the request timeout in seconds (--timeout)",
     "max_concurrency": "the calls in flight at once (--max-concurrency)",
-    "max_tokens": "the reply's token limit",
-    "thinking_max_tokens": "the token limit of a reply with thinking",
+    "max_tokens": "the reply's token limit (max_tokens)",
+    "thinking_max_tokens": "the token limit of a reply with thinking (thinking_max_tokens)",
     "max_images": "the images per prompt (--max-images, VIDEOATLAS_MAX_IMAGES)",
     "max_image_pixels": "the pixels per image (--max-image-pixels, VIDEOATLAS_MAX_IMAGE_PIXELS)",
 }
