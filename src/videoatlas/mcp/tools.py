@@ -69,23 +69,14 @@ async def ask(
 
 
 async def resume(service: Service, run_id: str, on_event: Events | None) -> dict[str, Any]:
-    """Continue an interrupted run from its last checkpoint on the server's endpoint: its result."""
-    row = await asyncio.to_thread(_run_row, service, run_id)
-    service.roots.check(row.video_path)
-    request = await asyncio.to_thread(resume_request, row.id, service.db, EndpointChoice())
+    """Continue an interrupted run from its last checkpoint on the server's endpoint: its result.
+
+    The stored run's video is checked against the roots before anything opens it.
+    """
+    request = await asyncio.to_thread(resume_request, run_id, service.db, EndpointChoice())
+    service.roots.check(request.video)
     result = await answer(request, on_event, endpoint=service.endpoint)
     return result.as_dict()
-
-
-def _run_row(service: Service, run_id: str) -> Any:
-    store = TraceStore(service.db)
-    try:
-        row = store.run(run_id)
-    finally:
-        store.close()
-    if row is None:
-        raise BadInputError(f"no run {run_id!r} in the server's database")
-    return row
 
 
 def list_runs(service: Service, status: str | None, limit: int, agent: str | None = None) -> list[dict[str, Any]]:
