@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TextIO
 
@@ -120,6 +121,32 @@ def eval_status(p: EvalProgress) -> str:
     )
 
 
+class Ticker:
+    """A daemon thread that calls ``tick`` once a second from :meth:`start` until :meth:`stop`.
+
+    What a progress view uses to keep its promise while nothing it is told about happens.
+    """
+
+    def __init__(self, name: str, tick: Callable[[], None]) -> None:
+        self._tick = tick
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self._tick()
+
+    def start(self) -> None:
+        """Start ticking."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop ticking (waits a moment for a tick in progress)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
+
+
 class EvalProgressBar(_Reporter):
     """An evaluation's progress: a bar with accuracy, errors, tokens and ETA, or ``12/40 questions | acc ...`` lines.
 
@@ -132,31 +159,26 @@ class EvalProgressBar(_Reporter):
         super().__init__(stream, quiet)
         self.last: EvalProgress | None = None
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
+        self._ticker = Ticker("videoatlas-eval-progress", self._tick)
 
     def __enter__(self) -> Self:
         if not self.quiet:
-            self._ticker = threading.Thread(target=self._tick, name="videoatlas-eval-progress", daemon=True)
             self._ticker.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join(timeout=2)
+        self._ticker.stop()
         super().__exit__(kind, exc, tb)
 
     def _tick(self) -> None:
-        while not self._stop.wait(1.0):
-            with self._lock:
-                if self.last is None:
-                    continue
-                if self.tty:
-                    if self.bar is not None:
-                        self.bar.set_postfix_str(eval_status(self.last), refresh=True)
-                elif time.monotonic() - self.last_line >= PLAIN_EVERY_S:
-                    self._show(self.last)
+        with self._lock:
+            if self.last is None:
+                return
+            if self.tty:
+                if self.bar is not None:
+                    self.bar.set_postfix_str(eval_status(self.last), refresh=True)
+            elif time.monotonic() - self.last_line >= PLAIN_EVERY_S:
+                self._show(self.last)
 
     def __call__(self, p: EvalProgress) -> None:
         """Show ``p`` (called after every question)."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from videoatlas.cli.outputs import command_name
 from videoatlas.cli.outputs import write_line as _out
-from videoatlas.cli.progress import QUIET_AT_MOST_S
+from videoatlas.cli.progress import QUIET_AT_MOST_S, Ticker
 from videoatlas.cli.signals import Interrupted
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import OutageError
@@ -67,19 +67,15 @@ class RunProgress:
         """The last progress line shown (what the agent last said it did)."""
         self.standin_said = False
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
+        self._ticker = Ticker("videoatlas-progress", self._tick)
 
     def __enter__(self) -> RunProgress:
         if not self.quiet:
-            self._ticker = threading.Thread(target=self._tick, name="videoatlas-progress", daemon=True)
             self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join(timeout=2)
+        self._ticker.stop()
 
     def __call__(self, event: dict[str, Any]) -> None:
         """Show ``event`` (when it is worth a line), and keep count of the calls for the status lines."""
@@ -108,11 +104,10 @@ class RunProgress:
             self.last_line = time.monotonic()
 
     def _tick(self) -> None:
-        while not self._stop.wait(1.0):
-            # From the run's start: before it, a refusal (a bad input, an endpoint that never answers) is
-            # one line, and the steps before it are checks and start-ups that take seconds.
-            if self.run_id is not None and time.monotonic() - self.last_line >= QUIET_AT_MOST_S:
-                self._write(self.status())
+        # From the run's start: before it, a refusal (a bad input, an endpoint that never answers) is
+        # one line, and the steps before it are checks and start-ups that take seconds.
+        if self.run_id is not None and time.monotonic() - self.last_line >= QUIET_AT_MOST_S:
+            self._write(self.status())
 
     def status(self) -> str:
         """``[01:12] 7 calls, 45,210 tokens; waiting 14 s on the worker call (worker r1w2, step 3); last: ...``."""
