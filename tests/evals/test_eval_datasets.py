@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from suite_helpers import recorder
 from videoatlas.agents.registry import knobs as agent_knobs
 from videoatlas.environment.subtitles import load_subtitles
 from videoatlas.errors import BadInputError
@@ -227,17 +226,6 @@ def test_making_the_synthetic_suite_video_is_news_not_a_warning(tmp_path: Path) 
             check=True,
         )
         assert ("making synthetic video (once)" in done.stderr) is shown, done.stderr
-
-
-def recorder(made: list[str]) -> Callable[[str], AbstractContextManager[Callable[[int, int], None]]]:
-    """A ``making`` progress that notes the label of each video drawn in ``made``."""
-
-    @contextmanager
-    def making(label: str) -> Iterator[Callable[[int, int], None]]:
-        made.append(label)
-        yield lambda done, total: None
-
-    return making
 
 
 @pytest.mark.e2e

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from process_helpers import EXE
+from suite_helpers import recorder
 from videoatlas.evals.datasets.synthetic import ensure_video, video_folder
 from videoatlas.evals.runner import EvalSpec, load_selected, read_rows, run_eval
 from videoatlas.llm.settings import EndpointSettings
@@ -40,17 +39,6 @@ def files_under(root: Path) -> list[str]:
 def videoatlas(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The installed command, not on a terminal (progress comes as plain lines)."""
     return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
-
-
-def recorder(made: list[str]) -> Callable[[str], AbstractContextManager[Callable[[int, int], None]]]:
-    """A ``making`` progress that notes the label of each video made in ``made``."""
-
-    @contextmanager
-    def making(label: str) -> Iterator[Callable[[int, int], None]]:
-        made.append(label)
-        yield lambda done, total: None
-
-    return making
 
 
 def test_eval_check_of_the_default_suite_makes_no_video_and_says_what_eval_run_would_make(tmp_path: Path) -> None:
