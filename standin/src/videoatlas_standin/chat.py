@@ -26,9 +26,10 @@ from aiohttp import web
 
 from videoatlas_standin import contract, faults, jsontext, policy, record, tools
 from videoatlas_standin.context import ServerContext
-from videoatlas_standin.perception import EncodedImage, ReadCancelled, Sight, decode_data_url
+from videoatlas_standin.messages import read_prompt
+from videoatlas_standin.perception import ReadCancelled, Sight
 from videoatlas_standin.thinking import reasoning_text
-from videoatlas_standin.tokens import prompt_tokens, text_pieces
+from videoatlas_standin.tokens import text_pieces
 
 log = structlog.get_logger(__name__)
 
@@ -96,10 +97,11 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
         standin.stats.errors[f"refused_{asked.param or 'request'}"] += 1
         return _error(asked.status, asked.message, asked.kind, asked.param)
     try:
-        texts, images, parts = _read_messages(body["messages"])
+        prompt = read_prompt(body["messages"], standin.config.patch)
     except ValueError as exc:
         standin.stats.errors["bad_request"] += 1
         return _error(400, str(exc), "BadRequestError", "messages")
+    texts, images, tokens = prompt.texts, prompt.images, prompt.tokens
     for img in images:
         if img.width * img.height > standin.config.max_image_pixels:
             standin.stats.errors["image_too_large"] += 1
@@ -117,7 +119,6 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
         forced = forced_or_refused
         if forced is not None:
             schema = None  # a forced call overrides response_format, as vLLM's tool parser does
-    tokens = prompt_tokens(parts, standin.config.patch)
     checked = _check_contract(standin, body, len(images), len(tokens), forced or schema)
     if isinstance(checked, contract.Refusal):
         return _error(checked.status, checked.message, checked.kind, checked.param)
@@ -348,52 +349,3 @@ def _schema_of(response_format: Any) -> dict[str, Any] | None:
     if response_format.get("type") == "json_object":
         return {"type": "object"}
     return None
-
-
-def _read_messages(messages: list[Any]) -> tuple[list[tuple[str, str]], list[EncodedImage], list[tuple[str, Any]]]:
-    """Texts (with the role that sent each), images (not yet decoded), and the ordered token parts of a request."""
-    texts: list[tuple[str, str]] = []
-    images: list[EncodedImage] = []
-    parts: list[tuple[str, Any]] = []
-    for message in messages:
-        if not isinstance(message, dict):
-            raise ValueError("every message must be an object")
-        role = str(message.get("role", "user"))
-        content = message.get("content")
-        # Its own earlier calls count in the prompt; what they returned is read from the tool messages.
-        parts.extend((role, call) for call in _calls_of(message))
-        if content is None:  # an assistant turn that only called tools
-            continue
-        if isinstance(content, str):
-            texts.append((role, content))
-            parts.append((role, content))
-            continue
-        if not isinstance(content, list):
-            raise ValueError("message content must be a string or a list of parts")
-        for part in content:
-            kind = part.get("type") if isinstance(part, dict) else None
-            if kind == "text":
-                texts.append((role, str(part.get("text", ""))))
-                parts.append((role, str(part.get("text", ""))))
-            elif kind == "image_url":
-                url = (part.get("image_url") or {}).get("url", "")
-                try:
-                    img = decode_data_url(url)
-                except (ValueError, OSError) as exc:
-                    raise ValueError(f"cannot read image: {exc}") from None
-                images.append(img)
-                parts.append((role, (img.sha256, img.width, img.height)))
-            else:
-                raise ValueError(f"unsupported content part type {kind!r}")
-    return texts, images, parts
-
-
-def _calls_of(message: dict[str, Any]) -> list[str]:
-    """An assistant message's tool calls as text (``name({arguments})``)."""
-    calls = message.get("tool_calls")
-    out = []
-    for call in calls if isinstance(calls, list) else []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            out.append(f"{function.get('name')}({function.get('arguments') or ''})")
-    return out
