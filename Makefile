@@ -64,9 +64,10 @@ bench: $(STAMP)
 
 # `make conformance`: vLLM's own code checks every request the agents send (conformance/): chat, embeddings
 # and transcription requests; the same probes go to vLLM's embeddings and transcription routes and to the
-# stand-in's, which must refuse what vLLM refuses; and vLLM's own argument parser checks the `videoatlas serve`
-# presets. vLLM goes into its own cached venv, once: its wheel without the CUDA stack (a CPU torch instead; its
-# other requirements and its audio extra's exactly as it states them), this project, and the dashscope wheel,
+# stand-in's, which must refuse what vLLM refuses; each agent's request stream goes through vLLM's own prefix
+# caching, whose cached share the stand-in's must match; and vLLM's own argument parser checks the `videoatlas
+# serve` presets. vLLM goes into its own cached venv, once: its wheel without the CUDA stack (a CPU torch instead;
+# its other requirements and its audio extra's exactly as it states them), this project, and the dashscope wheel,
 # whose qwen.tiktoken gives the Qwen tokenizer (no hub download). A few GB, so not part of `make test`.
 VLLM_VENV := .venv-vllm
 VLLM_VERSION := 0.33.0
@@ -88,6 +89,8 @@ conformance: $(STAMP) $(VLLM_STAMP)
 	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python conformance/check_requests.py \
 		$(CONFORMANCE_OUT)/requests-*.jsonl --json $(CONFORMANCE_OUT)/verdicts.json || status=1; \
 	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python conformance/compare_standin.py || status=1; \
+	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python conformance/prefix_cache.py \
+		$(CONFORMANCE_OUT)/requests-plain-*.jsonl --json $(CONFORMANCE_OUT)/prefix-cache.json || status=1; \
 	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/llm/test_serve_presets.py \
 		|| status=1; \
 	exit $$status

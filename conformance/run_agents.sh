@@ -6,7 +6,9 @@
 #   bash conformance/run_agents.sh OUT_DIR
 #
 # Writes OUT_DIR/video/ (the demo's synthetic video: 10 minutes, seed 7, made once), OUT_DIR/requests-*.jsonl
-# (one file per server mode; emptied at each run) and OUT_DIR/runs.log. Exits 1 if any run failed, after
+# (one file per server; emptied at each run) and OUT_DIR/runs.log. Each agent's plain runs get a server of their
+# own (requests-plain-AGENT.jsonl): one agent's stream, in arrival order, into a fresh prefix cache, which
+# prefix_cache.py replays through vLLM's own prefix caching. Exits 1 if any run failed, after
 # running the others. Runs that need an option this checkout lacks are skipped with a note, and counted.
 set -u -o pipefail
 
@@ -109,19 +111,11 @@ skip() {
     say "SKIPPED $1: $2"
 }
 
-# Plain server: every agent, every video-rlm traversal, a call budget, the anchors.
-start_server plain || exit 1
-run rlm-dfs 0 --agent video-rlm --traversal dfs
-run rlm-bfs 1 --agent video-rlm --traversal bfs
-run rlm-budget 2 --agent video-rlm --call-budget 6
-run videoseek 0 --agent videoseek
-run videoarm 2 --agent videoarm
-run eea 0 --agent eea
-run rlm-anchors 1 --agent video-rlm --anchors both
-run uniform 1 --agent uniform
-# The demo video has no sound: every agent's speech track (/v1/audio/transcriptions) is asked about the
-# spoken test video instead (24 s, espeak-ng's speech), with questions only its speech answers.
+# Plain servers, one per agent (a fresh prefix cache each): every agent, every video-rlm traversal, a call
+# budget, the anchors. The demo video has no sound: every agent's speech track (/v1/audio/transcriptions) is
+# asked about the spoken test video instead (24 s, espeak-ng's speech), with questions only its speech answers.
 SPEECH=$OUT/speech/speech.mp4
+SPOKEN=()
 if [ -f "$SPEECH" ] || "$PY" -c 'import sys; from videoatlas.synth.speech import write_speech_video
 write_speech_video(sys.argv[1])' "$SPEECH" >>"$LOG" 2>&1; then
     mapfile -t SPOKEN < <("$PY" -c 'import json
@@ -129,18 +123,45 @@ from videoatlas.synth.speech import QUESTIONS
 for q in QUESTIONS:
     if q.sense == "speech":
         print(json.dumps({"q": q.question, "c": list(q.choices)}))')
-    run_on "$SPEECH" SPOKEN videoarm-speech 0 --agent videoarm
-    if has_option ask --speech; then
-        run_on "$SPEECH" SPOKEN rlm-speech 1 --agent video-rlm
-        run_on "$SPEECH" SPOKEN videoseek-speech 2 --agent videoseek
-        run_on "$SPEECH" SPOKEN eea-speech 0 --agent eea
-        run_on "$SPEECH" SPOKEN uniform-speech-full 1 --agent uniform --speech full
-    else
-        skip speech-track "this checkout has no 'ask --speech' yet"
-    fi
 else
-    skip videoarm-speech "the spoken test video could not be made (espeak-ng missing?): see $LOG"
+    skip speech "the spoken test video could not be made (espeak-ng missing?): see $LOG"
 fi
+speech() {  # speech LABEL QUESTION_INDEX [ask options...]: a question only the spoken test video's speech answers
+    if [ "${#SPOKEN[@]}" -eq 0 ]; then
+        return 0
+    elif [ "$1" != videoarm-speech ] && ! has_option ask --speech; then
+        skip "$1" "this checkout has no 'ask --speech' yet"
+    else
+        run_on "$SPEECH" SPOKEN "$@"
+    fi
+}
+
+start_server plain-video-rlm || exit 1
+run rlm-dfs 0 --agent video-rlm --traversal dfs
+run rlm-bfs 1 --agent video-rlm --traversal bfs
+run rlm-budget 2 --agent video-rlm --call-budget 6
+run rlm-anchors 1 --agent video-rlm --anchors both
+speech rlm-speech 1 --agent video-rlm
+stop_servers
+
+start_server plain-videoseek || exit 1
+run videoseek 0 --agent videoseek
+speech videoseek-speech 2 --agent videoseek
+stop_servers
+
+start_server plain-videoarm || exit 1
+run videoarm 2 --agent videoarm
+speech videoarm-speech 0 --agent videoarm
+stop_servers
+
+start_server plain-eea || exit 1
+run eea 0 --agent eea
+speech eea-speech 0 --agent eea
+stop_servers
+
+start_server plain-uniform || exit 1
+run uniform 1 --agent uniform
+speech uniform-speech-full 1 --agent uniform --speech full
 stop_servers
 
 # Reasoning servers: vLLM with a reasoning parser (field) and without one (<think> tags), thinking on and off.
