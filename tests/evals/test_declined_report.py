@@ -18,8 +18,9 @@ from videoatlas.evals.compare import compare, render_comparison
 from videoatlas.evals.items import EvalItem
 from videoatlas.evals.kinds import kinds_by_agent, render_kinds
 from videoatlas.evals.progress import EvalProgress
-from videoatlas.evals.report import is_correct, load_eval, render_markdown, report, summarize
+from videoatlas.evals.report import load_eval, render_markdown, report, summarize
 from videoatlas.evals.results import result_row
+from videoatlas.evals.scoring import is_correct
 from videoatlas.runs.result import RunResult
 from videoatlas.state.models import Cost
 from videoatlas.ui.evals import result_text

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from videoatlas import limits
 from videoatlas.cli.options import (
@@ -83,6 +83,10 @@ def _add_plot_option(p: Container, help: str) -> None:
     p.add_argument("--plot", default=None, metavar="PNG", help=help)
 
 
+def _add_reliability_option(p: Container, help: str) -> None:
+    p.add_argument("--reliability-plot", default=None, metavar="PNG", help=help)
+
+
 def add_eval_parser(sub: Subparsers, agent_settings: bool = True) -> None:
     """``videoatlas eval run|check|report|compare|make-long`` (``agent_settings``: with the agents' own options)."""
     ev = sub.add_parser("eval", help="run benchmarks, report and compare results (see: videoatlas eval --help)")
@@ -122,6 +126,9 @@ def add_eval_parser(sub: Subparsers, agent_settings: bool = True) -> None:
         help="an eval's results folder (eval run --out); several: kind x agent table",
     )
     _add_plot_option(p, "tokens-vs-duration plot (default DIR/tokens.png; several DIRs: one plot of all, if given)")
+    _add_reliability_option(
+        p, "reliability plot of the confidence (default DIR/reliability.png; several DIRs: one of all, if given)"
+    )
     p.add_argument(
         "--by", metavar="AXIS", help="print the kind x agent table, each kind split by this item group (e.g. duration)"
     )
@@ -132,6 +139,7 @@ def add_eval_parser(sub: Subparsers, agent_settings: bool = True) -> None:
     p.add_argument("folder_a", metavar="DIR_A", help="the first eval's results folder")
     p.add_argument("folder_b", metavar="DIR_B", help="the second eval's results folder (same questions)")
     _add_plot_option(p, "also write a tokens-vs-duration plot of both")
+    _add_reliability_option(p, "also write a reliability plot of both sides' confidence on the paired questions")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     add_json_option(p)
     p.set_defaults(func=cmd_eval_compare)
@@ -289,14 +297,15 @@ def cmd_eval_check(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
-    """``videoatlas eval report DIR [DIR ...]``: each report printed and written (report.md, report.json, a plot).
+    """``videoatlas eval report DIR [DIR ...]``: each report printed and written (report.md, report.json, plots).
 
-    With several folders (one per agent), or with ``--by``, the kind x agent table follows (split by
-    ``--by`` when given) in place of the single report's text.
+    With several folders (one per agent), or with ``--by``, the kind x agent table and the calibration per
+    agent follow (split by ``--by`` when given) in place of the single report's text. The reliability plot
+    is drawn only where some answer carried a probability (``reliability_plot`` is None otherwise).
     """
     from videoatlas.evals.kinds import kinds_by_agent, render_kinds
     from videoatlas.evals.plot import plot_tokens_vs_duration
-    from videoatlas.evals.report import load_eval, render_markdown, report
+    from videoatlas.evals.report import calibrations_lines, load_eval, render_markdown, report
 
     folders: list[str] = args.folder
     evals = [load_eval(f) for f in folders]
@@ -308,25 +317,48 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
         (data.folder / "report.json").write_text(json.dumps(rep, indent=1) + "\n", encoding="utf-8")
         if len(evals) == 1:
             rep["plot"] = str(plot_tokens_vs_duration([data], args.plot or data.folder / "tokens.png"))
+            rep["reliability_plot"] = _reliability_plot(
+                {data.label: rep["calibration"]}, args.reliability_plot or data.folder / "reliability.png"
+            )
         reports.append(rep)
         texts.append(text)
     if len(evals) == 1 and not args.by:
         if args.json:
             sys.stdout.write(json.dumps(reports[0], indent=2) + "\n")
         else:
-            sys.stdout.write(escape_lines(texts[0]) + f"\nplot: {reports[0]['plot']}\n")
+            tail = _reliability_tail(reports[0]["reliability_plot"])
+            sys.stdout.write(escape_lines(texts[0]) + f"\nplot: {reports[0]['plot']}\n{tail}")
         return 0
     entries = kinds_by_agent(evals, args.by)
+    by_agent = {d.label: rep["calibration"] for d, rep in zip(evals, reports, strict=True)}
     plot = reports[0].get("plot") if len(evals) == 1 else None
     if plot is None and args.plot:
         plot = str(plot_tokens_vs_duration(evals, args.plot))
+    reliability = reports[0].get("reliability_plot") if len(evals) == 1 else None
+    if reliability is None and args.reliability_plot:
+        reliability = _reliability_plot(by_agent, args.reliability_plot)
     if args.json:
-        sys.stdout.write(json.dumps({"reports": reports, "kinds": entries, "plot": plot}, indent=2) + "\n")
+        out = {"reports": reports, "kinds": entries, "plot": plot, "reliability_plot": reliability}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:
+        calibration = "\n".join(calibrations_lines("agent", by_agent)) + "\n"
         written = "".join(f"report: {d.folder / 'report.md'}\n" for d in evals)
-        tail = f"plot: {plot}\n" if plot else ""
-        sys.stdout.write(escape_lines(render_kinds(entries, args.by)) + "\n" + written + tail)
+        tail = (f"plot: {plot}\n" if plot else "") + (f"reliability plot: {reliability}\n" if reliability else "")
+        sys.stdout.write(escape_lines(render_kinds(entries, args.by) + "\n" + calibration) + "\n" + written + tail)
     return 0
+
+
+def _reliability_plot(calibrations: dict[str, dict[str, Any]], path: str | Path) -> str | None:
+    """The reliability plot written to ``path``, or None (nothing written) when no answer carried a probability."""
+    from videoatlas.evals.plot import plot_reliability
+
+    if not any(c["recorded"] for c in calibrations.values()):
+        return None
+    return str(plot_reliability(calibrations, path))
+
+
+def _reliability_tail(path: str | None) -> str:
+    return f"reliability plot: {path}\n" if path else "reliability plot: none (no probabilities were recorded)\n"
 
 
 def cmd_eval_compare(args: argparse.Namespace) -> int:
@@ -339,12 +371,18 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
         raise BadInputError("--resamples must be at least 100")
     a, b = load_eval(args.folder_a), load_eval(args.folder_b)
     cmp = compare(a, b, resamples=args.resamples)
+    tail = ""
     if args.plot:
         cmp["plot"] = str(plot_tokens_vs_duration([a, b], args.plot))
+        tail += f"\nplot: {cmp['plot']}\n"
+    if args.reliability_plot:
+        sides = {f"A = {a.label}": cmp["calibration"]["a"], f"B = {b.label}": cmp["calibration"]["b"]}
+        cmp["reliability_plot"] = _reliability_plot(sides, args.reliability_plot)
+        tail += ("" if tail else "\n") + _reliability_tail(cmp["reliability_plot"])
     if args.json:
         sys.stdout.write(json.dumps(cmp, indent=2) + "\n")
     else:
-        sys.stdout.write(escape_lines(render_comparison(cmp)) + (f"\nplot: {cmp['plot']}\n" if args.plot else ""))
+        sys.stdout.write(escape_lines(render_comparison(cmp)) + tail)
     return 0
 
 

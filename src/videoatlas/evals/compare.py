@@ -1,4 +1,7 @@
-"""Two evals side by side on the questions both attempted: B - A with a bootstrap CI clustered by video."""
+"""Two evals side by side on the questions both attempted: B - A with a bootstrap CI clustered by video.
+
+Each side's calibration (:mod:`.calibration`) is over the same paired questions.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +11,18 @@ from typing import Any
 import numpy as np
 
 from videoatlas.errors import BadInputError
+from videoatlas.evals.calibration import calibrate
 from videoatlas.evals.iou import row_iou
 from videoatlas.evals.report import (
     EvalData,
-    declined,
-    failed,
+    calibrations_lines,
     gpu_cost,
     grounding_hit,
     iou_text,
-    is_correct,
     mean_of,
     mean_or_none,
-    scored,
 )
+from videoatlas.evals.scoring import declined, failed, is_correct, scored
 
 
 def paired_bootstrap(
@@ -59,6 +61,7 @@ MIN_QUESTIONS_FOR_CI = 10
 def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Side by side on the questions both attempted: accuracy, errors, cost, and B - A with a clustered CI.
 
+    ``calibration`` holds each side's (``a``, ``b``) over those questions, overall.
     A question whose run failed on one side is paired as a wrong answer on that side, never dropped;
     one left unanswered (the final decision declined) is paired as not right, and counted apart.
     """
@@ -108,6 +111,10 @@ def compare(a: EvalData, b: EvalData, resamples: int = 2000, seed: int = 0) -> d
         "only_b": len(rows_b.keys() - rows_a.keys()),
         "overall": section(shared),
         "categories": {cat: section(items) for cat, items in sorted(cats.items())},
+        "calibration": {
+            "a": calibrate([rows_a[i] for i in shared]).as_dict(),
+            "b": calibrate([rows_b[i] for i in shared]).as_dict(),
+        },
     }
 
 
@@ -166,4 +173,6 @@ def render_comparison(cmp: dict[str, Any]) -> str:
             f"(too few): an interval over fewer than {MIN_QUESTIONS_FOR_CI} questions means next to nothing; "
             "run more questions before reading a difference from it",
         ]
+    sides = {side.upper(): c for side, c in cmp["calibration"].items()}
+    lines += ["", "On the paired questions:", "", *calibrations_lines("side", sides)]
     return "\n".join(lines) + "\n"

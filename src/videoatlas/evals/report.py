@@ -1,4 +1,6 @@
-"""Evaluation reports: accuracy per category, costs, grounding (comparisons: :mod:`.compare`; the plot: :mod:`.plot`).
+"""Evaluation reports: accuracy per category, costs, grounding, calibration (:mod:`.calibration`).
+
+Comparisons are :mod:`.compare`'s, the plots :mod:`.plot`'s.
 
 A question's current result is the latest row whose key matches the key its folder's ``eval*.json``
 now expects: results of an edited prompt set, other agent code or another model stay in the file but
@@ -21,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from videoatlas.errors import BadInputError
+from videoatlas.evals.calibration import BINS, COVERAGES, calibrate
 from videoatlas.evals.iou import row_iou
 from videoatlas.evals.results import row_tokens_by_role
 from videoatlas.evals.runner import read_rows
+from videoatlas.evals.scoring import declined, failed, is_correct, scored
 from videoatlas.state.models import roles_text
 
 GROUNDING_TOLERANCE_S = 1.0
@@ -96,38 +100,6 @@ def load_eval(folder: str | Path) -> EvalData:
     if len(agents) > 1:
         raise BadInputError(f"{path}: shards disagree on agent, agent code, prompt set or model ({sorted(agents)})")
     return EvalData(path, metas, rows, pending, interrupted)
-
-
-def failed(row: dict[str, Any]) -> bool:
-    """Whether the question's run failed (it has no answer, costs or evidence)."""
-    return row.get("status") != "ok"
-
-
-def scored(row: dict[str, Any]) -> bool:
-    """Whether the question counts in accuracy: it has a known answer, whether its run finished or not."""
-    if row.get("truth_text") is not None:
-        return True  # an open question with a known value
-    if "truth_index" in row:
-        return row["truth_index"] is not None
-    # Failed rows written before result schema 2 did not record the truth; an eval only runs
-    # questions with an answer or open-ended ones, and counting such a row as wrong is the side
-    # that cannot flatter the accuracy.
-    return failed(row)
-
-
-def is_correct(row: dict[str, Any]) -> bool:
-    """The one answering rule for every agent: the run finished and its answer is the truth.
-
-    A multiple-choice answer is right when its index is the truth's; an open one when the reply is
-    the value by :mod:`videoatlas.evals.open_answers` (decided when the row was written). A declined
-    question is never right.
-    """
-    return not failed(row) and not declined(row) and bool(row.get("correct"))
-
-
-def declined(row: dict[str, Any]) -> bool:
-    """Whether the run finished with its final decision declining to answer (rows written before: False)."""
-    return not failed(row) and bool(row.get("declined"))
 
 
 def grounding_hit(row: dict[str, Any], tolerance: float = GROUNDING_TOLERANCE_S) -> bool | None:
@@ -305,6 +277,7 @@ def report(data: EvalData) -> dict[str, Any]:
         "subset": meta.get("subset"),
         "skipped": _skipped(data.metas),
         "overall": summarize(data.rows),
+        "calibration": calibrate(data.rows).as_dict(),
         "categories": {cat: summarize(rows) for cat, rows in by_category(data.rows).items()},
         "groups": {
             axis: {value: summarize(rows) for value, rows in values.items()}
@@ -392,6 +365,75 @@ def _rerun_lines(rep: dict[str, Any]) -> list[str]:
     return ["**Re-run needed**: run the same `eval run` command again (" + "; ".join(why) + ").", ""]
 
 
+def score_text(value: float | None) -> str:
+    """An ECE or a Brier score as a table cell (three decimals)."""
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _brier_text(value: float | None, rows: int) -> str:
+    return "-" if value is None else f"{value:.3f} ({rows})"
+
+
+CALIBRATION_NOTE = (
+    f"Calibration of the model's confidence (the probability it gave its answer), over the answered questions "
+    f"that have one: ECE over {BINS} equal-width confidence bins, weighted by their counts (0: calibrated); "
+    "Brier over the choices' probabilities, the sum over choices of (p - [the truth])^2 (0 to 2), and binary "
+    "Brier (confidence - [right])^2 for answers with only a confidence (0 to 1), kept apart, each with the "
+    "questions it is over; accuracy at X% coverage: of the X% most confident answers. Declined questions and "
+    "answers without a probability are left out and counted apart."
+)
+
+
+def calibration_table(title: str, calibrations: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per agent (or side): ECE, both Brier forms, accuracy at each coverage, the counts."""
+    coverage = " | ".join(f"accuracy at {p}%" for p in COVERAGES)
+    lines = [
+        f"| {title} | calibrated | ECE | Brier (choices) | Brier (binary) | {coverage} | declined | no probability |",
+        "| --- |" + " ---: |" * (6 + len(COVERAGES)),
+    ]
+    for name, c in calibrations.items():
+        accuracies = " | ".join(_pct(c["accuracy_at_coverage"][str(p)]) for p in COVERAGES)
+        lines.append(
+            f"| {name} | {c['rows']} | {score_text(c['ece'])} | {_brier_text(c['brier'], c['brier_rows'])} | "
+            f"{_brier_text(c['brier_binary'], c['brier_binary_rows'])} | {accuracies} | {c['declined']} | "
+            f"{c['without_probability']} |"
+        )
+    return lines
+
+
+def calibrations_lines(title: str, calibrations: dict[str, dict[str, Any]]) -> list[str]:
+    """Several agents' (or a comparison's sides') calibration in one table, or that none recorded probabilities."""
+    if not any(c["recorded"] for c in calibrations.values()):
+        return ["Calibration: no probabilities were recorded."]
+    return [CALIBRATION_NOTE, "", *calibration_table(title, calibrations)]
+
+
+def no_probability_text(calibration: dict[str, Any]) -> str:
+    """What a report says when no answer carried a probability."""
+    return (
+        f"Calibration: no probabilities were recorded ({calibration['without_probability']} answered question(s) "
+        "without one: the server gave no log-probabilities, or the rows were written before they were kept)."
+    )
+
+
+def calibration_lines(calibration: dict[str, Any]) -> list[str]:
+    """The report's calibration: its table and the reliability bins, or that no probabilities were recorded."""
+    if not calibration["recorded"]:
+        return [no_probability_text(calibration), ""]
+    lines = [CALIBRATION_NOTE, "", *calibration_table("calibration", {"all": calibration}), ""]
+    lines += [
+        "Reliability (the bins that hold answers; the plot draws them against the diagonal):",
+        "",
+        "| confidence | questions | mean confidence | accuracy |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for b in calibration["bins"]:
+        if b["count"]:
+            edges = f"{b['low']:.1f}-{b['high']:.1f}"
+            lines.append(f"| {edges} | {b['count']} | {b['mean_confidence']:.3f} | {_pct(b['accuracy'])} |")
+    return [*lines, ""]
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     """The report for people, as Markdown tables."""
     lines = [
@@ -423,6 +465,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "",
         *_gpu_table("overall", {"all": rep["overall"]}),
         "",
+        *calibration_lines(rep["calibration"]),
         *_table("category", rep["categories"]),
     ]
     for axis, values in rep["groups"].items():

@@ -146,7 +146,7 @@ async def evals(request: web.Request) -> web.Response:
 
 
 async def eval_page(request: web.Request) -> web.Response:
-    """One eval: accuracy overall and per category, the plot, and every question linked to its run."""
+    """One eval: accuracy overall and per category, calibration, the plots, and every question linked to its run."""
     index, data = await asyncio.to_thread(_eval, request)
     ids = [r["run_id"] for r in data.rows if r.get("run_id")]
     found = await asyncio.to_thread(runs_list.runs_by_id, request.app[STORE].engine, ids)
@@ -165,6 +165,15 @@ async def eval_plot(request: web.Request) -> web.Response:
     """The eval's tokens-vs-duration plot."""
     _, data = await asyncio.to_thread(_eval, request)
     png = await asyncio.to_thread(ev.plot_png, data)
+    return web.Response(body=png, content_type="image/png")
+
+
+async def eval_reliability(request: web.Request) -> web.Response:
+    """The eval's reliability plot (not found when no answer carried a probability)."""
+    _, data = await asyncio.to_thread(_eval, request)
+    png = await asyncio.to_thread(ev.reliability_png, data)
+    if png is None:
+        raise _not_found("a reliability plot: no probabilities were recorded")
     return web.Response(body=png, content_type="image/png")
 
 
@@ -219,6 +228,7 @@ def build_app(db_url: str, eval_folders: ev.EvalFolders) -> web.Application:
     app.router.add_get("/evals", evals)
     app.router.add_get(r"/evals/{index:\d{1,4}}", eval_page)
     app.router.add_get(r"/evals/{index:\d{1,4}}/tokens.png", eval_plot)
+    app.router.add_get(r"/evals/{index:\d{1,4}}/reliability.png", eval_reliability)
     app.router.add_get("/compare", compare_page)
     return app
 

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from videoatlas.evals.calibration import calibrate
 from videoatlas.evals.compare import compare
-from videoatlas.evals.plot import plot_tokens_vs_duration
-from videoatlas.evals.report import EvalData, declined, failed, is_correct, load_eval, report, scored
+from videoatlas.evals.plot import plot_reliability, plot_tokens_vs_duration
+from videoatlas.evals.report import EvalData, load_eval, report
+from videoatlas.evals.scoring import declined, failed, is_correct, scored
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +144,12 @@ def plot_png(data: EvalData) -> bytes:
     """The tokens-vs-duration plot of one eval, as PNG bytes."""
     with tempfile.TemporaryDirectory(prefix="videoatlas-ui-") as tmp:
         return plot_tokens_vs_duration([data], Path(tmp) / "tokens.png").read_bytes()
+
+
+def reliability_png(data: EvalData) -> bytes | None:
+    """The reliability plot of one eval's confidence, as PNG bytes (None: no answer carried a probability)."""
+    calibration = calibrate(data.rows).as_dict()
+    if not calibration["recorded"]:
+        return None
+    with tempfile.TemporaryDirectory(prefix="videoatlas-ui-") as tmp:
+        return plot_reliability({data.label: calibration}, Path(tmp) / "reliability.png").read_bytes()

@@ -16,6 +16,8 @@ from jinja2 import ChoiceLoader, Environment, PackageLoader, PrefixLoader, Stric
 
 from videoatlas.agents.registry import all_agents
 from videoatlas.environment.timefmt import format_ts
+from videoatlas.evals.calibration import COVERAGES
+from videoatlas.evals.report import CALIBRATION_NOTE, no_probability_text
 
 ImageSource = Callable[[str], str | None]
 """A stored image's hash -> what an ``<img src>`` gets (None: the image is not stored)."""
@@ -37,6 +39,10 @@ def _pct(value: float | None) -> str:
 
 def _iou(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _when(value: datetime | str | None) -> str:
@@ -79,8 +85,11 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, secs=_secs, pct=_pct, iou=_iou, when=_when, ts=_ts, shortpath=_shortpath)
-    env.globals.update(url=_url)
+    env.filters.update(num=_num, secs=_secs, pct=_pct, iou=_iou, score=_score, when=_when, ts=_ts, shortpath=_shortpath)
+    # The eval pages say what the calibration's figures are in the words `eval report` uses.
+    env.globals.update(
+        url=_url, coverages=COVERAGES, calibration_note=CALIBRATION_NOTE, no_probability_text=no_probability_text
+    )
     return env
 
 
