@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -47,6 +47,20 @@ def view_start(text: str) -> str:
     return match.group(1) if match else ""
 
 
+def user_head(messages: list[BaseMessage]) -> str:
+    """The user's text before the first image (what a call's template put above ``${images}``); "" if none."""
+    head = ""
+    for m in messages:
+        if isinstance(m, HumanMessage) and isinstance(m.content, list):
+            for part in m.content:
+                if isinstance(part, dict) and part.get("type") == "image_url":
+                    return head
+                if isinstance(part, dict) and part.get("type") == "text":
+                    head += part["text"]
+            return ""
+    return ""
+
+
 def sent_images(messages: list[BaseMessage]) -> list[bytes]:
     """The JPEG bytes of every image part of ``messages``."""
     out = []
@@ -70,6 +84,8 @@ class ScriptedChat(BaseChatModel):
     formats: list[dict[str, Any]] = Field(default_factory=list)
     images: list[list[bytes]] = Field(default_factory=list)
     """Each call's images (JPEG bytes), in the order they were sent."""
+    messages: list[list[BaseMessage]] = Field(default_factory=list)
+    """Each call's messages, as sent."""
     usage: Any = None
     token_counts: list[int] = Field(default_factory=list)
     """Prompt plus completion tokens reported for each call."""
@@ -90,6 +106,7 @@ class ScriptedChat(BaseChatModel):
         self.seen.append((fmt["name"], text))
         self.formats.append(kwargs["response_format"])
         self.images.append(sent_images(messages))
+        self.messages.append(list(messages))
         if self.delay is not None:
             await asyncio.sleep(self.delay(fmt["name"], text))
         reply = self.script(fmt["name"], text, fmt["schema"])

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent_helpers import default_reply, make_context
+from agent_helpers import default_reply, make_context, user_head
 from videoatlas.agents.eea import discover as discover_module
 from videoatlas.agents.eea.evaluate import candidates
 from videoatlas.agents.eea.graph import build_graph
@@ -85,3 +85,40 @@ async def test_each_child_gets_the_models_score_and_without_uarf_the_reward_is_i
     else:  # every stretch offered has h = r
         assert all(s.fused == s.reward for s in offered)
     assert [n for n, _ in chat.seen].count("SegmentRewards") == len(out["rounds"])
+
+
+async def test_rounds_open_with_the_search_so_far_and_each_call_repeats_the_last_ones_start(
+    counter_video: Path, tmp_path: Path, fake_index: None
+) -> None:
+    """Laid out for a server's prefix cache: every call states the question first; the expansion and the selection
+    then give the search so far, round by round, which only grows; the expansion's frames follow it, and the
+    query update sends the same frames. So a round's selection starts with its expansion's text, and the next
+    expansion starts with the selection's text, word for word."""
+    config = RunConfig.of(agent="eea", cell_px=64, expansions=3, query_update=True)
+    ctx, chat, source = make_context(counter_video, tmp_path, judging, config)
+    try:
+        out = await build_graph().ainvoke(
+            {"question": "What number is shown?", "choices": ["one", "two"]}, {"recursion_limit": 100}, context=ctx
+        )
+    finally:
+        source.close()
+    names = [n for n, _ in chat.seen]
+    assert names == ["SearchQueries", *["SegmentRewards", "SearchQueries", "Selection"] * 2, "SegmentRewards",
+                     "SearchQueries", "FinalDecision"]  # fmt: skip
+    heads = [user_head(m) for m in chat.messages]
+    question = "Question: What number is shown?\nChoices:\nA. one\nB. two\n\n"
+    assert all(h.startswith(question) for h in heads[1:])  # every call with images: the question first
+    kinds = ("SegmentRewards", "SearchQueries", "Selection")
+    evaluate, update, select = ([i for i, n in enumerate(names) if n == kind and i > 0] for kind in kinds)
+    segments = {s.id: s for s in out["segments"]}
+    for r, (ev, sel) in enumerate(zip(evaluate, select, strict=False), start=1):
+        # The selection's text before its frames: the expansion's, and this round's scores after it.
+        assert heads[sel].startswith(heads[ev].rsplit("\n", 2)[0] if r == 1 else heads[ev])
+        kids = out["rounds"][r - 1].children
+        assert f"Round {r} opened stretch {out['rounds'][r - 1].segment}" in heads[sel]
+        assert all(f"stretch {k}: " in heads[sel] and f"stretch {k}: " not in heads[ev] for k in kids)
+        assert f"score {round(segments[kids[0]].reward * 100)}: child segment_{kids[0]}" in heads[sel]
+        # The next expansion starts where the selection did, word for word.
+        assert heads[evaluate[r]] == heads[sel]
+    for ev, up in zip(evaluate, update, strict=True):  # the query update sends the frames just scored
+        assert chat.images[up] == chat.images[ev] and len(chat.images[ev]) == 1

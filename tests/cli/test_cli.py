@@ -91,7 +91,7 @@ def test_grid_renders_caches_and_reports(counter_video: Path, tmp_path: Path) ->
     assert not a["cache_hit"] and b["cache_hit"]
     assert a["sha256"] == b["sha256"] and out.read_bytes() == bytes_a
     assert a["interval"] == [3.75, 5.0] and a["cell"] == "3" and a["width"] == 768
-    assert a["visual_tokens_28px"] == 28 * 28
+    assert a["visual_tokens_28px"] == 27 * 27  # 768 px / 28 = 27.4: 27 patches a side
 
 
 def test_grid_text_output_prints_render_time(counter_video: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.geometry import Interval
-from videoatlas.environment.render import ScratchTile, evidence_label, layout, visual_tokens
+from videoatlas.environment.render import ScratchTile, evidence_label, layout
 from videoatlas.errors import BadInputError
 
 pytestmark = pytest.mark.e2e
@@ -172,8 +172,6 @@ def test_labels_and_layout_and_tokens() -> None:
         "AAA",
     ]
     assert layout(1) == (1, 1) and layout(5) == (3, 2) and layout(16) == (4, 4) and layout(17) == (5, 4)
-    assert visual_tokens(2560, 2560, 28) == 92 * 92
-    assert visual_tokens(2560, 2560, 32) == 80 * 80
 
 
 def test_a_mosaic_shows_frames_at_any_times_labelled_like_a_grid(atlas: VideoAtlas) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +61,26 @@ def _sizes(chat: ScriptedChat) -> list[tuple[int, int]]:
 def test_the_image_token_count_follows_the_models_patch_size() -> None:
     assert merged_patch_px("Qwen/Qwen2.5-VL-7B-Instruct") == 28 and merged_patch_px("scripted-vlm") == 28
     assert merged_patch_px("Qwen/Qwen3-VL-8B-Instruct") == 32 and merged_patch_px("Qwen3.5-35B-A3B") == 32
-    assert image_tokens(2560, 2560) == 92 * 92 and image_tokens(2560, 2560, 32) == 80 * 80
-    assert image_tokens(29, 28) == 2  # a side rounded up to whole patches
+    # Each side to the nearest whole patch: 2560 / 28 = 91.4 -> 91; 2560 / 32 = 80.
+    assert image_tokens(2560, 2560) == 91 * 91 and image_tokens(2560, 2560, 32) == 80 * 80
+    assert image_tokens(70, 56) == 2 * 2  # 70 / 28 = 2.5: halves round to even, as the processor's round()
+    # Below the fewest pixels (4 tokens of 28 px): both sides scaled by sqrt(3136 / (29 * 28)) = 1.965, rounded up:
+    # 28 -> 2 patches, 29 -> 3 patches.
+    assert image_tokens(29, 28) == 2 * 3
+    # Above the most (16,384 tokens): 4000 px sides are scaled by sqrt(4000**2 / 12845056) = 1.116 and rounded
+    # down to 128 patches; at 32 px, by sqrt(4000**2 / 16777216) = 0.977, to 125.
+    assert image_tokens(4000, 4000) == 128 * 128 and image_tokens(4000, 4000, 32) == 125 * 125
+    assert image_tokens(100, 100, 32) == 8 * 8  # Qwen3-VL's fewest: 64 tokens
+
+
+def test_the_products_image_token_count_is_the_stand_ins_which_vllm_checked() -> None:
+    """The stand-in's rule equals vLLM's at every size (``make conformance``, ``prefix_cache.py``); the product's
+    estimate is the same rule, so the cost report splits a real server's prompt tokens as the server counted them."""
+    from videoatlas_standin.tokens import image_token_count
+
+    sizes = [(w, h) for w in range(1, 4100, 37) for h in range(1, 4100, 41)]
+    for patch in (28, 32):
+        assert [image_tokens(w, h, patch) for w, h in sizes] == [image_token_count(w, h, patch) for w, h in sizes]
 
 
 async def test_a_runs_gpu_cost_is_the_streams_own_figures_where_users_read_them(
@@ -81,7 +98,7 @@ async def test_a_runs_gpu_cost_is_the_streams_own_figures_where_users_read_them(
     cached = sum(300 * i for i in range(n))
     completion = sum(20 + i for i in range(n))
     images = _sizes(chat)
-    image = sum(math.ceil(w / 28) * math.ceil(h / 28) for w, h in images)
+    image = sum(round(w / 28) * round(h / 28) for w, h in images)  # within the processor's pixel bounds
     assert image > 0
     c = result.cost
     assert (c.prompt_tokens, c.cached_tokens, c.completion_tokens) == (prompt, cached, completion)

@@ -174,7 +174,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
         atlas.source.close()
     elapsed = time.perf_counter() - began
     out = write_image(view.image.jpeg, output)
-    from videoatlas.environment.render import visual_tokens
+    from videoatlas.llm.images import image_tokens
 
     unavailable = sum(1 for f in view.image.frames if f["method"] == "unavailable")
     summary = {
@@ -191,8 +191,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
         "render_s": round(view.image.render_s, 4),
         "total_s": round(elapsed, 4),
         "unavailable_cells": unavailable,
-        "visual_tokens_28px": visual_tokens(view.image.width, view.image.height, 28),
-        "visual_tokens_32px": visual_tokens(view.image.width, view.image.height, 32),
+        "visual_tokens_28px": image_tokens(view.image.width, view.image.height, 28),
+        "visual_tokens_32px": image_tokens(view.image.width, view.image.height, 32),
         "subtitles": [
             {"start": ln.start, "end": ln.end, "text": ln.text}
             for ln in (subtitles.overlapping(view.grid.interval) if subtitles else [])

@@ -3,10 +3,10 @@
 Everything here is a pure function of its inputs (decoded pixels, intervals, labels), so identical
 requests give identical pixels and, through :func:`encode_jpeg`, byte-identical JPEGs.
 
-Visual-token cost of a grid (one token per patch, image sides rounded up to whole patches):
-``ceil(K*cell_px / P) ** 2``. With the defaults K=8 and 320 px cells the sheet is 2560 x 2560:
-about 8,464 tokens for 28 px patches (Qwen2.5-VL) and 6,400 tokens for 32 px patches (Qwen3-VL);
-see :func:`visual_tokens`.
+Visual-token cost of a grid (one token per patch, image sides rounded to whole patches): about
+``round(K*cell_px / P) ** 2``. With the defaults K=8 and 320 px cells the sheet is 2560 x 2560:
+8,281 tokens for 28 px patches (Qwen2.5-VL) and 6,400 tokens for 32 px patches (Qwen3-VL); see
+:func:`videoatlas.llm.images.image_tokens`.
 """
 
 from __future__ import annotations
@@ -38,11 +38,6 @@ _UNAVAILABLE_BG = (70, 70, 70)
 def load_font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     """Pillow's bundled scalable font at ``size`` px (no system fonts needed)."""
     return ImageFont.load_default(size=size)
-
-
-def visual_tokens(width: int, height: int, patch: int = 28) -> int:
-    """Visual tokens for an image of ``width x height`` with ``patch``-pixel patches."""
-    return math.ceil(width / patch) * math.ceil(height / patch)
 
 
 def time_decimals(span: float) -> int:

@@ -106,11 +106,15 @@ class VLMClient:
         """The endpoint's outage watch (None for a model that is no HTTP endpoint, such as a fake in tests)."""
         return self.transport.watch
 
-    def build_messages(self, system: str, images: Sequence[ImagePart], text: str) -> list[BaseMessage]:
-        """System prompt, then images, then the changing text (stable parts first)."""
-        content: list[str | dict[str, Any]] = [
-            {"type": "image_url", "image_url": {"url": image.data_url()}} for image in images
-        ]
+    def build_messages(self, system: str, images: Sequence[ImagePart], text: str, head: str = "") -> list[BaseMessage]:
+        """System prompt, then the user's ``head`` text, its images, and the rest of its text.
+
+        The caller orders its prompt for the server's prefix cache: what its calls share first.
+        """
+        if not images:
+            return [SystemMessage(content=system), HumanMessage(content=[{"type": "text", "text": head + text}])]
+        content: list[str | dict[str, Any]] = [{"type": "text", "text": head}] if head else []
+        content.extend({"type": "image_url", "image_url": {"url": image.data_url()}} for image in images)
         content.append({"type": "text", "text": text})
         return [SystemMessage(content=system), HumanMessage(content=content)]
 
@@ -121,6 +125,7 @@ class VLMClient:
         system: str,
         text: str,
         images: Sequence[ImagePart] = (),
+        head: str = "",
         node: str = "",
         meta: dict[str, Any] | None = None,
         role: str = "",
@@ -129,6 +134,7 @@ class VLMClient:
     ) -> Reply[T]:
         """Ask for one ``schema`` object; raises :class:`ModelReplyError` or :class:`EndpointError`.
 
+        ``head`` is the user text sent before the images, ``text`` the rest (:meth:`build_messages`).
         ``thinking`` turns a reasoning model's thinking on or off for this call (vLLM's
         ``chat_template_kwargs.enable_thinking``); None sends nothing and leaves the server's default.
         ``temperature`` overrides the endpoint's sampling temperature for this call (None: the endpoint's).
@@ -145,7 +151,7 @@ class VLMClient:
             role=role,
             thinking=thinking,
         )
-        messages = self.build_messages(system, images, text)
+        messages = self.build_messages(system, images, text, head)
         began = time.perf_counter()
         if self.on_start is not None:
             self.on_start(record)

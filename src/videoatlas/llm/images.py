@@ -27,14 +27,34 @@ def merged_patch_px(model: str) -> int:
     return next((px for prefix, px in MERGED_PATCH_PX.items() if name.startswith(prefix)), DEFAULT_MERGED_PATCH_PX)
 
 
-def image_tokens(width: int, height: int, patch_px: int = DEFAULT_MERGED_PATCH_PX) -> int:
-    """The prompt tokens one image of ``width`` x ``height`` takes: one per merged patch (an estimate).
+MIN_IMAGE_TOKENS = {28: 4, 32: 64}
+"""The fewest tokens the Qwen image processors resize an image to, by token side: Qwen2.5-VL's ``min_pixels``
+(3,136 px, 4 tokens of 28 px) and Qwen3-VL's (65,536 px, 64 tokens of 32 px); 4 for any other side."""
+MAX_IMAGE_TOKENS = 16384
+"""The most tokens they resize an image to (Qwen2.5-VL: 12,845,056 px; Qwen3-VL: 16,777,216 px)."""
 
-    The server's usage counts image and text tokens together; this splits them for the cost report. The
-    image is taken as sent (the agents send images within the server's pixel limit, so the processor does
-    not shrink them), its sides rounded up to whole patches; the two tokens around each image are left out.
+
+def image_tokens(width: int, height: int, patch_px: int = DEFAULT_MERGED_PATCH_PX) -> int:
+    """The prompt tokens one image of ``width`` x ``height`` takes: one per merged patch after the resize.
+
+    The Qwen-VL image processors resize an image to whole patches before the vision encoder sees it: each
+    side to the nearest multiple of the patch (halves to even, as Python rounds), then, if that is above
+    the most pixels it takes or below the fewest, both sides scaled by the same factor (rounded down or up
+    to whole patches). vLLM counts exactly these tokens (checked against it: ``make conformance``). The
+    server's usage counts image and text tokens together; this splits them for the cost report. The two
+    tokens that mark each image's start and end are text tokens here.
     """
-    return math.ceil(width / patch_px) * math.ceil(height / patch_px)
+    lowest = MIN_IMAGE_TOKENS.get(patch_px, 4) * patch_px * patch_px
+    highest = MAX_IMAGE_TOKENS * patch_px * patch_px
+    h, w = round(height / patch_px) * patch_px, round(width / patch_px) * patch_px
+    if h * w > highest:
+        scale = math.sqrt(height * width / highest)
+        h = max(patch_px, math.floor(height / scale / patch_px) * patch_px)
+        w = max(patch_px, math.floor(width / scale / patch_px) * patch_px)
+    elif h * w < lowest:
+        scale = math.sqrt(lowest / (height * width))
+        h, w = math.ceil(height * scale / patch_px) * patch_px, math.ceil(width * scale / patch_px) * patch_px
+    return (h // patch_px) * (w // patch_px)
 
 
 @dataclass(frozen=True, slots=True)

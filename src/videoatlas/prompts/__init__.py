@@ -15,6 +15,16 @@ from videoatlas.errors import BadInputError
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
+IMAGES = "images"
+"""The placeholder a user template may hold once, on a line of its own: where the call's images go.
+
+The text above it is sent before the images, the rest after them. A template without it sends its
+images first. What every call of a run repeats belongs above the images, what changes below them:
+a server's prefix cache then reuses the longest shared start (docs/agents.md, "Prompt sets")."""
+_IMAGES_LINE = re.compile(r"(?:^|\n)\$\{" + IMAGES + r"\}(?:\n|$)")
+_IMAGES_MARK = "\x1eimages\x1e"
+"""What ``${images}`` is filled with while a call's text is split (no value holds this control character)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Template:
@@ -83,8 +93,11 @@ class CallText:
 
     system: str
     user: str
+    """The user text that follows the images."""
     labels: dict[str, str]
     """The prompt set's name and hash and the user template's name and hash (kept on the call's record)."""
+    head: str = ""
+    """The user text that goes before the images (the template's text above ``${images}``; empty without one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +123,12 @@ class PromptSet:
         """The texts of one model call, and the labels its record keeps of them.
 
         The system template ``system`` filled with ``system_values``, the user template ``<template>.user``
-        with ``values`` (as :meth:`render` fills them).
+        with ``values`` (as :meth:`render` fills them), split where it places the images (:data:`IMAGES`).
         """
         user = f"{template}.user"
-        return CallText(
-            self.render(system, **system_values),
-            self.render(user, **values),
-            {"prompt_set": self.name, "prompt_set_sha": self.sha256, "template": f"{template}:{self[user].sha256}"},
-        )
+        labels = {"prompt_set": self.name, "prompt_set_sha": self.sha256, "template": f"{template}:{self[user].sha256}"}
+        head, _, rest = self.render(user, **values, **{IMAGES: _IMAGES_MARK}).rpartition(_IMAGES_MARK)
+        return CallText(self.render(system, **system_values), rest.removeprefix("\n"), labels, head)
 
     def note(self, name: str, **values: object) -> str:
         """A note template filled as :meth:`render` fills it, without its closing newline (it goes inside a line)."""
@@ -168,6 +179,9 @@ def load_prompt_set(
             problems.append(f"{key}.txt is missing")
             continue
         template = Template(f"{name}/{key}", files[key])
+        if key.endswith(".user"):
+            optional = optional | {IMAGES}
+            problems.extend(_images_line_problems(key, template.text))
         unknown = template.variables - required - optional
         absent = required - template.variables
         if unknown:
@@ -181,6 +195,16 @@ def load_prompt_set(
     if problems:
         raise BadInputError(f"prompt set {name_or_path}: " + "; ".join(problems))
     return PromptSet(name, source, templates)
+
+
+def _images_line_problems(key: str, text: str) -> list[str]:
+    """What is wrong with a user template's ``${images}`` (at most once, alone on its line)."""
+    uses = _PLACEHOLDER.findall(text).count(IMAGES)
+    if uses > 1:
+        return [f"{key}.txt places the images more than once (${{{IMAGES}}} {uses} times)"]
+    if uses == 1 and not _IMAGES_LINE.search(text):
+        return [f"{key}.txt must put ${{{IMAGES}}} on a line of its own"]
+    return []
 
 
 def check_prompt_source(name_or_path: str, builtin: Traversable) -> None:

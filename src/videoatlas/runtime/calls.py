@@ -91,8 +91,7 @@ async def ask(
     ``temperature`` overrides the endpoint's sampling temperature for this call (None: the endpoint's).
     """
     said = ctx.prompts.call(system, template, values, k=ctx.config.k)
-    system_text, text = said.system, said.user
-    reservation = ctx.ledger.reserve(estimate_tokens(images, system_text + text)) if budgeted else None
+    reservation = ctx.ledger.reserve(estimate_tokens(images, said.system + said.head + said.user)) if budgeted else None
     if ctx.tracer is not None:
         for image in images:
             ctx.tracer.store.artifact(image.sha256, image.label or "image", image.width, image.height, image.jpeg)
@@ -105,9 +104,10 @@ async def ask(
     try:
         reply = await ctx.vlm.ask(
             schema,
-            system=system_text,
-            text=text,
+            system=said.system,
+            text=said.user,
             images=images,
+            head=said.head,
             node=node,
             meta=labels,
             role=thinker,

@@ -28,7 +28,7 @@ from videoatlas.agents.eea.schemas import child_key, rewards_schema
 from videoatlas.agents.eea.search import children, expansion_frames, fuse, gallop_frames, query_score
 from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import Anchor, EEAState, Remembered, Round, Segment
-from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, span
+from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, opened_block, span
 from videoatlas.agents.relation import Anchor as RelationAnchor
 from videoatlas.agents.relation import Relation, window
 from videoatlas.environment.geometry import Interval
@@ -122,7 +122,8 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
         "count": len(frames),
         "frames": moments(frames),
         "children": children_block(kids),
-        "history": history_block(segments),
+        "history": history_block(state.get("rounds") or [], segments),
+        "opened": opened_block(state.get("rounds") or [], segments),
         "speech": speech_lines(
             heard.subtitles, [Interval(parent.start, parent.end)], state["question"], state["choices"]
         ),

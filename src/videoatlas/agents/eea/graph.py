@@ -31,12 +31,14 @@ TEMPLATES: TemplateSpec = {
     "discover.user": (frozenset({"question"}), frozenset({"choices"})),
     "evaluate.user": (
         frozenset({"question", "children"}),
-        _ASKED | {"duration", "round", "segment", "count", "frames", "history", "speech", "anchor_request"},
+        _ASKED | {"duration", "round", "segment", "count", "frames", "history", "opened", "speech", "anchor_request"},
     ),
     "update.user": (frozenset({"question"}), _ASKED | {"queries", "frames"}),
+    # `candidates` gives each stretch's reason; `candidate_scores` leaves it to `history`, which has it.
     "select.user": (
-        frozenset({"question", "candidates"}),
-        _ASKED | {"duration", "round", "rounds", "memory", "scoring", "opened"},
+        frozenset({"question"}),
+        _ASKED
+        | {"duration", "round", "rounds", "memory", "scoring", "opened", "history", "candidates", "candidate_scores"},
     ),
     "answer.user": (
         frozenset({"question"}),

@@ -18,7 +18,14 @@ from videoatlas.agents.eea.evaluate import candidates, shortest_opened
 from videoatlas.agents.eea.schemas import select_schema
 from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import EEAState
-from videoatlas.agents.eea.views import SYSTEM, candidates_block, memory_block, opened_block
+from videoatlas.agents.eea.views import (
+    SYSTEM,
+    candidate_scores,
+    candidates_block,
+    history_block,
+    memory_block,
+    opened_block,
+)
 from videoatlas.environment.render import ScratchTile
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
@@ -73,6 +80,8 @@ async def select(state: EEAState, runtime: Runtime[AgentContext]) -> Command[Lit
         "rounds": settings.expansions,
         "memory": memory_block(memory),
         "candidates": candidates_block(pool),
+        "candidate_scores": candidate_scores(pool),
+        "history": history_block(rounds, state["segments"]),
         "scoring": scoring(settings),
         "opened": opened_block(rounds, state["segments"]),
     }

@@ -26,17 +26,29 @@ def children_block(children: Sequence[Segment]) -> str:
     return "\n".join(f"stretch {c.id}: {span(c.start, c.end)}" for c in children)
 
 
-def history_block(segments: Sequence[Segment]) -> str:
-    """Stretches scored in earlier rounds, with the score the VLM gave and its reason."""
-    scored = [s for s in segments if s.round > 0]
-    if not scored:
-        return "(none: this is the first round)"
-    return "\n".join(
-        f"stretch {s.id}: {span(s.start, s.end)}, score {round(s.reward * 100)}"
-        + (" (opened since)" if s.expanded else "")
-        + f": {s.explanation}"
-        for s in scored
-    )
+def history_block(rounds: Sequence[Round], segments: Sequence[Segment]) -> str:
+    """The search so far, round by round: the stretch each round opened, then its stretches' scores and reasons.
+
+    Append-only: a round's lines never change once written, so the prompts of later rounds start with the
+    same text, which a server's prefix cache serves again.
+    """
+    by_id = {s.id: s for s in segments}
+    scored: dict[int, list[Segment]] = {}
+    for seg in segments:
+        if seg.round > 0:
+            scored.setdefault(seg.round, []).append(seg)
+    lines: list[str] = []
+    for r in rounds:
+        if r.index not in scored:
+            continue
+        opened = by_id.get(r.segment)
+        where = f" {span(opened.start, opened.end)}" if opened else ""
+        lines.append(f"Round {r.index} opened stretch {r.segment}{where}:")
+        lines.extend(
+            f"stretch {seg.id}: {span(seg.start, seg.end)}, score {round(seg.reward * 100)}: {seg.explanation}"
+            for seg in sorted(scored[r.index], key=lambda seg: seg.id)
+        )
+    return "\n".join(lines) or "(nothing yet: this is the first round)"
 
 
 def candidates_block(candidates: Sequence[Segment]) -> str:
@@ -44,6 +56,11 @@ def candidates_block(candidates: Sequence[Segment]) -> str:
     return "\n".join(
         f"stretch {s.id}: {span(s.start, s.end)}, score {s.fused:.2f}: {s.explanation}" for s in candidates
     )
+
+
+def candidate_scores(candidates: Sequence[Segment]) -> str:
+    """The stretches the selection may pick by id with their fused score, for a prompt that lists them already."""
+    return ", ".join(f"{s.id} ({s.fused:.2f})" for s in candidates)
 
 
 def opened_block(rounds: Sequence[Round], segments: Sequence[Segment]) -> str:

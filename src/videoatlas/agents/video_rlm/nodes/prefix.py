@@ -1,9 +1,10 @@
 """What every call of the Master shows first: the root grid, the scratchpad's pages, the question and the evidence.
 
 The probe, the uncertainty analysis and the final decision open with the same images in the same
-order (the root grid with the dead zones blacked out, then the scratchpad), under one system prompt:
-between two of them in a round nothing of it changes, so the server serves the whole prefix from
-its cache. Each call adds its own values after it.
+order (the root grid with the dead zones blacked out, then the scratchpad), under one system prompt,
+and their templates open with the same text (the question, its choices, the evidence): between two of
+them in a round nothing of it changes, so the server serves the whole prefix from its cache. Each call
+adds its own values after it.
 """
 
 from __future__ import annotations
