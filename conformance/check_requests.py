@@ -22,12 +22,16 @@ The tokenizer comes from a package, never from a model hub: the Qwen BPE ranks s
 Qwen2.5 / Qwen3 use: same ranks, same pre-tokenizer pattern, ``<|endoftext|>`` / ``<|im_start|>`` /
 ``<|im_end|>`` at 151643-151645).
 
-Embeddings (``/v1/embeddings``) and transcription (``/v1/audio/transcriptions``) requests are sent
-again through vLLM's own routers and serving classes, in-process, up to the engine (:mod:`check_routes`,
-:mod:`vllm_routes`): FastAPI's parsing of the JSON body or the multipart form, vLLM's request models,
-the pooling parameters and their ``verify``, vLLM's checks of the response format, the language, the
-file size, the audio's decoding and the sampling parameters. Not run: the renderer (chat template,
-tokenizer, image processor of the embedding model) and the model itself.
+A chat request asking for ``logprobs`` / ``top_logprobs`` is checked by the same steps: the request model's
+``check_logprobs``, and ``SamplingParams.verify`` against a ``max_logprobs`` of 20 (vLLM's default).
+
+Embeddings (``/v1/embeddings``), transcription (``/v1/audio/transcriptions``) and decisions
+(``/v1/decisions``) requests are sent again through vLLM's own routers and serving classes, in-process, up
+to the engine (:mod:`check_routes`, :mod:`vllm_routes`): FastAPI's parsing of the JSON body or the multipart
+form, vLLM's request models, the pooling parameters and their ``verify``, vLLM's checks of the response
+format, the language, the file size, the audio's decoding and the sampling parameters, the decisions'
+limits of Qwen3's read strategy. Not run: the renderer (chat template, tokenizer, image processor of the
+embedding model) and the model itself.
 
 Requests are grouped into request shapes (:mod:`shapes`). For each route the script prints
 ``N/N ... request shapes accepted`` and every refused shape with vLLM's error, and exits 1 unless every
@@ -321,13 +325,18 @@ def check_chat(bodies: list[dict[str, Any]]) -> tuple[bool, int, dict[str, Any]]
 
 
 def check_other_routes(by_route: dict[str, list[dict[str, Any]]]) -> tuple[int, dict[str, Any]]:
-    """The embeddings and transcription checks (each only when it has requests): (exit status, verdicts as JSON)."""
+    """The embeddings, transcription and decisions checks (each only when it has requests): (status, verdicts)."""
     import check_routes
 
-    names = {check_routes.EMBEDDINGS: "embeddings", check_routes.TRANSCRIPTIONS: "transcription"}
+    names = {
+        check_routes.EMBEDDINGS: "embeddings",
+        check_routes.TRANSCRIPTIONS: "transcription",
+        check_routes.DECISIONS: "decisions",
+    }
     describers = {
         check_routes.EMBEDDINGS: check_routes.describe_embeddings,
         check_routes.TRANSCRIPTIONS: check_routes.describe_transcription,
+        check_routes.DECISIONS: check_routes.describe_decisions,
     }
     status = 0
     out: dict[str, Any] = {}
@@ -410,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     if other_status == 2:
         return 2
     report |= others
-    unknown = sorted(set(by_route) - {CHAT, "/v1/embeddings", "/v1/audio/transcriptions"})
+    unknown = sorted(set(by_route) - {CHAT, "/v1/embeddings", "/v1/audio/transcriptions", "/v1/decisions"})
     if unknown:
         say(f"NOT CHECKED: requests to {', '.join(unknown)} (no check for this route)")
         status = 1

@@ -1,7 +1,8 @@
-"""Check recorded embeddings and transcription requests with vLLM's own routes (:mod:`vllm_routes`).
+"""Check recorded embeddings, transcription and decisions requests with vLLM's own routes (:mod:`vllm_routes`).
 
-Each recorded request is sent again, as it was sent, to vLLM 0.33.0's ``/v1/embeddings`` or
-``/v1/audio/transcriptions`` served in-process; it is accepted when it reaches the engine, refused
+Each recorded request is sent again, as it was sent, to vLLM 0.33.0's ``/v1/embeddings``,
+``/v1/audio/transcriptions`` or ``/v1/decisions`` served in-process; it is accepted when it reaches the
+engine (for decisions: the read strategy), refused
 with vLLM's status and message otherwise. Its model name is replaced by the one the in-process server
 serves (the recording names the stand-in's). Fields vLLM's request model does not know are reported
 too: vLLM ignores them silently.
@@ -27,6 +28,7 @@ from shapes import form_shape_key, shape_key
 
 EMBEDDINGS = "/v1/embeddings"
 TRANSCRIPTIONS = "/v1/audio/transcriptions"
+DECISIONS = "/v1/decisions"
 WAV_HEADER = 44
 
 
@@ -62,6 +64,17 @@ def describe_embeddings(body: dict[str, Any]) -> str:
         f"{k}={v}" if k == "encoding_format" else k for k, v in body.items() if k not in {"model", "input", "messages"}
     )
     return f"{what}; {', '.join(extras) or 'no other fields'}"
+
+
+def describe_decisions(body: dict[str, Any]) -> str:
+    """One line naming a decisions request shape: its input's form, its question types, its other fields."""
+    given = body.get("input")
+    what = "input str" if isinstance(given, str) else f"input messages x{len(given) if isinstance(given, list) else 0}"
+    questions = body.get("questions") if isinstance(body.get("questions"), list) else []
+    kinds = [str(q.get("type")) if isinstance(q, dict) else "?" for q in questions]
+    counted = ",".join(f"{k}x{kinds.count(k)}" for k in dict.fromkeys(kinds)) or "none"
+    extras = sorted(k for k in body if k not in {"model", "input", "questions"})
+    return f"{what}; questions {counted}; {', '.join(extras) or 'no other fields'}"
 
 
 def describe_transcription(record: dict[str, Any]) -> str:
@@ -152,6 +165,17 @@ class RouteChecker:
         verdict.chosen.add(type(request).__name__)
         verdict.ignored |= set(request.model_extra or {})
 
+    def decisions(self, body: dict[str, Any], verdict: RouteVerdict) -> None:
+        """Send one recorded decisions body through vLLM's route; record what vLLM said."""
+        from vllm.entrypoints.openai.decisions.protocol import DecisionRequest
+
+        sent = copy.deepcopy(body)
+        if "model" in sent:
+            sent["model"] = vllm_routes.SERVED
+        if self._verdict(self.client.post(DECISIONS, json=sent), "read", verdict):
+            # Its extra="forbid": a field it does not know is refused, never ignored.
+            verdict.chosen.add(DecisionRequest.__name__)
+
     def transcription(self, record: dict[str, Any], verdict: RouteVerdict) -> None:
         """Send one recorded transcription form (its file remade) through vLLM's route; record what vLLM said."""
         from vllm.entrypoints.speech_to_text.transcription.protocol import TranscriptionRequest
@@ -180,12 +204,12 @@ def check_all(checker: RouteChecker, endpoint: str, records: list[dict[str, Any]
     """Every record of one route, grouped by shape, each checked."""
     verdicts: dict[str, RouteVerdict] = {}
     for record in records:
-        if endpoint == EMBEDDINGS:
+        if endpoint in (EMBEDDINGS, DECISIONS):
             body = record.get("body")
             body = body if isinstance(body, dict) else {"<not an object>": body}
             verdict = verdicts.setdefault(shape_key(body), RouteVerdict(example=body))
             verdict.requests += 1
-            checker.embeddings(body, verdict)
+            (checker.embeddings if endpoint == EMBEDDINGS else checker.decisions)(body, verdict)
         else:
             verdict = verdicts.setdefault(form_shape_key(record), RouteVerdict(example=record))
             verdict.requests += 1
@@ -220,6 +244,23 @@ CONTROLS: dict[str, list[dict[str, Any]]] = {
         {"body": {"model": "m", "input": ["query: a"], "encoding_format": "float16"}},
         {"body": {"model": "m", "input": ["query: a"], "encoding_format": "float", "dimensions": 256}},
     ],
+    DECISIONS: [
+        {
+            "body": {
+                "model": "m",
+                "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:,"}]}],
+                "questions": [{"type": "predicate", "instructions": "Is it daytime?"}],
+            }
+        },
+        {
+            "body": {
+                "model": "m",
+                "input": "a",
+                "questions": [{"type": "predicate", "instructions": "Is it daytime?"}],
+                "joint": True,
+            }
+        },
+    ],
     TRANSCRIPTIONS: [
         {
             "content_type": "multipart/form-data",
@@ -238,8 +279,10 @@ CONTROLS: dict[str, list[dict[str, Any]]] = {
         },
     ],
 }
-"""Per route: unknown encoding format and dimensions for a model without Matryoshka; an unknown timestamp
-granularity, a format the request model takes but the serving code refuses, a temperature SamplingParams refuses."""
+"""Per route: unknown encoding format and dimensions for a model without Matryoshka; an image in a decision's input
+(its request model refuses it) and a joint read (its serving code refuses it for Qwen3's strategy); an unknown
+timestamp granularity, a format the request model takes but the serving code refuses, a temperature SamplingParams
+refuses."""
 
 
 def controls_refused(checker: RouteChecker, endpoint: str) -> list[str] | str:
@@ -249,6 +292,8 @@ def controls_refused(checker: RouteChecker, endpoint: str) -> list[str] | str:
         verdict = RouteVerdict(example=control)
         if endpoint == EMBEDDINGS:
             checker.embeddings(control["body"], verdict)
+        elif endpoint == DECISIONS:
+            checker.decisions(control["body"], verdict)
         else:
             checker.transcription(control, verdict)
         if not verdict.refusals or "not checked" in verdict.refusals:

@@ -1,12 +1,14 @@
-"""Does the stand-in refuse what vLLM refuses? The same requests to both, on the embeddings and transcription routes.
+"""Does the stand-in refuse what vLLM refuses? The same requests to both, on three routes beside chat.
 
-Each probe is one of our clients' requests (``EmbeddingsClient``: texts in ``input``, an image in
-``messages``, ``encoding_format`` float; ``Transcriber``: a WAV with ``model``, ``language``,
-``response_format``, ``timestamp_granularities[]`` and ``temperature``) with at most one field changed.
-It goes to vLLM 0.33.0's own routes in-process, up to the engine (:mod:`vllm_routes`), and to a stand-in
-server on a thread of its own; what matters is whether each accepts it. A probe of a field our clients
-send must get the same verdict from both, or the script exits 1; a probe of a field they never send
-is reported as a known difference (the stand-in cannot give what vLLM would, such as binary vectors).
+On the embeddings, transcription and decisions routes, each probe is one of our clients' requests
+(``EmbeddingsClient``: texts in ``input``, an image in ``messages``, ``encoding_format`` float;
+``Transcriber``: a WAV with ``model``, ``language``, ``response_format``, ``timestamp_granularities[]`` and
+``temperature``; a decision: a text, and a choice, a predicate and a score question) with at most one field
+changed. It goes to vLLM 0.33.0's own routes in-process, up to the engine (:mod:`vllm_routes`), and to a
+stand-in server (serving decisions) on a thread of its own; what matters is whether each accepts it. A probe
+of a field our clients send must get the same verdict from both, or the script exits 1; a probe of a field
+they never send is reported as a known difference (the stand-in cannot give what vLLM would, such as binary
+vectors).
 
     VLLM_TARGET_DEVICE=cpu .venv-vllm/bin/python conformance/compare_standin.py
 """
@@ -123,14 +125,41 @@ def probes() -> list[Probe]:
         out.append(Probe(f"transcription: {name} {what}", t, form=changed(name, value), audio=second, ours=ours))
     out.append(Probe("transcription: a file of 26 MB", t, form=base, audio=_wav(26 * 1024 * 1024 / 32000)))
     out.append(Probe("transcription: a file that is not audio", t, form=base, audio=b"not audio at all"))
-    return out
+    return out + decision_probes()
+
+
+def decision_probes() -> list[Probe]:
+    """A decision request, and each with one field changed."""
+    d = check_routes.DECISIONS
+    choice = {"type": "choice", "instructions": "Which gate?", "choices": [{"value": "A7"}, {"value": "B12"}]}
+    score = {"type": "score", "instructions": "How busy?", "levels": [{"label": "quiet"}, {"label": "packed"}]}
+    asked = [choice, {"type": "predicate", "instructions": "Is it late?"}, score]
+    body: dict[str, Any] = {"model": MODEL, "input": "The board reads B12.", "questions": asked}
+    image = [{"role": "user", "content": [{"type": "input_image", "image_url": _jpeg()}]}]
+    changes: list[tuple[str, dict[str, Any]]] = [
+        ("messages of text parts", {"input": [{"role": "user", "content": [{"type": "input_text", "text": "B12"}]}]}),
+        ("an image", {"input": image}),
+        ("no questions", {"questions": []}),
+        ("a choice of one", {"questions": [{**choice, "choices": choice["choices"][:1]}]}),
+        ("27 choices", {"questions": [{**choice, "choices": [{"value": f"g{n}"} for n in range(27)]}]}),
+        ("65 questions", {"questions": asked[1:2] * 65}),
+        ("joint", {"joint": True}),
+        ("an unknown field", {"temperature": 0}),
+        ("a cache salt", {"cache_salt": "s1"}),
+        ("a cache salt with a slash", {"cache_salt": "s/1"}),
+        ("a model not served", {"model": "not-served"}),
+        ("a null name", {"questions": [{**choice, "name": None}]}),
+    ]
+    return [Probe("decisions: our request", d, body)] + [
+        Probe(f"decisions: {name}", d, {**body, **change}) for name, change in changes
+    ]
 
 
 def _send(client: Any, probe: Probe, model: str) -> tuple[int, str]:
     """POST ``probe`` through ``client`` (an httpx-like client) naming ``model``; the status and error message."""
     if probe.body is not None:
         body = {k: (model if v == MODEL else v) for k, v in probe.body.items()}
-        response = client.post(check_routes.EMBEDDINGS, json=body)
+        response = client.post(probe.route, json=body)
     else:
         fields = [(n, model if v == MODEL else v) for n, v in probe.form]
         content, boundary = check_routes.multipart(fields, [("file", "audio.wav", "audio/wav", probe.audio)])
@@ -156,7 +185,7 @@ def main() -> int:
     check_routes.RouteChecker.quiet()
     disagree, known = 0, 0
     all_probes = probes()
-    with RunningServer(StandinServer(StandinConfig())) as server:
+    with RunningServer(StandinServer(StandinConfig(decisions=True))) as server:
         root = server.base_url.removesuffix("/v1")
         with httpx.Client(base_url=root, timeout=300) as standin:
             for probe in all_probes:

@@ -1,8 +1,9 @@
-"""vLLM 0.33.0's own embeddings and transcription routes, served in-process, stopped at the engine.
+"""vLLM 0.33.0's own embeddings, transcription and decisions routes, served in-process, stopped at the engine.
 
 ``make conformance`` checks recorded requests by sending each one, as it was sent, through vLLM's
-real FastAPI routers (``/v1/embeddings``, ``/v1/audio/transcriptions``) with vLLM's exception
-handlers, into vLLM's real serving classes (``ServingEmbedding``, ``OpenAIServingTranscription``),
+real FastAPI routers (``/v1/embeddings``, ``/v1/audio/transcriptions``, ``/v1/decisions``) with vLLM's
+exception handlers, into vLLM's real serving classes (``ServingEmbedding``, ``OpenAIServingTranscription``,
+``OpenAIServingDecisions``),
 over Starlette's in-process test client. So FastAPI parses the body (JSON, or the multipart form into
 ``TranscriptionRequest`` the way ``Annotated[TranscriptionRequest, Form()]`` does), vLLM's request
 models and validators run, and vLLM's serving code runs every check it makes before inference. A
@@ -19,7 +20,10 @@ What needs a model's files is replaced, and nothing else:
   every check, and the route answers 200 with what reached it (:class:`Reached`);
 * the speech model class is vLLM's ``WhisperForConditionalGeneration`` (its language validation, its
   prompt, its segment-timestamp support), less the one class method that loads Whisper's processor;
-  a request without a language would have Whisper detect it, a run of the model: here it hears English.
+  a request without a language would have Whisper detect it, a run of the model: here it hears English;
+* the decisions route's read strategy has the limits of vLLM's ``NextTokenStrategy`` (the one Qwen3 and
+  Qwen3.5 get: 64 questions, 26 options, no joint reads), and its ``read`` is the stop: rendering each
+  question's prompt needs the model's tokenizer and chat template (``Reached("read")``).
 """
 
 from __future__ import annotations
@@ -123,12 +127,35 @@ def _whisper() -> type[Any]:
     return Whisper
 
 
+def _reads(engine: _Engine) -> Any:
+    """The read strategy of Qwen3 and Qwen3.5 as far as it goes without the model: its limits; a read is the stop."""
+    from vllm.entrypoints.openai.decisions.strategies import NextTokenStrategy, ReadContext, ReadStrategy
+
+    class Reads(ReadStrategy):  # type: ignore[misc,unused-ignore]
+        def limits(self) -> Any:
+            return NextTokenStrategy.limits(self)  # type: ignore[arg-type,unused-ignore]
+
+        async def read(self, questions: Any, instructions: Any, state: str, **_: Any) -> Any:
+            raise Reached("read", [q.options for q in questions], [state])
+
+    context = ReadContext(
+        engine_client=engine,  # type: ignore[arg-type,unused-ignore]
+        online_renderer=None,  # type: ignore[arg-type,unused-ignore]
+        chat_template=None,
+        chat_template_content_format="auto",
+        default_chat_template_kwargs={},
+    )
+    return Reads(context)
+
+
 def app() -> Any:
     """A FastAPI app with vLLM's embeddings and transcription routers, handlers and serving classes."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
     from vllm import envs
+    from vllm.entrypoints.openai.decisions.api_router import router as decisions_router
+    from vllm.entrypoints.openai.decisions.serving import OpenAIServingDecisions
     from vllm.entrypoints.openai.models.protocol import BaseModelPath
     from vllm.entrypoints.openai.models.serving import OpenAIModelRegistry
     from vllm.entrypoints.pooling.embed.api_router import router as embed_router
@@ -176,6 +203,7 @@ def app() -> Any:
     init_exception_handler(server)
     server.include_router(embed_router)
     server.include_router(transcription_router)
+    server.include_router(decisions_router)
     server.state.serving_embedding = ServingEmbedding(  # type: ignore[no-untyped-call,unused-ignore]
         _Engine(embedder),
         OpenAIModelRegistry(embedder, served),
@@ -183,6 +211,10 @@ def app() -> Any:
         chat_template_config=ChatTemplateConfig(),
     )
     server.state.openai_serving_transcription = Transcription()
+    decider = _model_config(folder, False)
+    server.state.openai_serving_decisions = OpenAIServingDecisions(
+        OpenAIModelRegistry(decider, served), _reads(_Engine(decider)), request_logger=None
+    )
 
     @server.exception_handler(Reached)  # type: ignore[untyped-decorator,unused-ignore]
     async def reached(request: Request, exc: Reached) -> JSONResponse:

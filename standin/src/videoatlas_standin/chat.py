@@ -6,7 +6,8 @@ inject (:mod:`.faults`), perceived (:mod:`.perception`), and understood and answ
 (:mod:`.policy`): with a tool call (:mod:`.tools`), a JSON object asked for in words (:mod:`.jsontext`),
 the reply schema filled, or text; the reply fits the schema's grammar, carries reasoning the way the
 server is configured to give it (:mod:`.thinking`), and its usage counts prompt tokens, cached tokens
-and reasoning tokens as vLLM does. Content faults (``malformed``, ``schema``, ``range``) spoil content,
+and reasoning tokens as vLLM does. Asked for ``logprobs``, it lists its tokens with the policy's shares where
+the answer is written (:mod:`.logprobs`). Content faults (``malformed``, ``schema``, ``range``) spoil content,
 never tool calls.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from videoatlas_standin import contract, faults, jsontext, policy, record, tools
+from videoatlas_standin import contract, faults, jsontext, logprobs, policy, record, tools
 from videoatlas_standin.context import ServerContext
 from videoatlas_standin.messages import read_prompt
 from videoatlas_standin.perception import ReadCancelled, Sight
@@ -88,6 +89,12 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         standin.stats.errors["bad_request"] += 1
         return _error(400, "'messages' must be a list", "BadRequestError", "messages")
+    top = logprobs.requested(body)  # vLLM's request model checks these before anything else
+    if isinstance(top, contract.Refusal):
+        standin.stats.errors[f"refused_{top.param or 'logprobs'}"] += 1
+        return _error(top.status, top.message, top.kind, top.param)
+    if top is not None:
+        standin.stats.logprobs_requests += 1
     model = body.get("model")
     if model != standin.config.model:
         standin.stats.errors["model_not_found"] += 1
@@ -119,7 +126,7 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
         forced = forced_or_refused
         if forced is not None:
             schema = None  # a forced call overrides response_format, as vLLM's tool parser does
-    checked = _check_contract(standin, body, len(images), len(tokens), forced or schema)
+    checked = _check_contract(standin, body, len(images), len(tokens), forced or schema, top)
     if isinstance(checked, contract.Refusal):
         return _error(checked.status, checked.message, checked.kind, checked.param)
     grammar, budget = checked
@@ -149,7 +156,8 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     switch = _enable_thinking(body)
     standin.stats.enable_thinking[json.dumps(switch)] += 1
     thinks = standin.config.reasoning != "off" and switch is not False
-    reading, value, call = await loop.run_in_executor(None, _decide, texts, sights, schema, asked)
+    decided = await loop.run_in_executor(None, _decide, texts, sights, schema, asked, top is not None)
+    reading, value, call = decided.reading, decided.value, decided.call
     if asked is not None and call is not None:
         calls = [call]
         standin.stats.tool_calls += len(calls)
@@ -163,7 +171,8 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
         reasoning = reasoning_text(reading, text) if thinks and standin.config.reasoning == "field" else ""
         reply = _call_reply(asked, calls, text, reasoning, budget)
         await _wait(standin, reply)
-        return _completion(standin, tokens, len(images), body, reply)
+        listed = None if top is None else _call_logprobs(reply, text, top)
+        return _completion(standin, tokens, len(images), body, reply, listed)
     # Raw UTF-8, as a constrained decoder writes it: the JSON grammar takes no \u escape of a read character.
     content = value if isinstance(value, str) and schema is None else json.dumps(value, ensure_ascii=False)
     if grammar is not None and fault is None:
@@ -176,13 +185,29 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     content = faults.corrupt(content, fault, value)
     reply = _reply(content, reasoning_text(reading, value) if thinks else "", standin.config.reasoning, budget)
     await _wait(standin, reply)
-    return _completion(standin, tokens, len(images), body, reply)
+    listed = None if top is None else _logprobs(reply, value, decided.answer, top)
+    return _completion(standin, tokens, len(images), body, reply, listed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """The policy's reading of a request and its reply: a value for the content, or the call to make."""
+
+    reading: policy.Reading
+    value: Any
+    call: tuple[tools.Tool, dict[str, Any]] | None
+    answer: tuple[str, list[tuple[Any, float]]] | None = None
+    """The top-level field of the reply that holds the answer, and each value it could have held with its share."""
 
 
 def _decide(
-    texts: list[tuple[str, str]], sights: list[Sight], schema: dict[str, Any] | None, asked: tools.ToolRequest | None
-) -> tuple[policy.Reading, Any, tuple[tools.Tool, dict[str, Any]] | None]:
-    """The policy's reading of the request, and its reply: a value for the content, or the call to make.
+    texts: list[tuple[str, str]],
+    sights: list[Sight],
+    schema: dict[str, Any] | None,
+    asked: tools.ToolRequest | None,
+    shares: bool = False,
+) -> _Decision:
+    """The policy's reading of the request, and its reply (with ``shares``: where the answer goes, and how sure).
 
     Run off the event loop: the policy asks the text model what words mean.
     """
@@ -192,12 +217,53 @@ def _decide(
         pick = 0 if len(offered) == 1 else reading.choose([t.name for t in offered], [t.description for t in offered])
         tool = asked.tool(asked.named) if asked.named is not None else offered[pick]
         arguments = policy.fill(reading, tool.parameters)
-        return reading, None, (tool, arguments if isinstance(arguments, dict) else {})
+        return _Decision(reading, None, (tool, arguments if isinstance(arguments, dict) else {}))
     written = [text for role, text in texts if role != "tool"]
     asked_in_words = jsontext.asked_schema(written, len(reading.choices) if reading.lettered else 0)
-    if schema is None and asked_in_words is not None:
-        return reading, policy.fill(reading, asked_in_words), None
-    return reading, policy.fill(reading, schema) if schema is not None else reading.reply_text(), None
+    filled = schema if schema is not None else asked_in_words
+    if filled is None:
+        return _Decision(reading, reading.reply_text(), None)
+    value = policy.fill(reading, filled)
+    return _Decision(reading, value, None, _answer_field(reading, filled, value) if shares else None)
+
+
+def _answer_field(
+    reading: policy.Reading, schema: dict[str, Any], value: Any
+) -> tuple[str, list[tuple[Any, float]]] | None:
+    """The first top-level field of ``value`` that holds the answer, and the values it could have held."""
+    if not isinstance(value, dict):
+        return None
+    filler = policy.Filler(reading, schema)
+    fields = filler.schema.resolve(schema).get("properties") or {}
+    for key in value:
+        mixture = filler.answer_mixture(fields.get(key), key) if key in fields else None
+        if mixture is not None:
+            return key, mixture
+    return None
+
+
+def _logprobs(
+    reply: _Reply, value: Any, answer: tuple[str, list[tuple[Any, float]]] | None, top: int
+) -> dict[str, Any]:
+    """``choices[0].logprobs`` of a written reply: its thinking (when it thought), then its content."""
+    message = reply.message
+    thought, text, closed = message.get("reasoning"), message.get("content") or "", True
+    opened = thought is None and text.startswith(logprobs.THINK_OPEN)  # thinking in tags, in the content
+    if opened:
+        thought, close, text = text[len(logprobs.THINK_OPEN) :].partition(logprobs.THINK_CLOSE)
+        closed = bool(close)
+    elif thought is not None:
+        closed = message.get("content") is not None
+    at = logprobs.answer_in(text, value, *answer) if answer is not None else None
+    return logprobs.content(thought or None, opened, closed, text, at, top)
+
+
+def _call_logprobs(reply: _Reply, text: str, top: int) -> dict[str, Any]:
+    """``choices[0].logprobs`` of a reply that calls tools: its thinking, then the call as decoded (all certain)."""
+    thought = reply.message.get("reasoning")
+    spent = len(text_pieces(thought)) + 1 if thought else 0
+    decoded = "".join(text_pieces(text)[: max(0, reply.completion_tokens - spent)])
+    return logprobs.content(thought or None, False, bool(decoded), decoded, None, top)
 
 
 async def _wait(standin: ServerContext, reply: _Reply) -> None:
@@ -208,7 +274,12 @@ async def _wait(standin: ServerContext, reply: _Reply) -> None:
 
 
 def _completion(
-    standin: ServerContext, tokens: list[Any], n_images: int, body: dict[str, Any], reply: _Reply
+    standin: ServerContext,
+    tokens: list[Any],
+    n_images: int,
+    body: dict[str, Any],
+    reply: _Reply,
+    listed: dict[str, Any] | None = None,
 ) -> web.Response:
     """The chat completion carrying ``reply``, with its usage counted (and added to the server's stats)."""
     cached = standin.cache.lookup_and_insert(tokens)
@@ -235,23 +306,33 @@ def _completion(
             "object": "chat.completion",
             "created": int(time.time()),
             "model": standin.config.model,
-            "choices": [{"index": 0, "message": reply.message, "finish_reason": reply.finish_reason}],
+            "choices": [
+                {"index": 0, "message": reply.message, "logprobs": listed, "finish_reason": reply.finish_reason}
+            ],
             "usage": usage,
         }
     )
 
 
 def _check_contract(
-    standin: ServerContext, body: dict[str, Any], n_images: int, n_tokens: int, schema: dict[str, Any] | None
+    standin: ServerContext,
+    body: dict[str, Any],
+    n_images: int,
+    n_tokens: int,
+    schema: dict[str, Any] | None,
+    top: int | None = None,
 ) -> contract.Refusal | tuple[contract.Grammar | None, int]:
-    """The checks vLLM makes before generating: token limit, images per prompt, context length, reply schema.
+    """The checks vLLM makes before generating: token limit, images, context length, logprobs, reply schema.
 
-    Returns the grammar replies must fit (None without a schema) and the output-token budget.
+    ``top``: the alternatives a token of the reply lists (None: no logprobs asked for). Returns the grammar
+    replies must fit (None without a schema) and the output-token budget.
     """
     limit = contract.token_limit(body)
     refusal = limit if isinstance(limit, contract.Refusal) else None
     refusal = refusal or contract.image_limit(n_images, standin.config.max_images)
     refusal = refusal or contract.context_limit(n_tokens, standin.config.max_model_len)
+    if top is not None:  # the engine's SamplingParams.verify: logprobs first, then structured outputs
+        refusal = refusal or logprobs.too_many(top, standin.config.patch)
     grammar: contract.Grammar | None = None
     if refusal is None and schema is not None:
         checked = contract.structured_outputs(schema, standin.config.structured_outputs_backend)
@@ -296,7 +377,9 @@ def _reply(content: str, reasoning: str, mode: str, limit: int) -> _Reply:
             return _Reply({"role": "assistant", "content": "".join(pieces[:limit])}, limit, 0, "length")
         return _Reply({"role": "assistant", "content": content}, len(pieces), 0, "stop")
     thought, answer = text_pieces(reasoning), text_pieces(content)
-    tags = 2 if mode == "tags" else 0  # <think> and </think>, one special token each
+    # <think> and </think>, one special token each; with a reasoning parser (Qwen3.5) the chat template opens the
+    # thinking and the model writes only its close
+    tags = 2 if mode == "tags" else 1
     finish = "stop"
     if len(thought) + tags + len(answer) > limit:
         finish = "length"
@@ -325,18 +408,19 @@ def _call_reply(
     arguments, a cut list of calls parses to none (vLLM's parser then finds no call).
     """
     thought, pieces = text_pieces(reasoning), text_pieces(text)
-    cut = len(thought) + len(pieces) > limit
+    close = 1 if reasoning else 0  # </think>, as in a written reply
+    cut = len(thought) + close + len(pieces) > limit
     message: dict[str, Any] = {"role": "assistant", "content": None if asked.mode == "auto" else ""}
     if reasoning:
         message["reasoning"] = "".join(thought[:limit]).strip()
-    kept = max(0, limit - len(thought))
+    kept = max(0, limit - len(thought) - close)
     if not cut:
         message["tool_calls"] = tools.tool_calls(calls)
     elif asked.mode == "named" and kept:
         named = tools.tool_calls(calls)
         named[0]["function"]["arguments"] = "".join(pieces[:kept])
         message["tool_calls"] = named
-    completion = min(limit, len(thought) + len(pieces))
+    completion = min(limit, len(thought) + close + len(pieces))
     return _Reply(message, completion, min(len(thought), limit), tools.finish_reason(asked, cut))
 
 

@@ -47,9 +47,12 @@ class StandinConfig:
     speech: bool = True
     """Serve ``/v1/audio/transcriptions`` with a real speech model (False: no such route, as a server that cannot
     transcribe)."""
+    decisions: bool = False
+    """Serve ``/v1/decisions`` as vLLM 0.33 does for a model that has it (Qwen3, Qwen3.5 with ``--logprobs-mode
+    raw_logprobs``); False: answer it as vLLM does for any other model (501, after validating the request)."""
     record: Path | None = None
-    """Append every chat, embeddings and transcription request to this file, one JSON line each naming its route,
-    before any validation (:mod:`.record`)."""
+    """Append every chat, embeddings, transcription and decisions request to this file, one JSON line each naming
+    its route, before any validation (:mod:`.record`)."""
 
     reasoning: str = "off"
     """Reply like a reasoning model: ``off``, ``field`` (the reasoning in the message's ``reasoning`` field and

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
@@ -183,3 +184,80 @@ def output_budget(prompt_tokens: int, requested: int | None, max_model_len: int)
     """How many tokens the reply may have: what was asked for, within what the context leaves (as vLLM clamps)."""
     room = max_model_len - prompt_tokens
     return room if requested is None else min(room, requested)
+
+
+def vllm_validation(message: str, parameter: str | None, value: Any = None) -> Refusal:
+    """The body vLLM answers a ``VLLMValidationError`` with: its message, then the parameter and value it names."""
+    extras = [f"{k}={v}" for k, v in (("parameter", parameter), ("value", value)) if v is not None]
+    return Refusal(400, f"{message} ({', '.join(extras)})" if extras else message, param=parameter)
+
+
+# vLLM's validation handler (entrypoints/serve/exception_handling/handlers/validation.py), which formats
+# FastAPI's RequestValidationError: at most 10 errors, each input summarised, each location cleaned.
+_MAX_REPORTED_ERRORS = 10
+_MAX_ERROR_INPUT_CHARS = 200
+_MAX_ERROR_CHARS = 1000
+_INTERNAL_LOC = frozenset(
+    {
+        *("function-wrap", "function-after", "function-before", "function-plain", "json-or-python", "lax-or-strict"),
+        *("chain", "default", "nullable", "tagged-union", "union", "call", "arguments", "is-instance", "is-subclass"),
+        *("callable", "str", "int", "float", "bool", "bytes", "bytearray", "list", "tuple", "dict", "set"),
+        *("frozenset", "complex", "none", "nonetype"),
+    }
+)
+"""Segments of a pydantic error location that name its machinery, not a field (vLLM leaves them out)."""
+_SANITIZE = (
+    (re.compile(r" at 0x[0-9a-fA-F]+>"), ">"),
+    (re.compile(r'\n?\s*File "[^"]+", line \d+, in \S+(\n\s+.*)?'), ""),
+    (re.compile(r"/(?:home|usr|opt|var|tmp|root|lib|mnt|srv)(?:/[\w.\-]+)+"), "<path>"),
+    (re.compile(r"(?:/[\w\-]+)+/[\w\-]+\.\w+"), "<path>"),
+)
+
+
+def _summary(value: Any) -> Any:
+    if isinstance(value, str):
+        return value[:_MAX_ERROR_INPUT_CHARS] + "...[truncated]" if len(value) > _MAX_ERROR_INPUT_CHARS else value
+    if isinstance(value, bytes | bytearray):
+        return f"<{type(value).__name__} of {len(value)} bytes>"
+    if isinstance(value, list | tuple | set | frozenset | dict):
+        return f"<{type(value).__name__} of {len(value)} items>"
+    text = str(value)
+    return text[:_MAX_ERROR_INPUT_CHARS] + "...[truncated]" if len(text) > _MAX_ERROR_INPUT_CHARS else text
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if not (re.search(r"[\[\]{}()]", str(p)) or str(p).lower() in _INTERNAL_LOC)]
+    return ".".join(parts) if parts else ".".join(str(p) for p in loc)
+
+
+def _format_error(error: Any) -> str:
+    if isinstance(error, dict):
+        error = dict(error)
+        if "input" in error:
+            error["input"] = _summary(error["input"])
+        if isinstance(error.get("loc"), tuple | list):
+            error["loc"] = _clean_loc(tuple(error["loc"]))
+    text = str(error)
+    return text[:_MAX_ERROR_CHARS] + "...[truncated]" if len(text) > _MAX_ERROR_CHARS else text
+
+
+def request_validation(errors: list[Any]) -> Refusal:
+    """The body vLLM answers FastAPI's validation errors of a request with.
+
+    ``errors`` as FastAPI lists them: pydantic's error dicts with ``body`` leading their location, or strings.
+    """
+    first = errors[0] if errors else None
+    loc = first.get("loc") if isinstance(first, dict) else None
+    param = _clean_loc(tuple(loc)) if loc else None
+    if errors:
+        label = "error" if len(errors) == 1 else "errors"
+        message = f"{len(errors)} validation {label}:\n"
+        message += "".join(f"  {_format_error(e)}\n" for e in errors[:_MAX_REPORTED_ERRORS])
+        if len(errors) > _MAX_REPORTED_ERRORS:
+            message += f"  ...and {len(errors) - _MAX_REPORTED_ERRORS} more {label}\n"
+        message = message.rstrip()
+    else:
+        message = "Validation error"
+    for pattern, replacement in _SANITIZE:
+        message = pattern.sub(replacement, message)
+    return Refusal(400, message.strip(), "Bad Request", param)

@@ -14,7 +14,11 @@ docs/standin.md states this policy as a decision table; this module is that tabl
 5. with no choices, the value printed with the label closest in meaning to the question, else the
    line read closest in meaning to it, else nothing at all (declined);
 6. a reply schema is filled field by field (:class:`Filler`);
-7. with tools, the tool whose description fits best (rule 6) is called, its arguments filled by rule 6.
+7. with tools, the tool whose description fits best (rule 6) is called, its arguments filled by rule 6;
+8. how sure it is: the choices share the answer as the softmax of their support (one nat per item), an open
+   question's candidates as the softmax of their fit in steps of :data:`CLOSE`, a statement's truth as the
+   softmax of the items close to it (:meth:`Reading.choice_shares`, :meth:`Reading.open_shares`,
+   :meth:`Reading.truth_shares`); a text-only decision reads every line of its text (:func:`weigh`).
 
 Meaning is multilingual-e5-small's (:mod:`.meaning`), against thresholds calibrated in
 tests/standin/test_standin_generic.py. No word here names a field, action or tool of any client.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -136,6 +141,34 @@ class Reading:
     """The answer's text: the chosen choice, or an open question's value ("" when declined)."""
     read: bool
     """Whether the answer was read (support above 0, or an open question's value found)."""
+    weighed: tuple[tuple[str, float], ...] = ()
+    """An open question's candidates, each with how far its fit passes the bar, in nats (:func:`_open_candidates`)."""
+
+    def choice_shares(self) -> list[float]:
+        """How the answer is shared among the choices: the softmax of their support (each item read, one nat).
+
+        Nothing read gives every choice the same share.
+        """
+        return softmax(self.support)
+
+    def truth_shares(self) -> list[float]:
+        """A statement's shares of false and true: each item read close to it counts one nat for true.
+
+        As for a boolean field (rule 6), what is measured is whether something read bears on it: the stand-in
+        cannot tell a statement from its negation. Nothing close: even.
+        """
+        return softmax([0.0, float(sum(self.close))])
+
+    def open_shares(self) -> list[tuple[str | None, float]]:
+        """How an open question's answer is shared among its candidates and declining (None).
+
+        The softmax of how far each passes its bar, declining at 0 nats; the same text weighed twice keeps its best.
+        """
+        best: dict[str | None, float] = {}
+        for value, nats in self.weighed:
+            best[value] = max(nats, best.get(value, nats))
+        best.setdefault(None, 0.0)
+        return list(zip(best, softmax(list(best.values())), strict=True))
 
     def holds_choice(self, item: Item) -> list[int]:
         """The choices ``item`` holds."""
@@ -245,25 +278,56 @@ def _decided(reading: Reading) -> Reading:
         return dataclasses.replace(
             reading, support=support, index=index, answer=reading.choices[index], read=support[index] > 0
         )
-    answer = _open_answer(reading) if reading.question else ""
-    return dataclasses.replace(reading, support=[], index=None, answer=answer, read=bool(answer))
+    weighed = _open_candidates(reading) if reading.question else []
+    best = max(range(len(weighed)), key=lambda n: (weighed[n][1], -n)) if weighed else None
+    answer = weighed[best][0] if best is not None and weighed[best][1] >= 0 else ""
+    return dataclasses.replace(
+        reading, support=[], index=None, answer=answer, read=bool(answer), weighed=tuple(weighed)
+    )
 
 
-def _open_answer(reading: Reading) -> str:
-    """Rule 5: the value printed with the label that means the question, else the line that means it, else ""."""
+def _open_candidates(reading: Reading) -> list[tuple[str, float]]:
+    """Rule 5's candidates, each with how far its fit passes its bar, in steps of :data:`CLOSE` (nats).
+
+    The values printed with a label (bar: :data:`FITS` for the label), and, when none of them passes, the lines read
+    (bar: :data:`CLOSE`). The first of the best is the answer when it passes (0 or more); else it declines.
+    """
     pairs = pairs_of(reading.items)
+    out: list[tuple[str, float]] = []
     if pairs:
         fit = similarity([reading.question], [p.label for p in pairs])[0]
-        best = int(np.argmax(fit))
-        if fit[best] >= FITS:
-            return pairs[best].value
+        out = [(p.value, (float(f) - FITS) / CLOSE) for p, f in zip(pairs, fit, strict=True)]
+        if any(nats >= 0 for _, nats in out):
+            return out
     texts = list(dict.fromkeys(item.text for item in reading.items))
     if texts:
         fit = similarity([reading.question], texts)[0]
-        best = int(np.argmax(fit))
-        if fit[best] >= CLOSE:
-            return texts[best]
-    return ""
+        out += [(text, (float(f) - CLOSE) / CLOSE) for text, f in zip(texts, fit, strict=True)]
+    return out
+
+
+def softmax(weights: list[float]) -> list[float]:
+    """Shares of 1 in proportion to ``exp(weight)``."""
+    if not weights:
+        return []
+    top = max(weights)
+    exps = [math.exp(w - top) for w in weights]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def weigh(question: str, text: str, choices: list[str]) -> Reading:
+    """Rules 3 and 4 (or 5, without choices) for a text-only decision: every line of ``text`` is read.
+
+    ``choices`` are given, not found in the request; a choice is supported by the lines that hold its words.
+    """
+    items = [Item(line.strip(), None) for line in text.splitlines() if line.strip()]
+    close = [False] * len(items)
+    if question and items:
+        contexts = list(dict.fromkeys(item.text for item in items))
+        fit = dict(zip(contexts, similarity([question], contexts)[0], strict=True))
+        close = [bool(fit[item.text] >= CLOSE) for item in items]
+    return _decided(Reading(question, list(choices), False, 0, items, [], close, [], None, "", False))
 
 
 def pairs_of(items: list[Item]) -> list[Labelled]:
@@ -368,6 +432,32 @@ class Filler:
         if what == "string":
             return self._string(node, name, null_ok)
         return None
+
+    def answer_mixture(self, node: Any, name: str, null_ok: bool = False) -> list[tuple[Any, float]] | None:
+        """When the field ``name`` holds the answer: each value it could have held, with its share (rule 8).
+
+        None for any other field. An open question's declining is the value it writes then (``""`` or null).
+        """
+        node = self.schema.resolve(node)
+        offered = self.schema.variants(node)
+        if offered is not None:
+            return self.answer_mixture(offered[0][0], name, offered[1] or null_ok) if offered[0] else None
+        reading, n, null_ok = self.reading, len(self.reading.choices), null_ok or nullable(node)
+        if "const" in node:
+            return None
+        members = node.get("enum")
+        if isinstance(members, list) and members:
+            chosen = self._answer_member(members)
+            return list(zip(members, reading.choice_shares(), strict=True)) if chosen is not None else None
+        bounds = (node.get("minimum"), node.get("maximum"))
+        if kind(node) == "integer" and reading.index is not None and n >= 2 and bounds in ((0, n - 1), (1, n)):
+            return [(c + int(bounds[0]), share) for c, share in enumerate(reading.choice_shares())]
+        if kind(node) != "string" or not name or name != self.answer_field:
+            return None
+        if reading.choices:
+            return [(_text(c, node), share) for c, share in zip(reading.choices, reading.choice_shares(), strict=True)]
+        declined = None if null_ok else _text("", node)
+        return [(declined if v is None else _text(v, node), share) for v, share in reading.open_shares()]
 
     def _string(self, node: dict[str, Any], name: str, null_ok: bool) -> str | None:
         if name and name == self.answer_field:

@@ -3,7 +3,7 @@
 ``make conformance`` sends each recorded request through vLLM's own code (``conformance/``). A line
 names its route, ``{"endpoint": "/v1/embeddings", ...}``, and carries the request:
 
-* a JSON route (chat completions, embeddings): ``"body"``, the parsed JSON body as received;
+* a JSON route (chat completions, embeddings, decisions): ``"body"``, the parsed JSON body as received;
 * a form route (audio transcriptions): ``"content_type"`` (the media type the client declared),
   ``"form"``, its text fields as ``[name, value]`` pairs in the order sent (a repeated name, such as
   ``timestamp_granularities[]``, once per value), and ``"files"``, one entry per file part with its
@@ -22,6 +22,7 @@ from aiohttp import web
 
 CHAT = "/v1/chat/completions"
 EMBEDDINGS = "/v1/embeddings"
+DECISIONS = "/v1/decisions"
 TRANSCRIPTIONS = "/v1/audio/transcriptions"
 
 

@@ -9,8 +9,8 @@ fail in every way a real server can, so the client's handling of each is tested 
 
 This module is the server's lifecycle: the app that wires the routes, one module per route as vLLM
 keeps ``entrypoints/openai/<endpoint>/`` (:mod:`.models`, :mod:`.chat`, :mod:`.embeddings`,
-:mod:`.transcriptions`, and the stand-in's own :mod:`.status`; a new endpoint is a module with a
-``routes`` function, listed in :data:`ROUTES`), and serving it on a thread of its own
+:mod:`.transcriptions`, :mod:`.decisions`, and the stand-in's own :mod:`.status`; a new endpoint is a module
+with a ``routes`` function, listed in :data:`ROUTES`), and serving it on a thread of its own
 (:class:`RunningServer`) or in the foreground.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from videoatlas_standin import chat, embeddings, models, status, transcriptions
+from videoatlas_standin import chat, decisions, embeddings, models, status, transcriptions
 from videoatlas_standin.config import StandinConfig
 from videoatlas_standin.context import ServerContext
 from videoatlas_standin.faults import FAULTS
@@ -37,6 +37,7 @@ ROUTES: tuple[Callable[[ServerContext], list[web.RouteDef]], ...] = (
     chat.routes,
     embeddings.routes,
     transcriptions.routes,
+    decisions.routes,
     status.routes,
 )
 """Each route module's ``routes``, in the order the app registers them."""

@@ -32,6 +32,12 @@ class StandinStats:
     """``/v1/embeddings`` requests answered with vectors."""
     embedding_inputs: int = 0
     """Texts and images embedded."""
+    logprobs_requests: int = 0
+    """Chat requests that asked for ``logprobs`` (and passed vLLM's checks of it)."""
+    decision_requests: int = 0
+    """``/v1/decisions`` requests answered."""
+    decision_questions: int = 0
+    """Questions they asked (one read each, its tokens counted with the chat route's)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for ``GET /stats``."""
@@ -52,6 +58,9 @@ class StandinStats:
             "in_flight_max": self.in_flight_max,
             "embedding_requests": self.embedding_requests,
             "embedding_inputs": self.embedding_inputs,
+            "logprobs_requests": self.logprobs_requests,
+            "decision_requests": self.decision_requests,
+            "decision_questions": self.decision_questions,
             "distinct_requests_completed": len(self.completions_by_request),
             "repeated_completions": repeated,
             "cache_hit_rate": round(self.cached_tokens / self.prompt_tokens, 4) if self.prompt_tokens else 0.0,

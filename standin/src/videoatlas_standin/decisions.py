@@ -1,0 +1,204 @@
+"""``POST /v1/decisions``: vLLM 0.33's Decisions route, each question answered from what the stand-in reads in the text.
+
+vLLM serves it for a few architectures only (for the ones this project serves: Qwen3 and Qwen3.5, started with
+``--logprobs-mode raw_logprobs`` or ``processed_logprobs``); any other server still validates the request and
+then answers 501 ``The model does not support the Decisions API``. The stand-in is the second kind unless
+started with ``decisions`` on (``--decisions``).
+
+As vLLM's route: the body is held to vLLM's request model (:mod:`.decision_protocol`; text input only, an image
+is refused), the model must be the one served, at most 64 questions of at most 26 options, no ``joint`` read
+(only DiffusionGemma has it). Each question is one read of one prompt, as vLLM's ``NextTokenStrategy`` writes
+it: the text, a blank line, ``Question: ...`` and one line per option (``A: "value" - description``), then
+``Answer with the letter of one option only.``, in a user turn with thinking off; its tokens are counted and
+cached as the chat route's (:mod:`.tokens`), one token is generated.
+
+The probabilities are the policy's (rule 8, :mod:`.policy`) over every line of the text: a choice's or a
+level's share grows with the lines that hold its words (a boolean value's words are ``true``/``false``), a
+predicate's truth with the lines close in meaning to it; nothing read: even shares. Every option's label
+takes the whole mass (``confidence`` is the top share), where a model's labels leave some to other tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from typing import Any
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from videoatlas_standin import contract, policy, record
+from videoatlas_standin.context import ServerContext
+from videoatlas_standin.decision_protocol import (
+    ChoiceQuestion,
+    DecisionRequest,
+    PredicateQuestion,
+    SaltRefused,
+    input_text,
+)
+from videoatlas_standin.tokens import BLOCK, prompt_tokens
+
+MAX_QUESTIONS = 64
+"""Questions a request may ask (vLLM's ``NextTokenStrategy.limits``)."""
+LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""An option's label is its letter, so a question has at most 26."""
+REPLY_INSTRUCTION = "Answer with the letter of one option only."
+THINKING_OFF = ("<think>", "\n\n", "</think>", "\n\n")
+"""What Qwen3's chat template adds to the generation prompt with thinking off: the read's first token is the label."""
+JSON_MEDIA = "application/json"
+
+
+def routes(standin: ServerContext) -> list[web.RouteDef]:
+    """The decisions route, bound to ``standin``."""
+    return [web.post(record.DECISIONS, functools.partial(decide, standin))]
+
+
+def _error(refusal: contract.Refusal) -> web.Response:
+    body = {"error": dict(message=refusal.message, type=refusal.kind, param=refusal.param, code=refusal.status)}
+    return web.json_response(body, status=refusal.status)
+
+
+async def decide(standin: ServerContext, request: web.Request) -> web.Response:
+    """``POST /v1/decisions``."""
+    checked = await _request(standin, request)
+    if isinstance(checked, contract.Refusal):
+        standin.stats.errors[f"refused_{checked.param or 'request'}"] += 1
+        return _error(checked)
+    if not standin.config.decisions:
+        standin.stats.errors["decisions_not_served"] += 1
+        return _error(contract.Refusal(501, "The model does not support the Decisions API", "NotImplementedError"))
+    refused = _served(standin, checked)
+    if refused is not None:
+        standin.stats.errors[f"refused_{refused.param or 'request'}"] += 1
+        return _error(refused)
+    text = input_text(checked.input)
+    prompts = [prompt_tokens([("user", [_prompt(text, q)])], standin.config.patch) + list(THINKING_OFF)
+               for q in checked.questions]  # fmt: skip
+    for tokens in prompts:
+        refused = _context(len(tokens), standin.config.max_model_len)
+        if refused is not None:
+            standin.stats.errors["refused_input_tokens"] += 1
+            return _error(refused)
+    loop = asyncio.get_running_loop()
+    answers = [await loop.run_in_executor(None, _answer, text, q) for q in checked.questions]
+    cached = [standin.cache.lookup_and_insert(tokens) for tokens in prompts]  # one read each, in order
+    written = [max(0, min(len(t) // BLOCK * BLOCK, len(t)) - c) for t, c in zip(prompts, cached, strict=True)]
+    given, generated = sum(map(len, prompts)), len(prompts)
+    standin.stats.decision_requests += 1
+    standin.stats.decision_questions += len(prompts)
+    standin.stats.prompt_tokens += given
+    standin.stats.cached_tokens += sum(cached)
+    standin.stats.completion_tokens += generated
+    usage = {
+        "input_tokens": given,
+        "input_tokens_details": {"cached_tokens": sum(cached), "cache_write_tokens": sum(written)},
+        "output_tokens": generated,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": given + generated,
+    }
+    return web.json_response({"model": standin.config.model, "answers": answers, "usage": usage})
+
+
+async def _request(standin: ServerContext, request: web.Request) -> DecisionRequest | contract.Refusal:
+    """The body as vLLM's FastAPI route takes it: JSON of vLLM's request model (recorded before any check)."""
+    raw = await request.read()
+    body: Any = None
+    bad: json.JSONDecodeError | None = None
+    if raw:
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            bad = exc if isinstance(exc, json.JSONDecodeError) else json.JSONDecodeError(str(exc), "", 0)
+        else:
+            record.json_request(standin.config.record, record.DECISIONS, body)
+    if request.headers.get("Content-Type", "").lower().split(";", maxsplit=1)[0] != JSON_MEDIA:
+        return contract.request_validation(["Unsupported Media Type: Only 'application/json' is allowed"])
+    if bad is not None:
+        error = {"type": "json_invalid", "loc": ("body", bad.pos), "msg": "JSON decode error", "input": {}}
+        return contract.request_validation([{**error, "ctx": {"error": bad.msg}}])
+    if body is None:
+        missing = {"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}
+        return contract.request_validation([missing])
+    try:
+        return DecisionRequest.model_validate(body, from_attributes=True)
+    except SaltRefused as exc:
+        return exc.refusal
+    except ValidationError as exc:
+        return contract.request_validation([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)])
+
+
+def _served(standin: ServerContext, asked: DecisionRequest) -> contract.Refusal | None:
+    """What vLLM's serving code refuses before reading: another model, too many questions or options, a joint read."""
+    if asked.model and asked.model != standin.config.model:
+        message = f"The model `{asked.model}` does not exist. Valid aliases: {standin.config.model}."
+        return contract.Refusal(404, message, "NotFoundError", "model")
+    if len(asked.questions) > MAX_QUESTIONS:
+        return contract.Refusal(400, f"questions: at most {MAX_QUESTIONS} for this model")
+    if any(len(_options(q)) > len(LABELS) for q in asked.questions):
+        return contract.Refusal(400, f"This model supports at most {len(LABELS)} choices per question")
+    if asked.joint:
+        text = "joint: this model reads each question on its own; joint reads need DiffusionGemma"
+        return contract.Refusal(400, text)
+    return None
+
+
+def _context(prompt_tokens: int, max_model_len: int) -> contract.Refusal | None:
+    """The renderer's refusal of a read's prompt that leaves no room for its one token."""
+    if prompt_tokens <= max_model_len - 1:
+        return None
+    message = (
+        f"This model's maximum context length is {max_model_len} tokens. However, your prompt contains "
+        f"{prompt_tokens} input tokens, which exceeds this limit even without any output tokens. "
+        "Please reduce the length of the input prompt."
+    )
+    return contract.vllm_validation(message, "input_tokens", prompt_tokens)
+
+
+def _options(question: Any) -> list[tuple[str, str]]:
+    """The question's options as vLLM's read writes them: (name, description)."""
+    if isinstance(question, PredicateQuestion):
+        return [("false", ""), ("true", "")]
+    if isinstance(question, ChoiceQuestion):
+        return [(json.dumps(c.value, ensure_ascii=False), c.description) for c in question.choices]
+    return [(level.label, level.description) for level in question.levels]
+
+
+def _prompt(text: str, question: Any) -> str:
+    """A read's user turn, as vLLM's ``NextTokenStrategy`` writes it: the text, then the question with its options."""
+    lines = [f"{label}: {name} - {about}" if about else f"{label}: {name}"
+             for label, (name, about) in zip(LABELS, _options(question), strict=False)]  # fmt: skip
+    body = "\n".join([*lines, REPLY_INSTRUCTION])
+    asked = f"Question: {question.instructions}\n{body}" if question.instructions else body
+    return f"{text}\n\n{asked}"
+
+
+def _answer(text: str, question: Any) -> dict[str, Any]:
+    """One question's answer, from the policy's reading of ``text`` (rule 8), shaped as vLLM's ``make_answer``."""
+    if isinstance(question, PredicateQuestion):
+        shares = policy.weigh(question.instructions, text, []).truth_shares()
+        return {"type": "predicate", "name": question.name, "probability": shares[1]}
+    if isinstance(question, ChoiceQuestion):
+        words = [c.value if isinstance(c.value, str) else json.dumps(c.value) for c in question.choices]
+    else:
+        words = [level.label for level in question.levels]
+    shares = policy.weigh(question.instructions, text, words).choice_shares()
+    top = max(range(len(shares)), key=shares.__getitem__)
+    if isinstance(question, ChoiceQuestion):
+        listed = [{"value": c.value, "probability": p} for c, p in zip(question.choices, shares, strict=True)]
+        return {
+            "type": "choice",
+            "name": question.name,
+            "choice": question.choices[top].value,
+            "probabilities": listed,
+            "confidence": shares[top],
+        }
+    levels = [{"value": i, "label": level.label, "probability": p} for i, (level, p) in
+              enumerate(zip(question.levels, shares, strict=True))]  # fmt: skip
+    return {
+        "type": "score",
+        "name": question.name,
+        "score": sum(i * p for i, p in enumerate(shares)),
+        "probabilities": levels,
+        "confidence": shares[top],
+    }
