@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.frames import FrameSource
 from videoatlas.llm.client import VLMClient
+from videoatlas.llm.logprobs import TokenLogprob
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runtime.context import AgentContext, RunConfig
 from videoatlas.runtime.speech import open_speech
@@ -86,6 +88,11 @@ class ScriptedChat(BaseChatModel):
     """Each call's images (JPEG bytes), in the order they were sent."""
     messages: list[list[BaseMessage]] = Field(default_factory=list)
     """Each call's messages, as sent."""
+    logprobs: Any = None
+    """(schema name, reply text) -> the reply's tokens with their log-probabilities (``TokenLogprob``s), sent when
+    the call asks for them (``logprobs=True``), as a server does."""
+    asked_logprobs: list[bool] = Field(default_factory=list)
+    """Whether each call asked for log-probabilities."""
     usage: Any = None
     token_counts: list[int] = Field(default_factory=list)
     """Prompt plus completion tokens reported for each call."""
@@ -121,7 +128,30 @@ class ScriptedChat(BaseChatModel):
         if len(counted) > 2:  # (prompt, completion, cached): the server's prefix cache served ``cached``
             usage["input_token_details"] = {"cache_read": counted[2]}
         self.token_counts.append(prompt + completion)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=content, usage_metadata=usage))])
+        asked = bool(kwargs.get("logprobs"))
+        self.asked_logprobs.append(asked)
+        tokens = self.logprobs(fmt["name"], content) if asked and self.logprobs is not None else None
+        message = AIMessage(content=content, usage_metadata=usage, response_metadata={"logprobs": tokens or ()})
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def answer_logprobs(at_answer: dict[str, float]) -> Any:
+    """A server that is sure of every token but the decision's answer, where ``at_answer`` are the alternatives."""
+
+    def tokens(name: str, content: str) -> list[TokenLogprob]:
+        if name != "FinalDecision":
+            return [TokenLogprob(content, 0.0, ((content, 0.0),))]
+        start = content.index('"answer": ') + len('"answer": ')
+        value_end = start + 1
+        chosen = content[start:value_end]
+        top = tuple((token, math.log(p)) for token, p in at_answer.items())
+        return [
+            TokenLogprob(content[:start], 0.0, ((content[:start], 0.0),)),
+            TokenLogprob(chosen, math.log(at_answer.get(chosen, 1e-3)), top),
+            TokenLogprob(content[value_end:], 0.0, ((content[value_end:], 0.0),)),
+        ]
+
+    return tokens
 
 
 def default_reply(name: str, text: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from videoatlas.llm.records import CANCELLED
 from videoatlas.persistence.db import redact_url, resolve_db_url
 from videoatlas.persistence.store import TraceStore
 from videoatlas.state.models import prefill_text, roles_text
-from videoatlas.state.run import support_note
+from videoatlas.state.run import probability_note, support_note
 
 
 def _call_dict(c: Any) -> dict[str, Any]:
@@ -248,6 +248,8 @@ async def load_trace(
             bool(values.get("answer")), len(values.get("cited") or []), len(values.get("evidence") or [])
         ),
         "declined": bool(values.get("declined")),  # a run from before decisions could decline: False
+        "probabilities": values.get("probabilities"),  # runs from before answers had them: None
+        "confidence": values.get("confidence"),
         "cited": list(values.get("cited") or []),
         "cost_state": cost.summary() if cost is not None else {},
         "calls": calls,
@@ -324,6 +326,8 @@ def trace_lines(trace: dict[str, Any]) -> list[str]:
         note = trace["support"]
         unsupported = f" [{note}]" if note else ""
         lines.append(f"  answer: {run['answer']}{unsupported}  ({run['stop_reason']})")
+        if sure := probability_note(trace.get("probabilities"), trace.get("confidence")):
+            lines.append(f"  confidence: {sure}")
     if trace["pending"]:
         lines.append(f"  next to run: {', '.join(trace['pending'])} (resume with: videoatlas resume {run['id']})")
     if trace.get("failure"):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent_helpers import default_reply, make_context
+from agent_helpers import answer_logprobs, default_reply, make_context
 from videoatlas.agents.registry import get_agent
 from videoatlas.cli.run_view import print_result
 from videoatlas.prompts import builtin_template
@@ -82,11 +82,19 @@ def no_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def run_open(
-    agent: str, video: Path, tmp: Path, decision: dict[str, Any], choices: list[str] | None = None
+    agent: str,
+    video: Path,
+    tmp: Path,
+    decision: dict[str, Any],
+    choices: list[str] | None = None,
+    logprobs: Any = None,
 ) -> tuple[RunResult, Any]:
-    """The agent's run on the open question (or on ``choices``), as the run's result, and its chat."""
+    """The agent's run on the open question (or on ``choices``), as the run's result, and its chat.
+
+    ``logprobs``: the scripted server's log-probabilities (``ScriptedChat.logprobs``; None: it sends none)."""
     config = RunConfig.of(agent=agent, cell_px=64, **AGENTS[agent])
     ctx, chat, source = make_context(video, tmp, script_for(decision), config)
+    chat.logprobs = logprobs
     try:
         graph = get_agent(agent).build(None)
         final = await graph.ainvoke(
@@ -151,8 +159,13 @@ async def test_an_open_answer_that_was_not_found_is_declined(
 @pytest.mark.parametrize("agent", list(AGENTS))
 async def test_a_multiple_choice_decision_never_declines(agent: str, counter_video: Path, tmp_path: Path) -> None:
     decision = {"judgements": [], "answer": 1, "reasoning": "the counter reads 7"}
-    result, chat = await run_open(agent, counter_video, tmp_path, decision, choices=["4", "7"])
+    server = answer_logprobs({"1": 0.7, "0": 0.2, " ": 0.1})
+    result, chat = await run_open(agent, counter_video, tmp_path, decision, choices=["4", "7"], logprobs=server)
     assert (result.answer, result.answer_index, result.declined) == ("7", 1, False)
+    # The server's probabilities at the answer, over the two choices (0.2 and 0.7 of 0.9); only the decision asks.
+    assert (result.probabilities, result.confidence) == ([0.2222, 0.7778], 0.7778)
+    assert result.as_dict()["probabilities"] == [0.2222, 0.7778] and result.as_dict()["confidence"] == 0.7778
+    assert chat.asked_logprobs[-1] and not any(chat.asked_logprobs[:-1])
     schema = chat.formats[-1]["json_schema"]["schema"]
     assert "found" not in schema["properties"]
     assert builtin_template("format_choices.note").text.strip() in chat.seen[-1][1]

@@ -13,7 +13,9 @@ from typing import Any
 
 from videoatlas.agents.relation import Anchor, Relation, anchor_label, relation_text, with_time_check
 from videoatlas.errors import EndpointError, ModelReplyError
+from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
+from videoatlas.llm.logprobs import choice_probabilities, sequence_probability
 from videoatlas.runtime.calls import ask, decision_values, emit, failed_call_cost, labelled, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard
@@ -73,6 +75,8 @@ def _result(
     stop: str,
     extra: dict[str, Any],
     declined: bool = False,
+    probabilities: list[float] | None = None,
+    confidence: float | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "answer": answer,
@@ -80,6 +84,8 @@ def _result(
         "declined": declined,
         "reasoning": reasoning,
         "cited": cited,
+        "probabilities": probabilities,
+        "confidence": confidence,
     }
     if evidence is not None:
         out["evidence"] = evidence
@@ -95,14 +101,16 @@ async def decide_final(
     endpoint that fails) ends the run with no answer and the error as its reasoning, never a guess.
     An open reply that says it found no answer (:func:`~videoatlas.state.schemas.declined`) ends it
     with no answer and ``declined`` set: unanswered, not a failed reply.
+    The server's own probabilities come with the answer (:func:`answer_probabilities`).
     ``evidence``: the evidence the result records (None: the state's evidence is left as it is).
     """
     emit(DECIDE_EVENT)
     schema = decision_schema(len(call.choices), list(call.labels))
     try:
         reply, cost = await ask(
-            ctx, schema, call.node, call.template, call.images, call.values, system=call.system, thinker=call.thinker
-        )
+            ctx, schema, call.node, call.template, call.images, call.values,
+            system=call.system, thinker=call.thinker, logprobs=True,
+        )  # fmt: skip
     except (ModelReplyError, EndpointError) as exc:
         failed = failed_call_cost(exc)
         reason = f"no valid {call.step}: {exc}"
@@ -113,7 +121,28 @@ async def decide_final(
     index, answer = (None, "") if gave_up else decided(value, call.choices)
     emit("answer", answer=answer, index=index, grounded=bool(cited) and not gave_up, declined=gave_up)
     recorded = found if found is not None else evidence
-    return _result(answer, index, value.reasoning, cited, recorded, cost, call.stop, call.extra, gave_up)
+    probabilities, confidence = (None, None) if gave_up else answer_probabilities(reply, len(call.choices), index)
+    return _result(
+        answer, index, value.reasoning, cited, recorded, cost, call.stop, call.extra, gave_up, probabilities, confidence
+    )
+
+
+def answer_probabilities(reply: Reply[Any], choices: int, index: int | None) -> tuple[list[float] | None, float | None]:
+    """Per-choice probabilities (rounded to 4 places) and the chosen answer's: the open answer's sequence probability.
+
+    Read from the reply's token log-probabilities (:mod:`videoatlas.llm.logprobs`); (None, None) when the server
+    sent none (a server without ``logprobs``, a model that is no HTTP endpoint) or they do not place the answer.
+    """
+    if not reply.tokens:
+        return None, None
+    if choices:
+        read = choice_probabilities(reply.tokens, reply.record.reply_text, choices)
+        if read is None:
+            return None, None
+        probabilities = [round(p, 4) for p in read]
+        return probabilities, probabilities[index] if index is not None else None
+    sequence = sequence_probability(reply.tokens, reply.record.reply_text)
+    return None, round(sequence, 4) if sequence is not None else None
 
 
 async def decide_on_evidence(

@@ -170,11 +170,13 @@ def print_result(result: RunResult) -> None:
     """The answer, the evidence with timestamps, and the cost, for people."""
     from videoatlas.environment.render import evidence_label
     from videoatlas.state.models import prefill_text, roles_text
-    from videoatlas.state.run import support_note
+    from videoatlas.state.run import probability_note, support_note
 
     note = support_note(bool(result.answer), len(result.cited), len(result.evidence))
     unsupported = f" ({note})" if note else ""
     _out(f"answer: {answer_text(result)}{unsupported}")
+    if sure := probability_note(result.probabilities, result.confidence):
+        _out(f"confidence: {sure} (the server's probabilities at the answer)")
     if result.reasoning:
         _out(f"reasoning: {result.reasoning}")
     _out(f"evidence ({len(result.evidence)}):")

@@ -107,6 +107,12 @@ def add_standin_parser(sub: Subparsers) -> None:
         help="tool-call parser, as vLLM's flag (any name vLLM 0.33 registers, e.g. hermes for Qwen2.5-VL and "
         "Qwen3-VL); the stand-in writes calls in OpenAI's form whichever is named",
     )
+    p.add_argument(
+        "--decisions",
+        action="store_true",
+        help="serve POST /v1/decisions as vLLM 0.33 does for a model that has it (Qwen3 / Qwen3.5 with "
+        "--logprobs-mode raw_logprobs); without it the route answers as for a model that lacks it (501)",
+    )
     p.set_defaults(func=cmd_standin)
 
 

@@ -27,12 +27,14 @@ from videoatlas.state.models import former_roles
 
 log = structlog.get_logger(__name__)
 
-RESULT_SCHEMA = 5
+RESULT_SCHEMA = 6
 """2: rows carry ``agent_code``, and a failed run's row carries the item's truth and categories;
 3: an open question's row carries ``truth_text`` (and ``truth_tolerance``), scored by its own rule;
 4: a finished run's row says whether its final decision ``declined`` (found no answer; older rows: not);
 5: a finished run's row carries ``tokens_by_role``, its roles as its agent names them (older rows:
-``master_tokens`` and ``worker_tokens``, read by :func:`row_tokens_by_role` as the roles ``master`` and ``worker``)."""
+``master_tokens`` and ``worker_tokens``, read by :func:`row_tokens_by_role` as the roles ``master`` and ``worker``);
+6: a finished run's row carries the server's ``probabilities`` of the choices and the ``confidence`` of its answer
+(None when the server gave none; older rows: absent, read as unknown)."""
 
 
 def result_key(
@@ -109,6 +111,8 @@ def result_row(
         "answer": result.answer,
         "answer_index": result.answer_index,
         "declined": result.declined,
+        "probabilities": result.probabilities,
+        "confidence": result.confidence,
         "correct": not result.declined and answered_right(item, result.answer, result.answer_index),
         "parse_failed": not result.declined and no_answer,
         "grounded": result.grounded,

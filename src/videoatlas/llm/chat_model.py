@@ -22,6 +22,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
+from videoatlas.llm.logprobs import read_tokens
 from videoatlas.llm.reasoning import REASONING_FIELDS, field_reasoning
 from videoatlas.llm.settings import EndpointSettings
 
@@ -120,6 +121,7 @@ class OpenAICompatibleChat(BaseChatModel):
                 "finish_reason": choice.finish_reason,
                 "cached_tokens": cached,
                 "reasoning_tokens": reasoning_tokens,
+                "logprobs": read_tokens(getattr(choice, "logprobs", None)),
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])

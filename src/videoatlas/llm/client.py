@@ -36,6 +36,7 @@ from videoatlas.errors import (
 )
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.images import ImagePart, check_limits, image_tokens, merged_patch_px
+from videoatlas.llm.logprobs import TOP_LOGPROBS, TokenLogprob
 from videoatlas.llm.outage import EndpointWatch
 from videoatlas.llm.reasoning import estimate_tokens, split_reasoning
 from videoatlas.llm.records import CANCELLED, CallRecord, CallTotals, Outcome
@@ -56,6 +57,8 @@ class Reply(Generic[T]):
 
     value: T
     record: CallRecord
+    tokens: tuple[TokenLogprob, ...] = ()
+    """The reply's tokens with their log-probabilities, when the call asked for them (``logprobs``)."""
 
 
 def _usage(message: BaseMessage) -> tuple[int, int, int]:
@@ -131,6 +134,7 @@ class VLMClient:
         role: str = "",
         thinking: bool | None = None,
         temperature: float | None = None,
+        logprobs: bool = False,
     ) -> Reply[T]:
         """Ask for one ``schema`` object; raises :class:`ModelReplyError` or :class:`EndpointError`.
 
@@ -138,6 +142,8 @@ class VLMClient:
         ``thinking`` turns a reasoning model's thinking on or off for this call (vLLM's
         ``chat_template_kwargs.enable_thinking``); None sends nothing and leaves the server's default.
         ``temperature`` overrides the endpoint's sampling temperature for this call (None: the endpoint's).
+        ``logprobs`` asks the server for the reply's token log-probabilities with the most likely
+        alternatives at each position (:data:`~videoatlas.llm.logprobs.TOP_LOGPROBS`): :attr:`Reply.tokens`.
         """
         check_limits(images, self.settings)
         record = CallRecord(
@@ -156,8 +162,8 @@ class VLMClient:
         if self.on_start is not None:
             self.on_start(record)
         try:
-            value = await self._ask(schema, messages, record, temperature)
-            return Reply(value, record)
+            value, tokens = await self._ask(schema, messages, record, temperature, logprobs)
+            return Reply(value, record, tokens)
         except (asyncio.CancelledError, KeyboardInterrupt):
             record.outcome = CANCELLED  # the run was stopped while the call waited: no error of the call's
             raise
@@ -183,26 +189,33 @@ class VLMClient:
             )
 
     async def _ask(
-        self, schema: type[T], messages: list[BaseMessage], record: CallRecord, temperature: float | None = None
-    ) -> T:
+        self,
+        schema: type[T],
+        messages: list[BaseMessage],
+        record: CallRecord,
+        temperature: float | None = None,
+        logprobs: bool = False,
+    ) -> tuple[T, tuple[TokenLogprob, ...]]:
         fmt = response_format(schema, self.settings.strict_schema)
-        sampling = {} if temperature is None else {"temperature": temperature}
-        reply = await self._send(messages, fmt, record, sampling)
+        sampling: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+        if logprobs:
+            sampling |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        reply, tokens = await self._send(messages, fmt, record, sampling)
         record.reply_text = reply
         value, error = self._parse(schema, reply, record)
         if value is not None:
-            return value
+            return value, tokens
         followup = [
             *messages,
             AIMessage(content=reply),
             HumanMessage(content=self._reask.render(error=error)),
         ]
-        second = await self._send(followup, fmt, record, sampling)
+        second, tokens = await self._send(followup, fmt, record, sampling)
         record.reply_text = second
         value, error = self._parse(schema, second, record)
         if value is not None:
             record.outcome = "reasked"
-            return value
+            return value, tokens
         record.error = f"invalid reply after a re-ask: {error}"
         raise ModelReplyError(f"the model's reply to {schema.__name__} was not valid after a re-ask: {error}")
 
@@ -233,7 +246,9 @@ class VLMClient:
         fmt: dict[str, Any],
         record: CallRecord,
         sampling: dict[str, Any] | None = None,
-    ) -> str:
+    ) -> tuple[str, tuple[TokenLogprob, ...]]:
+        """The reply's text (its reasoning taken out into ``record``) and its tokens' log-probabilities, if sent."""
+
         async def request() -> BaseMessage:
             record.attempts += 1
             async with self._semaphore:
@@ -258,7 +273,8 @@ class VLMClient:
         record.completion_tokens += completion
         record.cached_tokens += cached
         content = message.content
-        return _take_reasoning(message, content if isinstance(content, str) else str(content), record)
+        tokens = tuple(message.response_metadata.get("logprobs") or ())
+        return _take_reasoning(message, content if isinstance(content, str) else str(content), record), tokens
 
     async def _translate(self, exc: openai.APIStatusError, record: CallRecord | None = None) -> Exception:
         """Turn a non-retryable failure into a user-facing error with what the user needs to fix it.

@@ -37,6 +37,10 @@ class RunResult:
     declined: bool = False
     """The final decision found no answer to the open question (the answer is empty): unanswered, not a failed
     reply (:func:`videoatlas.state.schemas.declined`). A run from before the decision could decline reads False."""
+    probabilities: list[float] | None = None
+    """The server's probability of each choice (:class:`videoatlas.state.run.AnswerOutput`); None when not known."""
+    confidence: float | None = None
+    """The probability of the answer given (an open answer's sequence probability); None when not known."""
     source: Source = "run"
     """How this call got the result: a new run, an interrupted one gone on with, or a finished one read back."""
     records: list[CallRecord] = field(default_factory=list)
@@ -64,6 +68,8 @@ class RunResult:
             "answer": self.answer,
             "answer_index": self.answer_index,
             "declined": self.declined,
+            "probabilities": self.probabilities,
+            "confidence": self.confidence,
             "reasoning": self.reasoning,
             "evidence": [
                 {
@@ -119,6 +125,8 @@ def result_from_state(
         stop_reason=final.get("stop_reason", ""),
         wall_s=wall,
         declined=bool(final.get("declined", False)),
+        probabilities=final.get("probabilities"),
+        confidence=final.get("confidence"),
         records=records,
         state=final,
         extras=dict(extras or {}),

@@ -79,6 +79,7 @@ async def ask(
     budgeted: bool = False,
     meta: dict[str, Any] | None = None,
     temperature: float | None = None,
+    logprobs: bool = False,
 ) -> tuple[Reply[T], Cost]:
     """A structured call with the node's templates; returns the reply and its cost.
 
@@ -89,6 +90,7 @@ async def ask(
     the run can do without) first reserves room in the run's shared budget (:class:`BudgetSpent` when
     there is none left); every call's real cost is settled in the ledger, failed ones included.
     ``temperature`` overrides the endpoint's sampling temperature for this call (None: the endpoint's).
+    ``logprobs``: the reply's tokens come with their log-probabilities (:attr:`Reply.tokens`).
     """
     said = ctx.prompts.call(system, template, values, k=ctx.config.k)
     reservation = ctx.ledger.reserve(estimate_tokens(images, said.system + said.head + said.user)) if budgeted else None
@@ -113,6 +115,7 @@ async def ask(
             role=thinker,
             thinking=ctx.config.thinking_for(thinker),
             temperature=temperature,
+            logprobs=logprobs,
         )
     except BaseException as exc:
         ctx.ledger.settle(reservation, failed_call_cost(exc))

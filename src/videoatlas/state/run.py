@@ -22,6 +22,11 @@ class AnswerOutput(TypedDict):
     answer_index: int | None
     declined: bool
     """The final decision found no answer to an open question (the answer is then empty): unanswered, not failed."""
+    probabilities: list[float] | None
+    """The server's probability of each choice, read from the final decision's token log-probabilities (they sum
+    to 1); None for an open question, or when the server gave none (:mod:`videoatlas.llm.logprobs`)."""
+    confidence: float | None
+    """The probability of the answer given: the chosen choice's, or an open answer's sequence probability."""
     reasoning: str
     cited: list[str]
     """Evidence ids the final decision rests on (none: the answer was picked without evidence)."""
@@ -45,10 +50,23 @@ class AnsweringState(QuestionInput):
     answer: str
     answer_index: int | None
     declined: bool
+    probabilities: list[float] | None
+    confidence: float | None
     reasoning: str
     cited: list[str]
     stop_reason: str
     round: int
+
+
+def probability_note(probabilities: list[float] | None, confidence: float | None) -> str:
+    """How sure the server was of the answer, in the same words for every agent and view ("" when unknown).
+
+    ``p 0.63 (A 0.32, B 0.63, C 0.05)`` for a choice; ``p 0.45`` for an open answer's sequence probability.
+    """
+    if confidence is None:
+        return ""
+    spread = ", ".join(f"{chr(ord('A') + i)} {p:.2f}" for i, p in enumerate(probabilities or []))
+    return f"p {confidence:.2f}" + (f" ({spread})" if spread else "")
 
 
 def support_note(answered: bool, cited: int, evidence: int) -> str:

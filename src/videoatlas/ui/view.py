@@ -22,6 +22,7 @@ from videoatlas.inspect import node_place, spent_text
 from videoatlas.persistence.db import redact_url
 from videoatlas.persistence.tables import aware
 from videoatlas.state.models import former_roles, roles_text
+from videoatlas.state.run import probability_note
 
 
 def endpoint_host(base_url: str | None) -> str:
@@ -133,6 +134,7 @@ def decision(trace: dict[str, Any], k: int, agent: Agent) -> dict[str, Any] | No
         "grounded": trace["grounded"],
         "support": trace["support"],
         "declined": bool(trace.get("declined")),
+        "confidence": probability_note(trace.get("probabilities"), trace.get("confidence")),
     }
 
 

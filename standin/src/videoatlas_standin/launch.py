@@ -82,8 +82,7 @@ def serve_command(args: argparse.Namespace) -> int:
         structured_outputs_backend=args.structured_outputs_backend,
         enable_auto_tool_choice=args.enable_auto_tool_choice,
         tool_call_parser=args.tool_call_parser,
-        # The product's parser adds --decisions; one that does not yet gets vLLM's default (not served).
-        decisions=bool(getattr(args, "decisions", False)),
+        decisions=bool(args.decisions),
     )
     server = StandinServer(config)  # refuses bad settings from the environment before it binds or says it serves
     _check_port_free(args.host, args.port)

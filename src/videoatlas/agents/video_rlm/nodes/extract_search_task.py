@@ -58,6 +58,8 @@ async def extract_search_task(state: MasterState, runtime: Runtime[AgentContext]
         "answer": "",
         "answer_index": None,
         "declined": False,
+        "probabilities": None,
+        "confidence": None,
         "reasoning": "",
         "cited": [],
         "cost": cost,

@@ -90,6 +90,8 @@ class MasterState(MasterInput, WorkerWrites):
     answer_index: int | None
     declined: bool
     """The final decision found no answer to an open question (see :class:`~videoatlas.state.run.AnswerOutput`)."""
+    probabilities: list[float] | None
+    confidence: float | None
     reasoning: str
     cited: list[str]
     """Evidence ids the final decision rests on (none: the answer was picked without evidence)."""

@@ -1,0 +1,130 @@
+"""The model's own probabilities for an answer, read from the token log-probabilities a server returns.
+
+A chat completion asked with ``logprobs`` and ``top_logprobs`` (vLLM: at most 20) carries, for every
+generated token, its log-probability and the most likely alternatives at that position
+(``choices[0].logprobs.content``). The final decision's reply is JSON whose top-level ``answer`` is the
+index of a choice (0 for A) or, for an open question, a string. So:
+
+* **multiple choice**: the distribution over choices is read at the token where the answer's value
+  starts: each alternative there that spells a choice's index counts for that choice (a choice spelled by
+  several alternatives adds them up), and the result is normalised over the choices. A choice missing from
+  the top alternatives had less than the least likely one listed; it counts as 0 before normalising. The
+  probability is conditioned on everything the reply wrote before the answer (with the decision schema,
+  the judgements of each choice): it says how sure the model was of its answer after its judgements, not
+  before. Indices of more than one digit (eleven or more choices) are not read: no probabilities then.
+* **open question**: the answer's sequence probability, the product over the tokens of the string value
+  of their probabilities.
+
+The tokens of a reasoning model's thinking may come first (a ``<think>`` block in the content, or the
+reasoning a server's parser took out of it): the reply is found at the end of the tokens' text, after
+them, so the answer is read where the reply gives it. When the tokens' text does not end with the reply,
+nothing is read (None), never guessed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TOP_LOGPROBS = 20
+"""Alternatives asked for at each position: vLLM's most (its ``--max-logprobs`` default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated token, its log-probability, and the most likely tokens at its position."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+
+
+def read_tokens(raw: Any) -> tuple[TokenLogprob, ...]:
+    """The tokens of a chat completion choice's ``logprobs`` (the openai object or its JSON); () when none."""
+    content = _field(raw, "content") if raw is not None else None
+    out = []
+    for item in content or []:
+        top = tuple((str(_field(t, "token")), float(_field(t, "logprob"))) for t in _field(item, "top_logprobs") or [])
+        out.append(TokenLogprob(str(_field(item, "token")), float(_field(item, "logprob")), top))
+    return tuple(out)
+
+
+def answer_start(text: str, key: str = "answer") -> int | None:
+    """Where the value of the top-level ``key`` begins in the JSON object ``text``; None when it has none."""
+    depth, in_string, escaped, string_start = 0, False, False, 0
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                if depth == 1 and text[string_start + 1 : i] == key:
+                    rest = text[i + 1 :].lstrip()
+                    if rest.startswith(":"):
+                        return len(text) - len(rest[1:].lstrip())
+            continue
+        if ch == '"':
+            in_string, string_start = True, i
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return None
+
+
+def _offsets(tokens: Sequence[TokenLogprob], reply: str) -> tuple[list[int], int] | None:
+    """Each token's start in the tokens' text, and where ``reply`` starts in it (None: it does not end with it)."""
+    starts, at = [], 0
+    for t in tokens:
+        starts.append(at)
+        at += len(t.token)
+    text = "".join(t.token for t in tokens)
+    if not reply or not text.endswith(reply):
+        return None
+    return starts, len(text) - len(reply)
+
+
+def choice_probabilities(tokens: Sequence[TokenLogprob], reply: str, choices: int) -> list[float] | None:
+    """P(choice i) for i < ``choices``, summing to 1, read where the reply's ``answer`` index starts (module doc)."""
+    placed = _offsets(tokens, reply)
+    start = answer_start(reply)
+    if placed is None or start is None or not 1 < choices <= 10:
+        return None
+    starts, base = placed
+    at = base + start
+    index = max(i for i, s in enumerate(starts) if s <= at)
+    token = tokens[index]
+    before = token.token[: at - starts[index]]  # what the token spells ahead of the value (e.g. ": ")
+    mass = [0.0] * choices
+    for alternative, logprob in dict([(token.token, token.logprob), *token.top]).items():
+        if not alternative.startswith(before):
+            continue
+        spelled = alternative[len(before) :]
+        digits = spelled[: len(spelled) - len(spelled.lstrip("0123456789"))]
+        if len(digits) == 1 and int(digits) < choices:
+            mass[int(digits)] += math.exp(logprob)
+    total = sum(mass)
+    return [m / total for m in mass] if total > 0 else None
+
+
+def sequence_probability(tokens: Sequence[TokenLogprob], reply: str) -> float | None:
+    """The probability of the reply's string ``answer`` (the product over its tokens; module doc)."""
+    placed = _offsets(tokens, reply)
+    start = answer_start(reply)
+    if placed is None or start is None or not reply[start:].startswith('"'):
+        return None
+    starts, base = placed
+    end = start + 1
+    while end < len(reply) and reply[end] != '"':
+        end += 2 if reply[end] == "\\" else 1
+    first, last = base + start + 1, base + end  # the string's characters, quotes excluded
+    inside = [t for t, s in zip(tokens, starts, strict=True) if s < last and s + len(t.token) > first]
+    return math.exp(math.fsum(t.logprob for t in inside)) if inside else None

@@ -1,0 +1,107 @@
+"""Every agent's answer carries the server's probability of each choice, read from the final decision's token
+log-probabilities (agents/decision.py, llm/logprobs.py): a scripted server whose log-probabilities are chosen
+here, through the graphs of Video-RLM and the uniform baseline (every agent ends in the same decision)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agent_helpers import answer_logprobs, default_reply, make_context
+from videoatlas.agents.uniform.graph import build_uniform_graph
+from videoatlas.agents.video_rlm.graph import build_graph
+from videoatlas.llm.logprobs import TokenLogprob
+from videoatlas.runtime.config import RunConfig
+
+pytestmark = pytest.mark.unit
+L = math.log
+
+
+def answering(index: int) -> Any:
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "FinalDecision":
+            return {"judgements": [], "answer": index, "reasoning": "seen", "evidence": []}
+        return default_reply(name, text, schema)
+
+    return script
+
+
+async def test_video_rlms_answer_carries_each_choices_probability(counter_video: Path, tmp_path: Path) -> None:
+    config = RunConfig.of(cell_px=64, workers=1, rounds=1)
+    ctx, chat, source = make_context(counter_video, tmp_path, answering(1), config)
+    chat.logprobs = answer_logprobs({"1": 0.6, "0": 0.3, "2": 0.05, "x": 0.05})
+    try:
+        out = await build_graph(InMemorySaver()).ainvoke(
+            {"question": "What number is shown?", "choices": ["one", "two", "three"]},
+            {"configurable": {"thread_id": "t"}, "recursion_limit": 200},
+            context=ctx,
+        )
+    finally:
+        source.close()
+    names = [n for n, _ in chat.seen]
+    # Only the final decision asks for log-probabilities (the other calls are not scored).
+    assert chat.asked_logprobs == [n == "FinalDecision" for n in names] and names[-1] == "FinalDecision"
+    # 0.6, 0.3 and 0.05 over the three choices ("x" is none): normalised by 0.95, rounded to 4 places.
+    assert out["probabilities"] == [round(0.3 / 0.95, 4), round(0.6 / 0.95, 4), round(0.05 / 0.95, 4)]
+    assert sum(out["probabilities"]) == pytest.approx(1.0, abs=1e-3)
+    assert out["answer_index"] == 1 and out["confidence"] == out["probabilities"][1]
+
+
+async def test_the_baselines_answer_too_and_a_server_without_logprobs_gives_none(
+    counter_video: Path, tmp_path: Path
+) -> None:
+    async def uniform(logprobs: Any, folder: str) -> dict[str, Any]:
+        config = RunConfig.of(agent="uniform", frames=16, k=4, cell_px=64)
+        ctx, chat, source = make_context(counter_video, tmp_path / folder, answering(0), config)
+        chat.logprobs = logprobs
+        try:
+            return dict(
+                await build_uniform_graph(InMemorySaver()).ainvoke(
+                    {"question": "What number is shown?", "choices": ["one", "two"]},
+                    {"configurable": {"thread_id": "u"}},
+                    context=ctx,
+                )
+            )
+        finally:
+            source.close()
+
+    sure = await uniform(answer_logprobs({"0": 0.97, "1": 0.02}), "sure")
+    assert sure["probabilities"] == [round(0.97 / 0.99, 4), round(0.02 / 0.99, 4)]
+    assert sure["confidence"] == sure["probabilities"][0] and sure["answer_index"] == 0
+    none = await uniform(None, "none")
+    assert none["answer_index"] == 0 and (none["probabilities"], none["confidence"]) == (None, None)
+
+
+async def test_an_open_answer_has_its_sequence_probability(counter_video: Path, tmp_path: Path) -> None:
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "FinalDecision":
+            return {"found": True, "answer": "a counter", "reasoning": "seen", "evidence": []}
+        return default_reply(name, text, schema)
+
+    def tokens(name: str, content: str) -> list[TokenLogprob]:
+        if name != "FinalDecision":
+            return [TokenLogprob(content, 0.0)]
+        reply = json.loads(content)
+        assert reply["answer"] == "a counter"
+        head, tail = content.split('"a counter"')
+        parts = [(head + '"', 0.0), ("a", L(0.9)), (" counter", L(0.5)), ('"' + tail, 0.0)]
+        return [TokenLogprob(t, lp) for t, lp in parts]
+
+    config = RunConfig.of(cell_px=64, workers=1, rounds=1)
+    ctx, chat, source = make_context(counter_video, tmp_path, script, config)
+    chat.logprobs = tokens
+    try:
+        scored = await build_graph(InMemorySaver()).ainvoke(
+            {"question": "What is shown?", "choices": []},
+            {"configurable": {"thread_id": "t"}, "recursion_limit": 200},
+            context=ctx,
+        )
+    finally:
+        source.close()
+    assert scored["answer"] == "a counter" and scored["probabilities"] is None
+    assert scored["confidence"] == round(0.9 * 0.5, 4)
