@@ -73,6 +73,9 @@ def test_ask_command_with_the_stand_in(synth_video: tuple[Path, dict[str, Any]],
     result = json.loads(proc.stdout)
     assert result["answer"] in question["choices"]
     assert result["cost"]["calls"] > 0
+    probabilities = result["probabilities"]  # the server's, per choice, from the decision's logprobs
+    assert len(probabilities) == len(question["choices"]) and sum(probabilities) == pytest.approx(1.0, abs=1e-3)
+    assert result["confidence"] == probabilities[question["choices"].index(result["answer"])]
     assert all({"label", "time", "interval", "description"} <= set(e) for e in result["evidence"])
     assert all(0.0 <= e["time"] <= truth["duration"] for e in result["evidence"])
 

@@ -157,7 +157,9 @@ async def test_an_open_answer_that_was_not_found_is_declined(
 
 @pytest.mark.usefixtures("no_embeddings")
 @pytest.mark.parametrize("agent", list(AGENTS))
-async def test_a_multiple_choice_decision_never_declines(agent: str, counter_video: Path, tmp_path: Path) -> None:
+async def test_a_multiple_choice_decision_never_declines(
+    agent: str, counter_video: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     decision = {"judgements": [], "answer": 1, "reasoning": "the counter reads 7"}
     server = answer_logprobs({"1": 0.7, "0": 0.2, " ": 0.1})
     result, chat = await run_open(agent, counter_video, tmp_path, decision, choices=["4", "7"], logprobs=server)
@@ -166,6 +168,10 @@ async def test_a_multiple_choice_decision_never_declines(agent: str, counter_vid
     assert (result.probabilities, result.confidence) == ([0.2222, 0.7778], 0.7778)
     assert result.as_dict()["probabilities"] == [0.2222, 0.7778] and result.as_dict()["confidence"] == 0.7778
     assert chat.asked_logprobs[-1] and not any(chat.asked_logprobs[:-1])
+    capsys.readouterr()
+    print_result(result)
+    shown = capsys.readouterr().out
+    assert "confidence: p 0.78 (A 0.22, B 0.78) (the server's probabilities at the answer)" in shown
     schema = chat.formats[-1]["json_schema"]["schema"]
     assert "found" not in schema["properties"]
     assert builtin_template("format_choices.note").text.strip() in chat.seen[-1][1]

@@ -82,6 +82,10 @@ def test_every_agent_runs_every_question_to_an_answer_over_http(
     for q, (result, _) in zip(QUESTIONS, answered[agent], strict=True):
         assert result.answer in q.choices and result.stop_reason, (agent, q.question, result.reasoning)
         assert result.cost.calls > 0 and result.cost.prompt_tokens > 0
+        # The server's probability of each choice, read from the decision's logprobs: a distribution over them.
+        assert result.probabilities is not None and len(result.probabilities) == len(q.choices)
+        assert sum(result.probabilities) == pytest.approx(1.0, abs=1e-3) and min(result.probabilities) >= 0
+        assert result.answer_index is not None and result.confidence == result.probabilities[result.answer_index]
         inside = all(0.0 <= e.start <= e.end <= 24.0 and 0.0 <= e.time <= 24.0 for e in result.evidence)
         assert inside, (agent, result.evidence)
 

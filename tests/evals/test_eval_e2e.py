@@ -137,6 +137,9 @@ async def test_video_rlm_through_the_runner_is_scored_and_reported(
     assert row["status"] == "ok" and row["item"].endswith("needle-0")
     assert row["answer_index"] is not None and row["correct"] is (row["answer_index"] == row["truth_index"])
     assert row["calls"] > 3 and isinstance(row["evidence"], int)
+    # The server's probabilities of the choices (from the decision's logprobs), and the answer's among them.
+    assert len(row["probabilities"]) == 4 and sum(row["probabilities"]) == pytest.approx(1, abs=1e-3)  # 4 choices
+    assert row["confidence"] == row["probabilities"][row["answer_index"]]
     assert row["truth_ranges"] and row["duration"] == pytest.approx(60.0, abs=0.5)
     assert main(["eval", "report", str(tmp_path / "rlm"), "--json"]) == 0
 

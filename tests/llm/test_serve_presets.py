@@ -186,6 +186,7 @@ def test_vllms_parser_accepts_every_preset_with_our_meaning(
     assert engine.limit_mm_per_prompt == {"image": opts.max_images, "video": 0}
     assert engine.enable_prefix_caching is True
     assert args.enable_prompt_tokens_details is True
+    assert engine.mm_processor_cache_gb > 0  # images seen before are not processed again (vLLM's default cache kept)
     assert engine.gpu_memory_utilization == pytest.approx(opts.gpu_memory_utilization)
     assert engine.served_model_name == ([opts.served_name] if opts.served_name else None)
     preset = detect_preset(model)
