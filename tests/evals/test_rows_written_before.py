@@ -54,8 +54,9 @@ def test_an_old_row_reads_as_the_two_roles_it_had() -> None:
 
 def test_a_new_row_carries_its_agents_roles() -> None:
     row = new_row("q1", "k")
-    assert row["schema"] == RESULT_SCHEMA == 6
+    assert row["schema"] == RESULT_SCHEMA == 7
     assert (row["probabilities"], row["confidence"]) == (None, None)  # a result the server gave no logprobs for
+    assert (row["escalated"], row["path_costs"]) == (None, {})  # an agent that does not escalate
     assert row["tokens_by_role"] == {"looker": 300, "planner": 700} and row["tokens"] == 1000
     assert "master_tokens" not in row and "worker_tokens" not in row
     assert row_tokens_by_role(json.loads(json.dumps(row))) == {"looker": 300, "planner": 700}

@@ -27,6 +27,7 @@ PACKAGES: dict[str, str] = {
     "videoseek": "videoatlas.agents.videoseek",
     "eea": "videoatlas.agents.eea",
     "videoarm": "videoatlas.agents.videoarm",
+    "escalate": "videoatlas.agents.escalate",
 }
 """Agent name -> its package."""
 

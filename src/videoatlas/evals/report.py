@@ -278,12 +278,71 @@ def report(data: EvalData) -> dict[str, Any]:
         "skipped": _skipped(data.metas),
         "overall": summarize(data.rows),
         "calibration": calibrate(data.rows).as_dict(),
+        "escalation": escalation(data.rows),
         "categories": {cat: summarize(rows) for cat, rows in by_category(data.rows).items()},
         "groups": {
             axis: {value: summarize(rows) for value, rows in values.items()}
             for axis, values in by_group(data.rows).items()
         },
     }
+
+
+def _path_means(rows: Sequence[dict[str, Any]], path: str) -> dict[str, float] | None:
+    costs = [r["path_costs"][path] for r in rows if path in (r.get("path_costs") or {})]
+    if not costs:
+        return None
+    return {"calls": mean_of(c["calls"] for c in costs), "tokens": mean_of(c["tokens"] for c in costs)}
+
+
+def escalation(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """An escalating agent's paths over the finished runs (None when no row says which path it took).
+
+    ``escalated_rate``: the share of those questions handed over to the search agent; the mean calls and tokens of
+    the uniform pass (every question), of the search pass (the escalated ones), and per question on each route:
+    kept (the uniform pass alone) and escalated (both passes).
+    """
+    runs = [r for r in rows if r.get("status") == "ok" and r.get("escalated") is not None]
+    if not runs:
+        return None
+    handed = [r for r in runs if r["escalated"]]
+    kept = [r for r in runs if not r["escalated"]]
+
+    def route(selected: list[dict[str, Any]]) -> dict[str, float] | None:
+        if not selected:
+            return None
+        return {"calls": mean_of(r["calls"] for r in selected), "tokens": mean_of(r["tokens"] for r in selected)}
+
+    return {
+        "questions": len(runs),
+        "escalated": len(handed),
+        "escalated_rate": len(handed) / len(runs),
+        "uniform_pass": _path_means(runs, "uniform"),
+        "search_pass": _path_means(handed, "search"),
+        "kept_route": route(kept),
+        "escalated_route": route(handed),
+    }
+
+
+def escalation_lines(esc: dict[str, Any] | None) -> list[str]:
+    """The report's escalation table (nothing for an agent that does not escalate)."""
+    if esc is None:
+        return []
+
+    def cells(means: dict[str, float] | None) -> str:
+        return "- | -" if means is None else f"{means['calls']:.1f} | {means['tokens']:,.0f}"
+
+    return [
+        f"Escalation: {esc['escalated']} of {esc['questions']} finished question(s) handed over to the search agent "
+        f"({_pct(esc['escalated_rate'])}); mean calls and tokens of each pass, and per question on each route.",
+        "",
+        "| path | questions | mean calls | mean tokens |",
+        "| --- | ---: | ---: | ---: |",
+        f"| uniform pass | {esc['questions']} | {cells(esc['uniform_pass'])} |",
+        f"| search pass | {esc['escalated']} | {cells(esc['search_pass'])} |",
+        f"| kept (uniform only) | {esc['questions'] - esc['escalated']} | {cells(esc['kept_route'])} |",
+        f"| escalated (both) | {esc['escalated']} | {cells(esc['escalated_route'])} |",
+        "",
+    ]
 
 
 def _skipped(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -466,6 +525,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         *_gpu_table("overall", {"all": rep["overall"]}),
         "",
         *calibration_lines(rep["calibration"]),
+        *escalation_lines(rep.get("escalation")),
         *_table("category", rep["categories"]),
     ]
     for axis, values in rep["groups"].items():

@@ -27,14 +27,16 @@ from videoatlas.state.models import former_roles
 
 log = structlog.get_logger(__name__)
 
-RESULT_SCHEMA = 6
+RESULT_SCHEMA = 7
 """2: rows carry ``agent_code``, and a failed run's row carries the item's truth and categories;
 3: an open question's row carries ``truth_text`` (and ``truth_tolerance``), scored by its own rule;
 4: a finished run's row says whether its final decision ``declined`` (found no answer; older rows: not);
 5: a finished run's row carries ``tokens_by_role``, its roles as its agent names them (older rows:
 ``master_tokens`` and ``worker_tokens``, read by :func:`row_tokens_by_role` as the roles ``master`` and ``worker``);
 6: a finished run's row carries the server's ``probabilities`` of the choices and the ``confidence`` of its answer
-(None when the server gave none; older rows: absent, read as unknown)."""
+(None when the server gave none; older rows: absent, read as unknown);
+7: a finished run's row carries ``escalated`` (whether an escalating agent handed its uniform answer over to a
+search agent; None for an agent that does not escalate) and ``path_costs`` (calls and tokens of each path it ran)."""
 
 
 def result_key(
@@ -124,6 +126,7 @@ def result_row(
         "transcribe_s": round(cost.transcribe_s, 3),
         "index_frames": int(result.extras.get("index_frames", 0)),
         "index_s": round(float(result.extras.get("index_s", 0.0)), 3),
+        **_escalation(result.extras),
         "calls": cost.calls,
         "failed_calls": cost.failed_calls,
         "tokens": cost.tokens,
@@ -144,6 +147,20 @@ def result_row(
         "run_id": result.run_id,
         "source": source,
         "finished_at": datetime.now(UTC).isoformat(),
+    }
+
+
+def _escalation(extras: Mapping[str, Any]) -> dict[str, Any]:
+    """Which path an escalating run took and what each cost (calls, tokens); None and {} for any other run."""
+    escalated = extras.get("escalated")
+    paths = extras.get("path_costs") or {}
+    return {
+        "escalated": None if escalated is None else bool(escalated),
+        "path_costs": {
+            path: {"calls": int(cost["calls"]), "tokens": int(cost["tokens"])}
+            for path, cost in paths.items()
+            if cost is not None
+        },
     }
 
 
