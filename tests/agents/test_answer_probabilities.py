@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent_helpers import answer_logprobs, default_reply, make_context
+from agent_helpers import answer_logprobs, default_reply, make_context, step
 from videoatlas.agents.uniform.graph import build_uniform_graph
 from videoatlas.agents.video_rlm.graph import build_graph
 from videoatlas.llm.logprobs import TokenLogprob
@@ -105,3 +105,61 @@ async def test_an_open_answer_has_its_sequence_probability(counter_video: Path, 
         source.close()
     assert scored["answer"] == "a counter" and scored["probabilities"] is None
     assert scored["confidence"] == round(0.9 * 0.5, 4)
+
+
+def sufficient_logprobs(p_true: list[float]) -> Any:
+    """A server whose probability of ``sufficient`` being true is ``p_true[n]`` at the n-th uncertainty analysis."""
+    seen: list[int] = []
+
+    def tokens(name: str, content: str) -> list[TokenLogprob]:
+        if name != "UncertaintyAnalysis":
+            return [TokenLogprob(content, 0.0, ((content, 0.0),))]
+        p = p_true[len(seen)]
+        seen.append(1)
+        start = content.index('"sufficient": ') + len('"sufficient": ')
+        said = "true" if content[start:].startswith("true") else "false"
+        top = (("true", L(p)), ("false", L(1 - p)))
+        return [
+            TokenLogprob(content[:start], 0.0),
+            TokenLogprob(said, L(p if said == "true" else 1 - p), top),
+            TokenLogprob(content[start + len(said) :], 0.0),
+        ]
+
+    return tokens
+
+
+@pytest.mark.parametrize(
+    ("p_true", "rounds_run", "stop"),
+    [
+        ([0.79, 0.81], 2, "evidence sufficient"),  # just below 0.8 searches on; just above stops
+        ([0.81], 1, "evidence sufficient"),
+        ([0.79, 0.79], 2, "2 rounds done"),  # the model said yes both times, never sure enough
+        (None, 1, "evidence sufficient"),  # no logprobs: the model's own yes
+    ],
+)
+async def test_video_rlm_stops_when_the_server_is_sure_enough_that_the_evidence_suffices(
+    counter_video: Path, tmp_path: Path, p_true: list[float] | None, rounds_run: int, stop: str
+) -> None:
+    steps: list[int] = []
+
+    def finding(name: str, text: str, schema: dict[str, Any]) -> Any:
+        """Each worker's first step files one new cell, so every round has new evidence to weigh."""
+        if name == "WorkerStep" and "(nothing yet)" in text.split("Evidence already collected")[-1]:
+            steps.append(1)
+            return step("ADD_TO_SCRATCHPAD", cells=[5 * len(steps)], summary="a number")
+        return default_reply(name, text, schema)  # the uncertainty analysis always says sufficient
+
+    config = RunConfig.of(cell_px=64, workers=1, rounds=2, confidence=0.8)
+    ctx, chat, source = make_context(counter_video, tmp_path, finding, config)
+    chat.logprobs = sufficient_logprobs(p_true) if p_true is not None else None
+    graph = build_graph(InMemorySaver())
+    thread: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+    try:
+        out = await graph.ainvoke({"question": "What number is shown?", "choices": ["one", "two"]}, thread, context=ctx)
+    finally:
+        source.close()
+    checks = (await graph.aget_state(thread)).values["checks"]
+    assert len(checks) == rounds_run and out["stop_reason"] == stop
+    expected = [None] * rounds_run if p_true is None else p_true[:rounds_run]
+    assert [c["p_sufficient"] for c in checks] == expected
+    assert [c["sufficient"] for c in checks] == [p is None or p >= 0.8 for p in expected]

@@ -11,6 +11,7 @@ from videoatlas.llm.logprobs import (
     TokenLogprob,
     answer_start,
     choice_probabilities,
+    flag_probability,
     read_tokens,
     sequence_probability,
 )
@@ -81,3 +82,11 @@ def test_a_servers_logprobs_json_is_read_into_tokens() -> None:
     }
     assert read_tokens(raw) == (TokenLogprob("1", -0.1, (("1", -0.1),)),)
     assert read_tokens(None) == () and read_tokens({"content": None}) == ()
+
+
+def test_a_boolean_fields_probability_of_true() -> None:
+    at_flag = TokenLogprob("true", L(0.6), (("true", L(0.6)), ("false", L(0.3)), ("maybe", L(0.1))))
+    tokens = [*certain('{"', "statuses", '": [], "', "sufficient", '": '), at_flag, *certain("}")]
+    reply = '{"statuses": [], "sufficient": true}'
+    assert flag_probability(tokens, reply, "sufficient") == pytest.approx(0.6 / 0.9)
+    assert flag_probability(tokens, reply, "absent") is None

@@ -59,6 +59,7 @@ SHARED_SOURCES = (
     "videoatlas.llm.chat_model",
     "videoatlas.llm.client",
     "videoatlas.llm.images",
+    "videoatlas.llm.logprobs",
     "videoatlas.state.portable",
     "videoatlas.llm.reasoning",
     "videoatlas.llm.records",

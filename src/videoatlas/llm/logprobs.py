@@ -92,27 +92,49 @@ def _offsets(tokens: Sequence[TokenLogprob], reply: str) -> tuple[list[int], int
     return starts, len(text) - len(reply)
 
 
-def choice_probabilities(tokens: Sequence[TokenLogprob], reply: str, choices: int) -> list[float] | None:
-    """P(choice i) for i < ``choices``, summing to 1, read where the reply's ``answer`` index starts (module doc)."""
+def _alternatives(tokens: Sequence[TokenLogprob], reply: str, key: str) -> list[tuple[str, float]] | None:
+    """What each alternative at the start of the reply's top-level ``key`` value spells there, with its probability.
+
+    None when the tokens do not end with the reply or it has no such key.
+    """
     placed = _offsets(tokens, reply)
-    start = answer_start(reply)
-    if placed is None or start is None or not 1 < choices <= 10:
+    start = answer_start(reply, key)
+    if placed is None or start is None:
         return None
     starts, base = placed
     at = base + start
     index = max(i for i, s in enumerate(starts) if s <= at)
     token = tokens[index]
     before = token.token[: at - starts[index]]  # what the token spells ahead of the value (e.g. ": ")
+    return [
+        (alternative[len(before) :], math.exp(logprob))
+        for alternative, logprob in dict([(token.token, token.logprob), *token.top]).items()
+        if alternative.startswith(before)
+    ]
+
+
+def choice_probabilities(tokens: Sequence[TokenLogprob], reply: str, choices: int) -> list[float] | None:
+    """P(choice i) for i < ``choices``, summing to 1, read where the reply's ``answer`` index starts (module doc)."""
+    spelled = _alternatives(tokens, reply, "answer")
+    if spelled is None or not 1 < choices <= 10:
+        return None
     mass = [0.0] * choices
-    for alternative, logprob in dict([(token.token, token.logprob), *token.top]).items():
-        if not alternative.startswith(before):
-            continue
-        spelled = alternative[len(before) :]
-        digits = spelled[: len(spelled) - len(spelled.lstrip("0123456789"))]
+    for text, p in spelled:
+        digits = text[: len(text) - len(text.lstrip("0123456789"))]
         if len(digits) == 1 and int(digits) < choices:
-            mass[int(digits)] += math.exp(logprob)
+            mass[int(digits)] += p
     total = sum(mass)
     return [m / total for m in mass] if total > 0 else None
+
+
+def flag_probability(tokens: Sequence[TokenLogprob], reply: str, key: str) -> float | None:
+    """P(true) of the reply's top-level boolean ``key``, normalised over ``true`` and ``false`` where it starts."""
+    spelled = _alternatives(tokens, reply, key)
+    if spelled is None:
+        return None
+    yes = sum(p for text, p in spelled if text and "true".startswith(text[:4]))
+    no = sum(p for text, p in spelled if text and "false".startswith(text[:5]))
+    return yes / (yes + no) if yes + no > 0 else None
 
 
 def sequence_probability(tokens: Sequence[TokenLogprob], reply: str) -> float | None:

@@ -1,7 +1,9 @@
 """After each round: is the evidence sufficient, where to look next, what to drop as noise.
 
 Routes to the final decision when the evidence suffices or a global budget is spent (rounds,
-calls, tokens), otherwise back to global probing with the suggested places.
+calls, tokens), otherwise back to global probing with the suggested places. Whether the evidence
+suffices is the server's probability of the reply's ``sufficient`` being true, against the run's
+``confidence`` threshold; a server that gives no logprobs leaves the model's own yes or no.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from videoatlas.environment.geometry import (
     parse_path,
 )
 from videoatlas.errors import BadInputError, ModelReplyError
+from videoatlas.llm.logprobs import flag_probability
 from videoatlas.runtime.calls import ask, budget_exhausted, emit, fallback, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, Repair, zones_as_intervals
@@ -97,6 +100,7 @@ async def analyze_uncertainty(
             system=SYSTEM,
             thinker="master",
             meta={"round": round_no},
+            logprobs=True,
         )
     except ModelReplyError as exc:
         cost, repair = fallback(exc, "analyze_uncertainty", round_no, "not sufficient, no places suggested")
@@ -120,9 +124,12 @@ async def analyze_uncertainty(
         dropped.append("repeated erase labels: " + ", ".join(repeated))
     if dropped:
         repairs.append(Repair(node="analyze_uncertainty", round=round_no, kind="dropped", detail="; ".join(dropped)))
+    sure = flag_probability(reply.tokens, reply.record.reply_text, "sufficient") if reply is not None else None
+    said = bool(value.sufficient) if value else False
     check = RoundCheck(
         round=round_no,
-        sufficient=bool(value.sufficient) if value else False,
+        sufficient=said if sure is None else sure >= settings.confidence,
+        p_sufficient=None if sure is None else round(sure, 4),
         reasoning=value.reasoning if value else "the analysis could not be read; searching on",
         statuses=[f"{s.choice}:{s.status}" for s in value.statuses] if value else [],
         hints=len(hints),
@@ -140,6 +147,7 @@ async def analyze_uncertainty(
         "uncertainty_done",
         round=round_no,
         sufficient=check["sufficient"],
+        p_sufficient=check.get("p_sufficient"),
         hints=len(hints),
         erased=len(erased),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal, NotRequired, TypedDict
 
 from videoatlas.agents.relation import Anchor, Relation
 from videoatlas.agents.video_rlm.coverage import Seen, merge_coverage
@@ -41,6 +41,8 @@ class RoundCheck(TypedDict):
 
     round: int
     sufficient: bool
+    p_sufficient: NotRequired[float | None]
+    """The server's probability that the evidence sufficed (None: it gave none; absent in runs from before it)."""
     reasoning: str
     statuses: list[str]
     hints: int
