@@ -260,9 +260,11 @@ async def test_a_failed_final_reply_is_recorded_never_guessed(monkeypatch: pytes
     kept = [_evidence("e1")]
     result = await decision.decide_final(None, _decision_call(round=3), decision.cite_labels({}), kept)  # type: ignore[arg-type]
     assert list(result) == [
-        "answer", "answer_index", "declined", "reasoning", "cited", "evidence", "cost", "stop_reason", "round"
+        "answer", "answer_index", "declined", "reasoning", "cited", "probabilities", "confidence", "evidence", "cost",
+        "stop_reason", "round",
     ]  # fmt: skip
     assert result["answer"] == "" and result["answer_index"] is None and result["cited"] == []
+    assert result["probabilities"] is None and result["confidence"] is None  # no reply: no probability
     assert result["reasoning"] == "no valid verdict: no usable reply"
     assert result["stop_reason"] == "done looking; verdict failed"
     assert result["evidence"] is kept and result["round"] == 3
@@ -273,20 +275,22 @@ async def test_the_final_reply_cites_through_the_agents_mapping(monkeypatch: pyt
     asked: dict[str, Any] = {}
 
     async def reply(ctx: Any, schema: Any, node: str, template: str, *args: Any, **kwargs: Any) -> Any:
-        asked.update(node=node, template=template, thinker=kwargs["thinker"])
+        asked.update(node=node, template=template, thinker=kwargs["thinker"], logprobs=kwargs["logprobs"])
         value = types.SimpleNamespace(answer=1, reasoning="blue, as [B] shows", evidence=["[B]", "Z"])
-        return types.SimpleNamespace(value=value), Cost(calls=1)
+        return types.SimpleNamespace(value=value, tokens=()), Cost(calls=1)  # a server that sent no logprobs
 
     monkeypatch.setattr(decision, "ask", reply)
     items = {"A": _evidence("e1"), "B": _evidence("e2")}
     result = await decision.decide_final(None, _decision_call(), decision.cite_labels(items))  # type: ignore[arg-type]
-    assert asked == {"node": "conclude", "template": "conclude", "thinker": "judge"}
+    assert asked == {"node": "conclude", "template": "conclude", "thinker": "judge", "logprobs": True}
     assert result == {
         "answer": "blue",
         "answer_index": 1,
         "declined": False,
         "reasoning": "blue, as [B] shows",
         "cited": ["e2"],
+        "probabilities": None,
+        "confidence": None,
         "cost": Cost(calls=1),
         "stop_reason": "done looking",
     }
