@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from videoatlas.llm.repair import json_events
+
 TOP_LOGPROBS = 20
 """Alternatives asked for at each position: vLLM's most (its ``--max-logprobs`` default)."""
 
@@ -57,26 +59,11 @@ def read_tokens(raw: Any) -> tuple[TokenLogprob, ...]:
 
 def answer_start(text: str, key: str = "answer") -> int | None:
     """Where the value of the top-level ``key`` begins in the JSON object ``text``; None when it has none."""
-    depth, in_string, escaped, string_start = 0, False, False, 0
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-                if depth == 1 and text[string_start + 1 : i] == key:
-                    rest = text[i + 1 :].lstrip()
-                    if rest.startswith(":"):
-                        return len(text) - len(rest[1:].lstrip())
-            continue
-        if ch == '"':
-            in_string, string_start = True, i
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
+    for kind, at, end, depth in json_events(text):
+        if kind == "string" and depth == 1 and text[at + 1 : end] == key:
+            rest = text[end + 1 :].lstrip()
+            if rest.startswith(":"):
+                return len(text) - len(rest[1:].lstrip())
     return None
 
 
