@@ -20,6 +20,7 @@ import pytest
 from db_helpers import sqlite_url
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
+from videoatlas.runtime import speech as speech_module
 from videoatlas.runtime.config import RunConfig
 from videoatlas.synth.speech import QUESTIONS, write_speech_video
 from videoatlas_standin import record
@@ -39,6 +40,9 @@ AGENTS = {
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, EndpointSettings, Path]]:
     root = tmp_path_factory.mktemp("speech_agents")
+    # As a new process: another test file on this worker may have heard the same spoken video, and this process's
+    # memory of its track would spare these runs the one transcription they are checked for.
+    speech_module.forget()
     video = write_speech_video(root / "speech.mp4")
     log = root / "requests.jsonl"
     with RunningServer(StandinServer(StandinConfig(record=log), reader=Reader())) as server:
