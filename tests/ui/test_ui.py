@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,9 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from agent_helpers import ScriptedChat, default_reply, step
+from browser_helpers import ARTIFACTS, chromium, free_port, ui_server, wait_http, watched_tab
 from db_helpers import run_row, sqlite_url
 from process_helpers import EXE
 from videoatlas.errors import EndpointError
@@ -35,30 +35,8 @@ from videoatlas.synth.counter import write_counter_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = (
-    Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"
-)
 HOSTILE = "<script>window.__pwned = 1</script>"
 QUESTION = "What number is shown first?"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_http(url: str, proc: subprocess.Popen[Any]) -> None:
-    for _ in range(600):
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: the server exited with {proc.returncode}")
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def script_for(answer: int, hostile: bool) -> Any:
@@ -196,45 +174,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         root / "eval-a", [result("q1", "ui-right", 0, 0), result("q2", "ui-wrong", 0, 1)], "builtin:default"
     )
     b = eval_folder(root / "eval-b", [result("q1", "ui-right", 0, 0), result("q2", "ui-right", 0, 0)], "terse")
-    port = free_port()
-    proc = subprocess.Popen(
-        [EXE, "ui", "--db", db, "--port", str(port), "--evals", str(a), str(b)],
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "VIDEOATLAS_HOME": str(root / "home")},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(base + "/runs", proc)
+    with ui_server(db, root / "home", [a, b]) as base:
         yield World(root, video, db, base, (a, b))
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=30)
-    assert "Traceback" not in err, err
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
+    with watched_tab(browser) as tab:
         yield tab
-    finally:
-        context.close()
-    assert not errors, errors
 
 
 def shot(page: Page, name: str, full: bool = False) -> Path:

@@ -9,20 +9,17 @@ Screenshots go to ``tmp/artifacts/ui``.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
-from browser_helpers import ARTIFACTS, CHROMIUM, free_port, wait_http
+from browser_helpers import ARTIFACTS, chromium, ui_server, watched_tab
 from calibration_helpers import eval_folder, hand_made_rows
 from db_helpers import sqlite_url
-from process_helpers import EXE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
@@ -36,37 +33,14 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     old = shutil.copytree(FIXTURES / "eval-rlm", root / "old")
     unrecorded = [{k: v for k, v in r.items() if k not in ("probabilities", "confidence")} for r in hand_made_rows()]
     before = eval_folder(root / "before", unrecorded, agent="uniform")
-    port = free_port()
-    folders = [str(calibrated), str(old), str(before)]
-    proc = subprocess.Popen(
-        [EXE, "ui", "--db", sqlite_url(root / "runs.db"), "--port", str(port), "--evals", *folders],
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "VIDEOATLAS_HOME": str(root / "home")},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(url + "/evals", proc)
+    with ui_server(sqlite_url(root / "runs.db"), root / "home", [calibrated, old, before], ready="/evals") as url:
         yield url
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=30)
-    assert "Traceback" not in err, err
 
 
 @pytest.fixture(scope="module")
 def page(base: str) -> Iterator[Page]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            tab = chromium.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            errors: list[str] = []
-            tab.on("pageerror", lambda exc: errors.append(str(exc)))
-            yield tab
-            assert not errors, errors
-        finally:
-            chromium.close()
+    with chromium() as browser, watched_tab(browser) as tab:
+        yield tab
 
 
 def test_the_eval_page_shows_the_calibration_and_the_reliability_plot(base: str, page: Page) -> None:

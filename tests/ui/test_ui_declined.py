@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from agent_helpers import ScriptedChat
+from browser_helpers import ARTIFACTS, chromium, ui_server, watched_tab
 from db_helpers import sqlite_url
-from process_helpers import EXE
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import run_question
 from videoatlas.runtime.context import RunConfig
@@ -33,29 +28,7 @@ from videoatlas.synth.counter import write_counter_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = (
-    Path(os.environ.get("VIDEOATLAS_ARTIFACTS", Path(__file__).resolve().parents[2] / "tmp" / "artifacts")) / "ui"
-)
 QUESTION = "What number does the counter show first?"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_http(url: str, proc: subprocess.Popen[Any]) -> None:
-    for _ in range(600):
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: the server exited with {proc.returncode}")
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def decides(found: bool, answer: str) -> Any:
@@ -110,36 +83,14 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env.setenv("VIDEOATLAS_HOME", str(root / "home"))
         asyncio.run(scripted_run(video, db, "ui-declined", decides(False, "maybe 7")))
         asyncio.run(scripted_run(video, db, "ui-unsupported", decides(True, "7")))
-    port = free_port()
-    proc = subprocess.Popen(
-        [EXE, "ui", "--db", db, "--port", str(port), "--evals", str(eval_folder(root / "eval"))],
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "VIDEOATLAS_HOME": str(root / "home")},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(url + "/runs", proc)
+    with ui_server(db, root / "home", [eval_folder(root / "eval")]) as url:
         yield url
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=30)
-    assert "Traceback" not in err, err
 
 
 @pytest.fixture(scope="module")
 def page(base: str) -> Iterator[Page]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            tab = chromium.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            errors: list[str] = []
-            tab.on("pageerror", lambda exc: errors.append(str(exc)))
-            yield tab
-            assert not errors, errors
-        finally:
-            chromium.close()
+    with chromium() as browser, watched_tab(browser) as tab:
+        yield tab
 
 
 def test_a_declined_run_is_shown_unanswered(base: str, page: Page) -> None:
