@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from videoatlas.state.models import Cost, Evidence
 from videoatlas.state.run import AnsweringState, AnswerOutput
 
 
-class EscalateOutput(AnswerOutput):
-    """What a run returns: the answer every agent gives, what the uniform pass answered, what each path cost."""
+class EscalatePath(TypedDict):
+    """Which path a run took and what each pass gave.
+
+    The one declaration of these keys: the run's state and its output both hold them.
+    """
 
     escalated: bool
     """Whether the search agent ran (the uniform answer's confidence was below the threshold, or unknown)."""
@@ -28,18 +31,12 @@ class EscalateOutput(AnswerOutput):
     """What the search agent's own views report of its run (its run result's extras), when it ran."""
 
 
-class EscalateState(AnsweringState):
-    """The answer keys (the kept uniform answer, or the search agent's) and the path keys of :class:`EscalateOutput`.
+class EscalateOutput(AnswerOutput, EscalatePath):
+    """What a run returns: the answer every agent gives, what the uniform pass answered, what each path cost."""
+
+
+class EscalateState(AnsweringState, EscalatePath):
+    """The answer keys (the kept uniform answer, or the search agent's) and the path keys (:class:`EscalatePath`).
 
     ``cost`` sums both paths (its reducer adds each node's share); ``round`` is the answering agent's.
     """
-
-    escalated: bool
-    search_agent: str
-    uniform_answer: str
-    uniform_answer_index: int | None
-    uniform_confidence: float | None
-    uniform_evidence: list[Evidence]
-    uniform_cost: Cost
-    search_cost: Cost | None
-    search_extras: dict[str, Any]
