@@ -9,13 +9,29 @@ from typing import Any
 from videoatlas.evals.report import EvalData, mean_of
 
 
-def plot_tokens_vs_duration(evals: Sequence[EvalData], path: str | Path) -> Path:
-    """A PNG: tokens per question against video duration (log-log), one series per eval."""
+def _pyplot() -> Any:
+    """Pyplot, matplotlib's, on the file-only backend (imported when a plot is drawn, never at start-up)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(plt: Any, fig: Any, path: str | Path) -> Path:
+    """Write ``fig`` to ``path`` (its folder made) and close it."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def plot_tokens_vs_duration(evals: Sequence[EvalData], path: str | Path) -> Path:
+    """A PNG: tokens per question against video duration (log-log), one series per eval."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     for n, data in enumerate(evals):
         rows = [r for r in data.answered if r.get("duration")]
@@ -35,12 +51,7 @@ def plot_tokens_vs_duration(evals: Sequence[EvalData], path: str | Path) -> Path
     ax.set_title("Tokens per question vs. video duration")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, path)
 
 
 def plot_reliability(calibrations: Mapping[str, dict[str, Any]], path: str | Path) -> Path:
@@ -50,11 +61,7 @@ def plot_reliability(calibrations: Mapping[str, dict[str, Any]], path: str | Pat
     (:meth:`~videoatlas.evals.calibration.Calibration.as_dict`); each non-empty bin is a point, sized and
     labelled by its count. A point under the diagonal is overconfident, one above it underconfident.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 6.2), dpi=120)
     ax.plot([0, 1], [0, 1], linestyle="--", color="0.5", label="perfectly calibrated")
     for n, (label, calibration) in enumerate(calibrations.items()):
@@ -79,9 +86,4 @@ def plot_reliability(calibrations: Mapping[str, dict[str, Any]], path: str | Pat
     ax.set_title("Reliability: confidence vs. accuracy")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))  # below: never over a point
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, path)
