@@ -13,8 +13,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent_helpers import answer_logprobs, default_reply, make_context, step
-from videoatlas.agents.uniform.graph import build_uniform_graph
-from videoatlas.agents.video_rlm.graph import build_graph
+from videoatlas.agents.registry import get_agent
 from videoatlas.llm.logprobs import TokenLogprob
 from videoatlas.runtime.config import RunConfig
 
@@ -31,18 +30,28 @@ def answering(index: int) -> Any:
     return script
 
 
-async def test_video_rlms_answer_carries_each_choices_probability(counter_video: Path, tmp_path: Path) -> None:
-    config = RunConfig.of(cell_px=64, workers=1, rounds=1)
-    ctx, chat, source = make_context(counter_video, tmp_path, answering(1), config)
-    chat.logprobs = answer_logprobs({"1": 0.6, "0": 0.3, "2": 0.05, "x": 0.05})
+async def scored_run(
+    video: Path, tmp: Path, script: Any, logprobs: Any, config: RunConfig, question: str, choices: list[str]
+) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    """``config``'s agent on ``question`` with a scripted server sending ``logprobs`` (None: none): its output, the
+    chat, and its final state (checkpointed in memory)."""
+    ctx, chat, source = make_context(video, tmp, script, config)
+    chat.logprobs = logprobs
+    graph = get_agent(config.agent).build(InMemorySaver())
+    thread: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
     try:
-        out = await build_graph(InMemorySaver()).ainvoke(
-            {"question": "What number is shown?", "choices": ["one", "two", "three"]},
-            {"configurable": {"thread_id": "t"}, "recursion_limit": 200},
-            context=ctx,
-        )
+        out = await graph.ainvoke({"question": question, "choices": choices}, thread, context=ctx)
     finally:
         source.close()
+    return dict(out), chat, (await graph.aget_state(thread)).values
+
+
+async def test_video_rlms_answer_carries_each_choices_probability(counter_video: Path, tmp_path: Path) -> None:
+    config = RunConfig.of(cell_px=64, workers=1, rounds=1)
+    server = answer_logprobs({"1": 0.6, "0": 0.3, "2": 0.05, "x": 0.05})
+    out, chat, _ = await scored_run(
+        counter_video, tmp_path, answering(1), server, config, "What number is shown?", ["one", "two", "three"]
+    )
     names = [n for n, _ in chat.seen]
     # Only the final decision asks for log-probabilities (the other calls are not scored).
     assert chat.asked_logprobs == [n == "FinalDecision" for n in names] and names[-1] == "FinalDecision"
@@ -57,18 +66,11 @@ async def test_the_baselines_answer_too_and_a_server_without_logprobs_gives_none
 ) -> None:
     async def uniform(logprobs: Any, folder: str) -> dict[str, Any]:
         config = RunConfig.of(agent="uniform", frames=16, k=4, cell_px=64)
-        ctx, chat, source = make_context(counter_video, tmp_path / folder, answering(0), config)
-        chat.logprobs = logprobs
-        try:
-            return dict(
-                await build_uniform_graph(InMemorySaver()).ainvoke(
-                    {"question": "What number is shown?", "choices": ["one", "two"]},
-                    {"configurable": {"thread_id": "u"}},
-                    context=ctx,
-                )
-            )
-        finally:
-            source.close()
+        question, choices = "What number is shown?", ["one", "two"]
+        out, _, _ = await scored_run(
+            counter_video, tmp_path / folder, answering(0), logprobs, config, question, choices
+        )
+        return out
 
     sure = await uniform(answer_logprobs({"0": 0.97, "1": 0.02}), "sure")
     assert sure["probabilities"] == [round(0.97 / 0.99, 4), round(0.02 / 0.99, 4)]
@@ -93,16 +95,7 @@ async def test_an_open_answer_has_its_sequence_probability(counter_video: Path, 
         return [TokenLogprob(t, lp) for t, lp in parts]
 
     config = RunConfig.of(cell_px=64, workers=1, rounds=1)
-    ctx, chat, source = make_context(counter_video, tmp_path, script, config)
-    chat.logprobs = tokens
-    try:
-        scored = await build_graph(InMemorySaver()).ainvoke(
-            {"question": "What is shown?", "choices": []},
-            {"configurable": {"thread_id": "t"}, "recursion_limit": 200},
-            context=ctx,
-        )
-    finally:
-        source.close()
+    scored, _, _ = await scored_run(counter_video, tmp_path, script, tokens, config, "What is shown?", [])
     assert scored["answer"] == "a counter" and scored["probabilities"] is None
     assert scored["confidence"] == round(0.9 * 0.5, 4)
 
@@ -150,15 +143,11 @@ async def test_video_rlm_stops_when_the_server_is_sure_enough_that_the_evidence_
         return default_reply(name, text, schema)  # the uncertainty analysis always says sufficient
 
     config = RunConfig.of(cell_px=64, workers=1, rounds=2, confidence=0.8)
-    ctx, chat, source = make_context(counter_video, tmp_path, finding, config)
-    chat.logprobs = sufficient_logprobs(p_true) if p_true is not None else None
-    graph = build_graph(InMemorySaver())
-    thread: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
-    try:
-        out = await graph.ainvoke({"question": "What number is shown?", "choices": ["one", "two"]}, thread, context=ctx)
-    finally:
-        source.close()
-    checks = (await graph.aget_state(thread)).values["checks"]
+    server = sufficient_logprobs(p_true) if p_true is not None else None
+    out, _, state = await scored_run(
+        counter_video, tmp_path, finding, server, config, "What number is shown?", ["one", "two"]
+    )
+    checks = state["checks"]
     assert len(checks) == rounds_run and out["stop_reason"] == stop
     expected = [None] * rounds_run if p_true is None else p_true[:rounds_run]
     assert [c["p_sufficient"] for c in checks] == expected

@@ -59,18 +59,24 @@ def judging(name: str, text: str, schema: dict[str, Any]) -> Any:
     return default_reply(name, text, schema)
 
 
-@pytest.mark.parametrize("uarf", [True, False])
-async def test_each_child_gets_the_models_score_and_without_uarf_the_reward_is_its_worth(
-    counter_video: Path, tmp_path: Path, fake_index: None, uarf: bool
-) -> None:
-    config = RunConfig.of(agent="eea", cell_px=64, expansions=2, query_update=False, uarf=uarf)
-    ctx, chat, source = make_context(counter_video, tmp_path, judging, config)
+async def judged(video: Path, tmp: Path, config: RunConfig) -> tuple[dict[str, Any], Any]:
+    """EEA's run on the counter video with :func:`judging` replying: its output and the scripted chat."""
+    ctx, chat, source = make_context(video, tmp, judging, config)
     try:
         out = await build_graph().ainvoke(
             {"question": "What number is shown?", "choices": ["one", "two"]}, {"recursion_limit": 100}, context=ctx
         )
     finally:
         source.close()
+    return out, chat
+
+
+@pytest.mark.parametrize("uarf", [True, False])
+async def test_each_child_gets_the_models_score_and_without_uarf_the_reward_is_its_worth(
+    counter_video: Path, tmp_path: Path, fake_index: None, uarf: bool
+) -> None:
+    config = RunConfig.of(agent="eea", cell_px=64, expansions=2, query_update=False, uarf=uarf)
+    out, chat = await judged(counter_video, tmp_path, config)
     segments = {s.id: s for s in out["segments"]}
     assert len(out["rounds"]) == 2
     for rnd in out["rounds"]:
@@ -95,13 +101,7 @@ async def test_rounds_open_with_the_search_so_far_and_each_call_repeats_the_last
     query update sends the same frames. So a round's selection starts with its expansion's text, and the next
     expansion starts with the selection's text, word for word."""
     config = RunConfig.of(agent="eea", cell_px=64, expansions=3, query_update=True)
-    ctx, chat, source = make_context(counter_video, tmp_path, judging, config)
-    try:
-        out = await build_graph().ainvoke(
-            {"question": "What number is shown?", "choices": ["one", "two"]}, {"recursion_limit": 100}, context=ctx
-        )
-    finally:
-        source.close()
+    out, chat = await judged(counter_video, tmp_path, config)
     names = [n for n, _ in chat.seen]
     assert names == ["SearchQueries", *["SegmentRewards", "SearchQueries", "Selection"] * 2, "SegmentRewards",
                      "SearchQueries", "FinalDecision"]  # fmt: skip
