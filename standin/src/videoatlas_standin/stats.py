@@ -55,6 +55,7 @@ class StandinStats:
             "enable_thinking": dict(self.enable_thinking),
             "images": self.images,
             "tool_calls": self.tool_calls,
+            "in_flight": self.in_flight,
             "in_flight_max": self.in_flight_max,
             "embedding_requests": self.embedding_requests,
             "embedding_inputs": self.embedding_inputs,
