@@ -7,7 +7,7 @@ import base64
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,29 @@ def answer_logprobs(at_answer: dict[str, float]) -> Any:
             TokenLogprob(content[:start], 0.0, ((content[:start], 0.0),)),
             TokenLogprob(chosen, math.log(at_answer.get(chosen, 1e-3)), top),
             TokenLogprob(content[value_end:], 0.0, ((content[value_end:], 0.0),)),
+        ]
+
+    return tokens
+
+
+def action_logprobs(schema: str, key: str, p_answer: Sequence[float], instead: str) -> Any:
+    """A server sure of every token but, in each reply of ``schema`` asked with logprobs, the first token of the string
+    value of ``key``: there ``answer`` has ``p_answer[n]`` (the n-th such reply) and ``instead`` the rest."""
+    asked: list[int] = []
+
+    def tokens(name: str, content: str) -> list[TokenLogprob]:
+        if name != schema:
+            return [TokenLogprob(content, 0.0, ((content, 0.0),))]
+        p = p_answer[len(asked)]
+        asked.append(1)
+        start = content.index(f'"{key}": "') + len(f'"{key}": "')
+        end = content.index('"', start)
+        word = content[start:end]
+        top = (("answer", math.log(p)), (instead, math.log(1 - p)))
+        return [
+            TokenLogprob(content[:start], 0.0),
+            TokenLogprob(word, math.log(p if word == "answer" else 1 - p), top),
+            TokenLogprob(content[end:], 0.0),
         ]
 
     return tokens

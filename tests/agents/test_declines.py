@@ -164,10 +164,13 @@ async def test_a_multiple_choice_decision_never_declines(
     server = answer_logprobs({"1": 0.7, "0": 0.2, " ": 0.1})
     result, chat = await run_open(agent, counter_video, tmp_path, decision, choices=["4", "7"], logprobs=server)
     assert (result.answer, result.answer_index, result.declined) == ("7", 1, False)
-    # The server's probabilities at the answer, over the two choices (0.2 and 0.7 of 0.9); only the decision asks.
+    # The server's probabilities at the answer, over the two choices (0.2 and 0.7 of 0.9); only the decision and
+    # the calls that decide whether to stop (--confidence) ask.
     assert (result.probabilities, result.confidence) == ([0.2222, 0.7778], 0.7778)
     assert result.as_dict()["probabilities"] == [0.2222, 0.7778] and result.as_dict()["confidence"] == 0.7778
-    assert chat.asked_logprobs[-1] and not any(chat.asked_logprobs[:-1])
+    stopping = {"PlannerTurn", "ControllerStep", "Selection", "UncertaintyAnalysis"}
+    asked = [name for (name, _), a in zip(chat.seen, chat.asked_logprobs, strict=True) if a]
+    assert asked[-1] == chat.seen[-1][0] == "FinalDecision" and set(asked[:-1]) <= stopping
     capsys.readouterr()
     print_result(result)
     shown = capsys.readouterr().out

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent_helpers import default_reply, make_context, user_head
+from agent_helpers import action_logprobs, default_reply, make_context, user_head
 from videoatlas.agents.eea import discover as discover_module
 from videoatlas.agents.eea.evaluate import candidates
 from videoatlas.agents.eea.graph import build_graph
 from videoatlas.agents.eea.settings import EEASettings
+from videoatlas.agents.registry import get_agent
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.frame_index import FrameIndex
 from videoatlas.state.models import IndexInfo
@@ -122,3 +123,65 @@ async def test_rounds_open_with_the_search_so_far_and_each_call_repeats_the_last
         assert heads[evaluate[r]] == heads[sel]
     for ev, up in zip(evaluate, update, strict=True):  # the query update sends the frames just scored
         assert chat.images[up] == chat.images[ev] and len(chat.images[ev]) == 1
+
+
+async def eea_run(
+    video: Path, tmp: Path, answers: Sequence[bool], p_answer: Sequence[float], confidence: float
+) -> tuple[dict[str, Any], Any]:
+    """EEA whose selection answers at its n-th reply when ``answers[n]`` (else explores the first candidate listed);
+    children scored 10, 20, 30... in order."""
+    replies = iter(answers)
+
+    def script(name: str, text: str, schema: dict[str, Any]) -> Any:
+        if name == "SearchQueries":
+            return {"search_queries": ["a number on screen"]}
+        if name == "SegmentRewards":
+            keys = [k for k in schema["properties"] if k.startswith("segment_")]
+            return {k: {"explanation": k, "score": 10 * (i + 1)} for i, k in enumerate(keys)}
+        if name == "Selection":
+            first = schema["$defs"]["ExploreSegment"]["properties"]["segment"]["enum"][0]
+            step = {"action": "answer"} if next(replies) else {"action": "explore", "segment": first}
+            return {"thought": "weighing", "step": step}
+        return default_reply(name, text, schema)
+
+    config = RunConfig.of(agent="eea", cell_px=64, expansions=3, query_update=False, confidence=confidence)
+    ctx, chat, source = make_context(video, tmp, script, config)
+    chat.logprobs = action_logprobs("Selection", "action", p_answer, "explore")
+    try:
+        out = (
+            await get_agent("eea")
+            .build(None)
+            .ainvoke(
+                {"question": "What number is shown?", "choices": ["one", "two"]}, {"recursion_limit": 100}, context=ctx
+            )
+        )
+    finally:
+        source.close()
+    return out, chat
+
+
+async def test_eea_holds_back_an_unsure_answer_and_expands_the_best_scored_stretch(
+    counter_video: Path, tmp_path: Path, fake_index: None
+) -> None:
+    # Round 1's selection answers at 0.79 (held back), round 2's at 0.81 (stands).
+    out, chat = await eea_run(counter_video, tmp_path, [True, True], [0.79, 0.81], 0.8)
+    rounds = out["rounds"]
+    assert len(rounds) == 2 and out["stop_reason"] == "the policy answered"
+    held = rounds[0]
+    assert "[answer held back: P(answer) 0.79 below --confidence 0.8]" in held.thought
+    # What was expanded instead: the candidate with the best fused score offered at round 1's selection.
+    expanded = int(held.choice.removeprefix("segment "))
+    segments = {s.id: s for s in out["segments"]}
+    offered = [s for s in out["segments"] if s.round == 1]
+    assert segments[expanded].fused == max(s.fused for s in offered)
+    assert rounds[1].choice == "answer"
+    assert [n for n, _ in chat.seen].count("Selection") == 2
+
+
+async def test_eea_answers_when_the_exploration_it_chose_leaned_to_answering_past_a_low_threshold(
+    counter_video: Path, tmp_path: Path, fake_index: None
+) -> None:
+    out, _ = await eea_run(counter_video, tmp_path, [False, False], [0.2, 0.4], 0.3)
+    rounds = out["rounds"]
+    assert [r.choice for r in rounds][-1] == "answer" and len(rounds) == 2
+    assert out["stop_reason"] == "the policy answered: P(answer) 0.40 reached --confidence 0.3"

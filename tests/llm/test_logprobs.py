@@ -12,8 +12,11 @@ from videoatlas.llm.logprobs import (
     answer_start,
     choice_probabilities,
     flag_probability,
+    option_probability,
     read_tokens,
     sequence_probability,
+    settled,
+    value_start,
 )
 
 pytestmark = pytest.mark.unit
@@ -90,3 +93,50 @@ def test_a_boolean_fields_probability_of_true() -> None:
     reply = '{"statuses": [], "sufficient": true}'
     assert flag_probability(tokens, reply, "sufficient") == pytest.approx(0.6 / 0.9)
     assert flag_probability(tokens, reply, "absent") is None
+
+
+def test_a_nested_keys_value_is_found_by_its_path_not_by_a_key_of_the_same_name_elsewhere() -> None:
+    reply = '{"thought": "the tool: skim", "tool": "x", "call": {"tool": "answer"}}'
+    assert value_start(reply, ("call", "tool")) == reply.index('"answer"')
+    assert value_start(reply, ("tool",)) == reply.index('"x"')
+    assert value_start(reply, ("call", "absent")) is None and value_start(reply, ("tool", "call")) is None
+
+
+TOOLS = ("overview", "skim", "focus", "answer")
+
+
+@pytest.mark.parametrize("joined", [False, True])
+def test_an_options_probability_is_read_at_the_strings_first_letters_however_the_quote_is_tokenised(
+    joined: bool,
+) -> None:
+    reply = '{"thought": "done", "call": {"tool": "answer"}}'
+    head = '{"thought": "done", "call": {"tool": '
+    if joined:  # the quote and the word in one token: its alternatives spell the quote too
+        top = ((' "answer', L(0.5)), (' "skim', L(0.3)), (' "foc', L(0.1)), (" {", L(0.1)))
+        tokens = [*certain(head[:-1]), TokenLogprob(' "answer', L(0.5), top), *certain('"}}')]
+    else:
+        top = (("answer", L(0.5)), ("sk", L(0.3)), ("focus", L(0.1)), ("x", L(0.1)))
+        tokens = [*certain(head + '"'), TokenLogprob("answer", L(0.5), top), *certain('"}}')]
+    # answer 0.5, skim 0.3 ("sk" begins only skim), focus 0.1; the rest spells no tool: normalised over 0.9.
+    assert option_probability(tokens, reply, ("call", "tool"), "answer", TOOLS) == pytest.approx(0.5 / 0.9)
+    assert option_probability(tokens, reply, ("call", "tool"), "skim", TOOLS) == pytest.approx(0.3 / 0.9)
+    assert option_probability(tokens, reply, ("call", "absent"), "answer", TOOLS) is None
+
+
+def test_a_token_that_begins_several_options_reads_nothing() -> None:
+    reply = '{"step": {"action": "answer"}}'
+    top = (("a", L(0.7)), ("explore", L(0.3)))
+    tokens = [*certain('{"step": {"action": "'), TokenLogprob("a", L(0.7), top), *certain('nswer"}}')]
+    assert option_probability(tokens, reply, ("step", "action"), "answer", ("answer", "ask")) is None
+    assert option_probability(tokens, reply, ("step", "action"), "answer", ("answer", "explore")) == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize(
+    ("chose", "p", "threshold", "stands"),
+    [(True, 0.79, 0.8, False), (True, 0.8, 0.8, True), (True, None, 0.8, True), (False, None, 0.3, False),
+     (False, 0.35, 0.3, True), (False, 0.29, 0.3, False)],
+)  # fmt: skip
+def test_a_stop_stands_on_its_probability_against_the_threshold_or_else_on_the_models_choice(
+    chose: bool, p: float | None, threshold: float, stands: bool
+) -> None:
+    assert settled(chose, p, threshold) is stands

@@ -14,7 +14,7 @@ window in its own units.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Protocol, Union
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -27,6 +27,7 @@ from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
+from videoatlas.llm.logprobs import option_probability, settled
 from videoatlas.runtime.calls import ask, budget_exhausted, choices_block, emit, fallback, with_heard
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard
@@ -108,17 +109,22 @@ async def choose_tool(
     said: str,
     instead: tuple[dict[str, Any], str],
     relation: RelationStep,
-) -> tuple[dict[str, Any], str, dict[str, Any]]:
-    """Ask the thinker for its turn: the tool call, its words (the reply's ``said`` field), and the state update.
+    tools: Sequence[str] = (),
+) -> tuple[dict[str, Any], str, dict[str, Any], float | None]:
+    """Ask the thinker for its turn: the tool call, its words (the reply's ``said`` field), the state update, P(answer).
 
     A reply that cannot be used even after repair and a re-ask is never guessed at: ``instead`` is
     the (call, rule) the turn takes then; the rule stands as its words and the repair is recorded.
     The call is then settled against the question's time ``relation`` (:meth:`RelationStep.settle`).
+    P(answer) is the server's probability that the call's ``tool`` is ``answer``, over ``tools`` (None: no
+    logprobs, no usable reply, or ``answer`` not offered).
     """
+    sure: float | None = None
     try:
         reply, cost = await ask(
-            ctx, schema, node, template, images, values, system=system, thinker=thinker, meta={"round": turn}
-        )
+            ctx, schema, node, template, images, values,
+            system=system, thinker=thinker, meta={"round": turn}, logprobs=ANSWER in tools,
+        )  # fmt: skip
     except ModelReplyError as exc:
         call, rule = instead
         cost, repair = fallback(exc, node, turn, rule)
@@ -128,7 +134,9 @@ async def choose_tool(
         value: Any = reply.value
         call, words = value.call.model_dump(), getattr(value, said)
         update = {"cost": cost, said: words, **relation.kept(value)}
-    return relation.settle(call, update, node, turn), words, update
+        if ANSWER in tools:
+            sure = option_probability(reply.tokens, reply.record.reply_text, ("call", "tool"), ANSWER, tools)
+    return relation.settle(call, update, node, turn), words, update, sure
 
 
 def next_step(call: dict[str, Any], update: dict[str, Any], tool: str, who: str) -> Command[Any]:
@@ -179,6 +187,9 @@ class Step:
     """Tool steps at most; this one may be the last."""
     relation: RelationStep
     """Whether the step asks the relation, and the window it is held to (None: the whole video)."""
+    unsure: float | None = None
+    """The server's P(answer) of an answer this step held back (below ``--confidence``): the step is asked
+    again with answering not on offer (None: a first ask)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +201,10 @@ class Ask:
     values: dict[str, Any]
     """Its own template values; the shared ones are added (question, choices, duration, seconds, relation)."""
     instead: tuple[dict[str, Any], str]
-    """The (call, rule) the step takes when no usable reply comes (:func:`choose_tool`)."""
+    """The (call, rule) the step takes when no usable reply comes (:func:`choose_tool`); never the answer when the
+    step is asked again after an answer held back."""
+    tools: Sequence[str]
+    """The tools the schema offers (``answer`` among them unless the step is asked again)."""
     heard: Heard | None = None
     """What hearing for the prompt cost and the lines it left (None: the step heard nothing)."""
 
@@ -214,6 +228,7 @@ async def think(
     anchor: Anchor | None,
     limit: int,
     window_s: float,
+    confidence: float,
     ask_for: Callable[[Step], Awaitable[Ask]],
 ) -> Command[Any]:
     """The thinker's step: its next tool call, or the answer once ``limit`` tool steps are ``taken`` or the budget is.
@@ -221,6 +236,10 @@ async def think(
     ``anchor``: where the relation's anchor was first seen (None: not yet); the step right after a tool
     saw it is held to the window of ``window_s`` seconds the relation names beside it. ``ask_for``
     builds the step's request (:class:`Ask`) only when the step asks.
+
+    Whether to answer is held to the server's P(answer) at the call's ``tool`` against ``confidence``
+    (:func:`~videoatlas.llm.logprobs.settled`): an answer below it is held back and the step is asked once
+    more without answering on offer; a tool call whose P(answer) reaches it (a threshold under 0.5) answers.
     """
     if len(taken) >= limit:
         return stop(forced(limit, thinker.unit))
@@ -231,31 +250,55 @@ async def think(
     beside = window(relation, anchor, duration, window_s) if anchor is not None else None
     held = beside if beside is not None and taken[-1].anchor is not None else None
     step = Step(number, limit, RelationStep(asked=relation is None, held=held, hold=thinker.hold))
-    request = await ask_for(step)
-    values = {
+    shared = {
         "question": state["question"],
         "choices": choices_block(state["choices"]),
         "duration": format_ts(duration, 0),
         "seconds": f"{duration:.1f}",
         "relation": relation_note(ctx.prompts, relation, anchor, beside),
-        **request.values,
     }
     emit(thinker.events[0], step=number)
-    call, words, update = await choose_tool(
+    call, words, update, sure = await _turn(thinker, ctx, step, shared, ask_for)
+    chose = call["tool"] == ANSWER
+    if chose and not settled(chose, sure, confidence):
+        emit("answer_held", step=number, p_answer=sure)
+        step = replace(step, unsure=sure)
+        note = ctx.prompts.note("answer_held.note", p=f"{sure:.2f}", threshold=f"{confidence:g}")
+        noted = {**shared, "relation": "\n".join(filter(None, [shared["relation"], note]))}
+        call, words, again, _ = await _turn(thinker, ctx, step, noted, ask_for)
+        repairs = [*update.get("repairs", []), *again.get("repairs", [])]
+        update = {**update, **again, "cost": update["cost"] + again["cost"], "repairs": repairs}
+    emit(thinker.events[1], step=number, tool=call["tool"], **{thinker.said: words})
+    if not chose and settled(chose, sure, confidence):
+        why = f"the {thinker.name} answered: P(answer) {sure:.2f} reached --confidence {confidence:g}"
+        return Command(goto=ANSWER, update={**update, "planned": None, "stop_reason": why})
+    return next_step(call, update, thinker.tool, thinker.name)
+
+
+async def _turn(
+    thinker: Thinker,
+    ctx: AgentContext,
+    step: Step,
+    shared: dict[str, Any],
+    ask_for: Callable[[Step], Awaitable[Ask]],
+) -> tuple[dict[str, Any], str, dict[str, Any], float | None]:
+    """One ask of the thinker at ``step``: the request its agent builds, with the values every thinker shares."""
+    request = await ask_for(step)
+    call, words, update, sure = await choose_tool(
         ctx,
         request.schema,
         request.images,
-        values,
+        {**shared, **request.values},
         node=thinker.node,
         template=thinker.template,
         system=thinker.system,
         thinker=thinker.name,
-        turn=number,
+        turn=step.number,
         said=thinker.said,
         instead=request.instead,
         relation=step.relation,
+        tools=request.tools,
     )
-    emit(thinker.events[1], step=number, tool=call["tool"], **{thinker.said: words})
     if request.heard is not None:
         update = with_heard(update, request.heard)
-    return next_step(call, update, thinker.tool, thinker.name)
+    return call, words, update, sure

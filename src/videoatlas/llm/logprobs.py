@@ -14,6 +14,10 @@ index of a choice (0 for A) or, for an open question, a string. So:
   before. Indices of more than one digit (eleven or more choices) are not read: no probabilities then.
 * **open question**: the answer's sequence probability, the product over the tokens of the string value
   of their probabilities.
+* **a stop** (the agents' ``--confidence``, :func:`settled`): a boolean field's P(true)
+  (:func:`flag_probability`: Video-RLM's ``sufficient``), or the probability that a string field at a path
+  names one option (:func:`option_probability`: a tool loop's ``call.tool`` is ``answer``, EEA's
+  ``step.action``), read at the string's first characters, where the options first differ.
 
 The tokens of a reasoning model's thinking may come first (a ``<think>`` block in the content, or the
 reasoning a server's parser took out of it): the reply is found at the end of the tokens' text, after
@@ -57,14 +61,28 @@ def read_tokens(raw: Any) -> tuple[TokenLogprob, ...]:
     return tuple(out)
 
 
+def value_start(text: str, path: Sequence[str]) -> int | None:
+    """Where the value of the key ``path`` (outermost key first) begins in the JSON object ``text``; None: not there.
+
+    ``("call", "tool")`` is the ``tool`` of the top-level ``call`` object; a key quoted inside a string value,
+    or one at another depth, is not it. The first such key counts.
+    """
+    keys: dict[int, str] = {}
+    for kind, at, end, depth in json_events(text):
+        if kind != "string":
+            continue
+        rest = text[end + 1 :].lstrip()
+        if not rest.startswith(":"):
+            continue  # a string value, not a key
+        keys = {d: k for d, k in keys.items() if d < depth} | {depth: text[at + 1 : end]}
+        if depth == len(path) and all(keys.get(d + 1) == key for d, key in enumerate(path)):
+            return len(text) - len(rest[1:].lstrip())
+    return None
+
+
 def answer_start(text: str, key: str = "answer") -> int | None:
     """Where the value of the top-level ``key`` begins in the JSON object ``text``; None when it has none."""
-    for kind, at, end, depth in json_events(text):
-        if kind == "string" and depth == 1 and text[at + 1 : end] == key:
-            rest = text[end + 1 :].lstrip()
-            if rest.startswith(":"):
-                return len(text) - len(rest[1:].lstrip())
-    return None
+    return value_start(text, (key,))
 
 
 def _offsets(tokens: Sequence[TokenLogprob], reply: str) -> tuple[list[int], int] | None:
@@ -79,17 +97,20 @@ def _offsets(tokens: Sequence[TokenLogprob], reply: str) -> tuple[list[int], int
     return starts, len(text) - len(reply)
 
 
-def _alternatives(tokens: Sequence[TokenLogprob], reply: str, key: str) -> list[tuple[str, float]] | None:
-    """What each alternative at the start of the reply's top-level ``key`` value spells there, with its probability.
+def _alternatives(
+    tokens: Sequence[TokenLogprob], reply: str, path: Sequence[str], inside: bool = False
+) -> list[tuple[str, float]] | None:
+    """What each alternative at the start of the reply's value at ``path`` spells there, with its probability.
 
-    None when the tokens do not end with the reply or it has no such key.
+    ``inside``: the value is a string, read from its first character (past the quote, where the strings it
+    could be first differ). None when the tokens do not end with the reply or it has no such key.
     """
     placed = _offsets(tokens, reply)
-    start = answer_start(reply, key)
-    if placed is None or start is None:
+    start = value_start(reply, path)
+    if placed is None or start is None or (inside and not reply[start:].startswith('"')):
         return None
     starts, base = placed
-    at = base + start
+    at = base + start + (1 if inside else 0)
     index = max(i for i, s in enumerate(starts) if s <= at)
     token = tokens[index]
     before = token.token[: at - starts[index]]  # what the token spells ahead of the value (e.g. ": ")
@@ -102,7 +123,7 @@ def _alternatives(tokens: Sequence[TokenLogprob], reply: str, key: str) -> list[
 
 def choice_probabilities(tokens: Sequence[TokenLogprob], reply: str, choices: int) -> list[float] | None:
     """P(choice i) for i < ``choices``, summing to 1, read where the reply's ``answer`` index starts (module doc)."""
-    spelled = _alternatives(tokens, reply, "answer")
+    spelled = _alternatives(tokens, reply, ("answer",))
     if spelled is None or not 1 < choices <= 10:
         return None
     mass = [0.0] * choices
@@ -116,12 +137,50 @@ def choice_probabilities(tokens: Sequence[TokenLogprob], reply: str, choices: in
 
 def flag_probability(tokens: Sequence[TokenLogprob], reply: str, key: str) -> float | None:
     """P(true) of the reply's top-level boolean ``key``, normalised over ``true`` and ``false`` where it starts."""
-    spelled = _alternatives(tokens, reply, key)
+    spelled = _alternatives(tokens, reply, (key,))
     if spelled is None:
         return None
     yes = sum(p for text, p in spelled if text and "true".startswith(text[:4]))
     no = sum(p for text, p in spelled if text and "false".startswith(text[:5]))
     return yes / (yes + no) if yes + no > 0 else None
+
+
+def option_probability(
+    tokens: Sequence[TokenLogprob], reply: str, path: Sequence[str], option: str, options: Sequence[str]
+) -> float | None:
+    """P(the string at ``path`` is ``option``), normalised over ``options``, where the string's first character is.
+
+    An alternative counts for the one option it starts spelling (``"ans`` for ``answer``); one that could
+    begin several options, or none, counts for none. None: nothing read there, or the reply's own token
+    there could begin several options (the options part later than one token: not read, never guessed).
+    """
+    spelled = _alternatives(tokens, reply, path, inside=True)
+    if spelled is None:
+        return None
+
+    def spells(text: str) -> list[str]:
+        head = text.split('"', 1)[0]
+        return [o for o in options if head and o.startswith(head)]
+
+    if len(spells(spelled[0][0])) != 1:  # the reply's own token first (the dict keeps it first)
+        return None
+    mass = {o: 0.0 for o in options}
+    for text, p in spelled:
+        named = spells(text)
+        if len(named) == 1:
+            mass[named[0]] += p
+    total = sum(mass.values())
+    return mass[option] / total if total > 0 and option in mass else None
+
+
+def settled(chose: bool, probability: float | None, threshold: float) -> bool:
+    """Whether a stop stands: the server's ``probability`` of it against ``threshold``; without one, the model's choice.
+
+    The rule every agent's stopping follows (``--confidence``): at 0.5 it is the model's own choice where
+    the choice is between two; above, a stop the model is less sure of searches on; below, a stop the model
+    leaned towards without taking is taken.
+    """
+    return chose if probability is None else probability >= threshold
 
 
 def sequence_probability(tokens: Sequence[TokenLogprob], reply: str) -> float | None:

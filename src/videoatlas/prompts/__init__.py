@@ -63,6 +63,8 @@ SHARED_SPEC: TemplateSpec = {
     # The reply format every agent's final decision asks for (runtime/calls.py: decision_values), by question kind.
     "format_choices.note": (frozenset(), frozenset()),
     "format_open.note": (frozenset(), frozenset()),
+    # A tool-loop step asked again after the answer it chose fell below --confidence (agents/tool_loop.py).
+    "answer_held.note": (frozenset({"p", "threshold"}), frozenset()),
     # What every agent's final decision is told of the question's time relation (agents/relation.py).
     "relation_none.note": (frozenset(), frozenset()),
     "relation_order.note": (frozenset({"kind"}), frozenset()),

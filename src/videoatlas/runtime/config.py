@@ -38,6 +38,16 @@ class AgentSettings(BaseModel):
         return None
 
 
+class StopsOnConfidence(AgentSettings):
+    """Settings of an agent that decides when to stop searching: its stop is held to the server's probability."""
+
+    confidence: float = Field(default=0.8, gt=0.0, le=1.0)
+    """A stop stands when the server's probability of it, read from its logprobs, is at least this (Video-RLM:
+    that the evidence suffices; EEA, VideoARM, VideoSeek: that the step's action is to answer); a server that
+    gives none leaves the model's own choice. Higher: a stop the model is less sure of searches on; below 0.5,
+    a stop it leaned towards without taking is taken (fewer calls)."""
+
+
 class RunConfig(BaseModel):
     """Every knob of a run (stored with the run, so it can be resumed and compared).
 

@@ -5,6 +5,11 @@ expand, any leaf of the tree (backtracking allowed), or answers. Past the round 
 run's budget spent, the answer follows without a call. A reply that cannot be used expands the
 candidate with the highest fused score, and that is recorded. The window beside a time relation's
 anchor, once seen, is expanded next without asking: the anchor found once bounds the search.
+
+Whether to answer is held to the server's probability that the step's ``action`` is ``answer``
+(:func:`~videoatlas.llm.logprobs.settled`, ``--confidence``): an answer below it expands the candidate
+with the highest fused score instead (the round's thought says so); an exploration whose P(answer)
+reaches it (a threshold under 0.5) answers. Without logprobs the policy's own choice stands.
 """
 
 from __future__ import annotations
@@ -30,12 +35,15 @@ from videoatlas.environment.render import ScratchTile
 from videoatlas.environment.timefmt import format_ts
 from videoatlas.errors import ModelReplyError
 from videoatlas.llm.images import ImagePart
+from videoatlas.llm.logprobs import option_probability, settled
 from videoatlas.runtime.calls import as_image, ask, budget_exhausted, choices_block, emit, fallback
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Repair
 
 TEMPERATURE = 0.5
 """The paper's sampling temperature for its model calls, kept for the policy's choice."""
+ACTIONS = ("explore", "answer")
+"""What the selection's ``step`` may do; whether it answers is held to the server's P(answer) (``--confidence``)."""
 
 
 async def memory_images(ctx: AgentContext, times: list[float], px: int | None = None) -> list[ImagePart]:
@@ -87,10 +95,11 @@ async def select(state: EEAState, runtime: Runtime[AgentContext]) -> Command[Lit
     }
     images = await memory_images(ctx, [m.time for m in memory])
     best = max(pool, key=lambda s: (s.fused, -s.id))
+    sure: float | None = None
     try:
         reply, cost = await ask(
             ctx, select_schema([s.id for s in pool]), "select", "select", images, values,
-            system=SYSTEM, thinker="searcher", meta={"round": round_no}, temperature=TEMPERATURE,
+            system=SYSTEM, thinker="searcher", meta={"round": round_no}, temperature=TEMPERATURE, logprobs=True,
         )  # fmt: skip
         value: Any = reply.value
         step, thought = value.step, value.thought
@@ -100,13 +109,22 @@ async def select(state: EEAState, runtime: Runtime[AgentContext]) -> Command[Lit
             detail = f"segment {step.segment} is no candidate: {best.id} (best score) expanded instead"
             repairs.append(Repair(node="select", round=round_no, kind="fallback", detail=detail))
             choice = best.id
+        sure = option_probability(reply.tokens, reply.record.reply_text, ("step", "action"), "answer", ACTIONS)
     except ModelReplyError as exc:
         cost, repair = fallback(exc, "select", round_no, f"the candidate with the best score ({best.id}) expanded")
         choice, thought, repairs = best.id, "(no usable selection)", [repair]
+    stop_reason = "the policy answered"
+    if choice is None and not settled(True, sure, settings.confidence):
+        # An answer the server is not sure enough of: the search goes on where the scores point.
+        thought = f"{thought} [answer held back: P(answer) {sure:.2f} below --confidence {settings.confidence:g}]"
+        choice = best.id
+    elif choice is not None and settled(False, sure, settings.confidence):
+        stop_reason = f"the policy answered: P(answer) {sure:.2f} reached --confidence {settings.confidence:g}"
+        choice = None
     chosen = "answer" if choice is None else f"segment {choice}"
     done = rounds[-1].model_copy(update={"choice": chosen, "thought": thought})
     emit("selected", round=round_no, segment=choice, thought=thought)
     update = {"cost": cost, "repairs": repairs, "rounds": [done], "selected": choice}
     if choice is None:
-        return Command(goto="answer", update={**update, "stop_reason": "the policy answered"})
+        return Command(goto="answer", update={**update, "stop_reason": stop_reason})
     return Command(goto="evaluate", update=update)

@@ -6,10 +6,10 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from videoatlas.runtime.config import AgentSettings, settings_reader
+from videoatlas.runtime.config import StopsOnConfidence, settings_reader
 
 
-class EEASettings(AgentSettings):
+class EEASettings(StopsOnConfidence):
     """How EEA searches (every value is part of the run's settings and its results' key)."""
 
     thinking_roles: ClassVar[tuple[str, ...]] = ("searcher",)

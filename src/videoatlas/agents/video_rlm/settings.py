@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from videoatlas import limits
 from videoatlas.environment.geometry import auto_max_depth
 from videoatlas.errors import BadInputError
-from videoatlas.runtime.config import AgentSettings, settings_reader
+from videoatlas.runtime.config import StopsOnConfidence, settings_reader
 
 if TYPE_CHECKING:
     from videoatlas.runtime.config import RunConfig
@@ -22,7 +22,7 @@ FINEST_BFS_STEP_S = 1.0
 span of the cells of the deepest level ``max_depth="auto"`` opens."""
 
 
-class VideoRLMSettings(AgentSettings):
+class VideoRLMSettings(StopsOnConfidence):
     """How Video-RLM searches."""
 
     thinking_roles: ClassVar[tuple[str, ...]] = ("master", "worker")
@@ -35,10 +35,6 @@ class VideoRLMSettings(AgentSettings):
     """Deepest grid level workers may open; auto: the first level whose cells are shorter than 1 s."""
     rounds: int = Field(default=4, ge=1, le=100)
     """Exploration rounds at most."""
-    confidence: float = Field(default=0.8, ge=0.5, le=1.0)
-    """The uncertainty analysis ends the search when the server's probability that the evidence is sufficient
-    (read from its logprobs where the reply says ``sufficient``) is at least this; a server that gives none
-    leaves the model's own yes or no. 0.5 is the model's yes at greedy decoding; higher asks it to be sure."""
     dfs_steps: int = Field(default=6, ge=1, le=50)
     """Steps per DFS worker."""
     bfs_steps: int = Field(default=1, ge=1, le=50)

@@ -100,6 +100,7 @@ async def control(state: ArmState, runtime: Runtime[AgentContext]) -> Command[Li
         anchor=anchor_of(memory, ctx.atlas),
         limit=settings.steps,
         window_s=window_s(ctx.atlas.duration, settings),
+        confidence=settings.confidence,
         ask_for=partial(step_ask, state, ctx, settings),
     )
 
@@ -121,18 +122,18 @@ async def step_ask(state: ArmState, ctx: AgentContext, settings: VideoArmSetting
         "step": step.number,
         "steps": step.limit,
     }
-    # Without a usable step: survey the whole video first, and once something is in memory, answer.
-    instead = (
-        ({"tool": "answer"}, "answer from the memory")
-        if memory
-        else ({"tool": "scene_snapper", "ranges": [], "num_frames": counts[0]}, "scene_snapper over the whole video")
-    )
+    # Without a usable step: survey the whole video first, and once something is in memory, answer (asked again
+    # after an answer held back: survey it, answering is not on offer then).
+    survey = ({"tool": "scene_snapper", "ranges": [], "num_frames": counts[0]}, "scene_snapper over the whole video")
+    instead = ({"tool": "answer"}, "answer from the memory") if memory and step.unsure is None else survey
+    if step.unsure is not None:
+        tools = [t for t in tools if t != "answer"]
     held = step.relation.held
     if held is not None:
         instead = ({"tool": "clip_analyzer", "start": held.start, "end": held.end, "question": ""}, "the window")
     relation = step.relation
     schema = step_schema(tools, ctx.atlas.duration, relation=relation.asked, window=relation.window, counts=counts)
-    return Ask(schema, await focus_images(state, ctx), values, instead)
+    return Ask(schema, await focus_images(state, ctx), values, instead, tools)
 
 
 def anchor_of(memory: list[Entry], atlas: VideoAtlas) -> Anchor | None:

@@ -17,7 +17,8 @@ MAX_RANGES = 4
 
 def _step_examples() -> Iterator[dict[str, Any]]:
     full = ("scene_snapper", "clip_analyzer", "audio_transcriber", "answer")
-    for tools in (full, full[:2] + full[3:], ("answer",)):
+    # every tool; deaf (no audio_transcriber); answering alone; asked again after an answer held back (no answer)
+    for tools in (full, full[:2] + full[3:], ("answer",), full[:3], full[:2]):
         for duration in (24.0, 36_000.0):
             yield {"tools": tools, "duration": duration}
             yield {"tools": tools, "duration": duration, "relation": True}

@@ -10,13 +10,13 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from videoatlas.runtime.config import AgentSettings, settings_reader
+from videoatlas.runtime.config import StopsOnConfidence, settings_reader
 
 SNAP_FRAMES = (30, 60, 90, 150)
 """The frame counts scene_snapper may be asked for (the paper samples 30 to 150)."""
 
 
-class VideoArmSettings(AgentSettings):
+class VideoArmSettings(StopsOnConfidence):
     """How VideoARM works (the paper's values by default)."""
 
     thinking_roles: ClassVar[tuple[str, ...]] = ("controller", "tools")

@@ -42,6 +42,7 @@ async def plan(state: SeekState, runtime: Runtime[AgentContext]) -> Command[Lite
         anchor=anchor_of(turns),
         limit=settings.turns,
         window_s=window_s(ctx.atlas.duration, settings),
+        confidence=settings.confidence,
         ask_for=partial(turn_ask, state, ctx, settings),
     )
 
@@ -64,17 +65,21 @@ async def turn_ask(state: SeekState, ctx: AgentContext, settings: VideoSeekSetti
     }
     held = step.relation.held
     # Without a usable plan: look at the whole video first, and once that was done, answer; the window when one holds.
+    # Asked again after an answer held back: a skim of the whole video (or of the window) instead of answering.
     looked = any(t.tool == "overview" for t in turns)
     instead = (
         ({"tool": "answer"}, "answer from what was reported")
         if looked
         else ({"tool": "overview"}, "an overview of the whole video")
     )
+    if looked and step.unsure is not None:
+        instead = (skim_of(Interval(0.0, ctx.atlas.duration)), "a skim of the whole video")
     if held is not None:
         instead = (skim_of(held), "a skim of the window beside the anchor")
-    tools = TOOLS if held is None else tuple(t for t in TOOLS if t != "overview")
+    dropped = {*(["overview"] if held is not None else []), *(["answer"] if step.unsure is not None else [])}
+    tools = tuple(t for t in TOOLS if t not in dropped)
     schema = turn_schema(tools, ctx.atlas.duration, relation=step.relation.asked, window=step.relation.window)
-    return Ask(schema, [], values, instead, heard)
+    return Ask(schema, [], values, instead, tools, heard)
 
 
 def window_s(duration: float, settings: VideoSeekSettings) -> float:

@@ -12,7 +12,9 @@ from videoatlas.state.schemas import one_of, reply_schema, some_of, text
 
 
 def _turn_examples() -> Iterator[dict[str, Any]]:
-    for tools in (("overview", "skim", "focus", "answer"), ("skim", "focus", "answer"), ("answer",)):
+    full = ("overview", "skim", "focus", "answer")
+    # every tool; the window's (no overview); answering alone; asked again after an answer held back (no answer)
+    for tools in (full, full[1:], ("answer",), full[:3], full[1:3]):
         for duration in (60.0, 36_000.0):
             yield {"tools": tools, "duration": duration}
             yield {"tools": tools, "duration": duration, "relation": True}

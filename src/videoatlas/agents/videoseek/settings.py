@@ -6,10 +6,10 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from videoatlas.runtime.config import AgentSettings, settings_reader
+from videoatlas.runtime.config import StopsOnConfidence, settings_reader
 
 
-class VideoSeekSettings(AgentSettings):
+class VideoSeekSettings(StopsOnConfidence):
     """How VideoSeek looks (the paper's values by default)."""
 
     thinking_roles: ClassVar[tuple[str, ...]] = ("planner", "looker")

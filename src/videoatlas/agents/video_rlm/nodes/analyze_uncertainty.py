@@ -38,7 +38,7 @@ from videoatlas.environment.geometry import (
     parse_path,
 )
 from videoatlas.errors import BadInputError, ModelReplyError
-from videoatlas.llm.logprobs import flag_probability
+from videoatlas.llm.logprobs import flag_probability, settled
 from videoatlas.runtime.calls import ask, budget_exhausted, emit, fallback, labelled
 from videoatlas.runtime.context import AgentContext
 from videoatlas.state.models import Evidence, Repair, zones_as_intervals
@@ -128,7 +128,7 @@ async def analyze_uncertainty(
     said = bool(value.sufficient) if value else False
     check = RoundCheck(
         round=round_no,
-        sufficient=said if sure is None else sure >= settings.confidence,
+        sufficient=settled(said, sure, settings.confidence),
         p_sufficient=None if sure is None else round(sure, 4),
         reasoning=value.reasoning if value else "the analysis could not be read; searching on",
         statuses=[f"{s.choice}:{s.status}" for s in value.statuses] if value else [],
