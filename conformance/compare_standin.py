@@ -3,12 +3,12 @@
 On the embeddings, transcription and decisions routes, each probe is one of our clients' requests
 (``EmbeddingsClient``: texts in ``input``, an image in ``messages``, ``encoding_format`` float;
 ``Transcriber``: a WAV with ``model``, ``language``, ``response_format``, ``timestamp_granularities[]`` and
-``temperature``; a decision: a text, and a choice, a predicate and a score question) with at most one field
-changed. It goes to vLLM 0.33.0's own routes in-process, up to the engine (:mod:`vllm_routes`), and to a
-stand-in server (serving decisions) on a thread of its own; what matters is whether each accepts it. A probe
-of a field our clients send must get the same verdict from both, or the script exits 1; a probe of a field
-they never send is reported as a known difference (the stand-in cannot give what vLLM would, such as binary
-vectors).
+``temperature``; a decision: a text, and a choice, a predicate and a score question; and a final decision's read
+as ``llm/decisions.py`` makes it) with at most one field changed. It goes to vLLM 0.33.0's own routes
+in-process, up to the engine (:mod:`vllm_routes`), and to a stand-in server (serving decisions) on a thread of
+its own; what matters is whether each accepts it. A probe of a field our clients send must get the same
+verdict from both, or the script exits 1; a probe of a field they never send is reported as a known difference
+(the stand-in cannot give what vLLM would, such as binary vectors).
 
     VLLM_TARGET_DEVICE=cpu .venv-vllm/bin/python conformance/compare_standin.py
 """
@@ -150,9 +150,17 @@ def decision_probes() -> list[Probe]:
         ("a model not served", {"model": "not-served"}),
         ("a null name", {"questions": [{**choice, "name": None}]}),
     ]
-    return [Probe("decisions: our request", d, body)] + [
+    return [Probe("decisions: our request", d, body), Probe("decisions: a final decision's read", d, final_read())] + [
         Probe(f"decisions: {name}", d, {**body, **change}) for name, change in changes
     ]
+
+
+def final_read() -> dict[str, Any]:
+    """The request a text-only final decision sends, made by the client's own code (``llm/decisions.py``)."""
+    from videoatlas.llm.decisions import choice_body
+
+    text = "You answer questions about a video.\n\nQuestion: Which gate?\nChoices:\nA. A7\nB. B12\n\nSaid: B12."
+    return choice_body(MODEL, text, "Which of the choices answers the question: Which gate?", ["A7", "B12"], "answer")
 
 
 def _send(client: Any, probe: Probe, model: str) -> tuple[int, str]:

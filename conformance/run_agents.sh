@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Answer real questions about the demo video with every agent and mode, against stand-in servers that
-# record every chat, embeddings and transcription request they receive (`videoatlas standin --record FILE`);
-# check_requests.py then checks each recorded request with vLLM's own code.
+# record every chat, embeddings, transcription and decisions request they receive (`videoatlas standin --record
+# FILE`); check_requests.py then checks each recorded request with vLLM's own code.
 #
 #   bash conformance/run_agents.sh OUT_DIR
 #
@@ -164,6 +164,18 @@ run uniform 1 --agent uniform
 speech uniform-speech-full 1 --agent uniform --speech full
 stop_servers
 
+# A server with the Decisions API (as vLLM 0.33 serving Qwen3.5 with --logprobs-mode raw_logprobs): VideoSeek's final
+# decision is over text only, so its probabilities come from one POST /v1/decisions read of the decision's text,
+# whose body check_requests.py checks with vLLM's own router. (The plain servers answer decisions 501, as vLLM does
+# for a model without them: each run's first text-only decision sends one request, which is checked too.)
+if has_option standin --decisions; then
+    start_server decisions --decisions || exit 1
+    run videoseek-decisions 1 --agent videoseek
+    stop_servers
+else
+    skip decisions "this checkout has no 'standin --decisions' yet"
+fi
+
 # Reasoning servers: vLLM with a reasoning parser (field) and without one (<think> tags), thinking on and off.
 if has_option standin --reasoning && has_option ask --thinking; then
     for mode in field tags; do
@@ -183,7 +195,8 @@ fi
 # Requests recorded, by route (a line without an endpoint is a chat request, as stand-ins before v11 wrote them).
 REQUESTS=$("$PY" - "$OUT" <<'EOF'
 import glob, json, sys
-names = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings", "/v1/audio/transcriptions": "transcription"}
+names = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings", "/v1/audio/transcriptions": "transcription",
+         "/v1/decisions": "decisions"}
 counts = dict.fromkeys(names.values(), 0)
 for path in sorted(glob.glob(sys.argv[1] + "/requests-*.jsonl")):
     for line in open(path, encoding="utf-8"):

@@ -58,6 +58,7 @@ SHARED_SOURCES = (
     "videoatlas.environment.video",
     "videoatlas.llm.chat_model",
     "videoatlas.llm.client",
+    "videoatlas.llm.decisions",
     "videoatlas.llm.images",
     "videoatlas.llm.logprobs",
     "videoatlas.state.portable",

@@ -3,6 +3,26 @@
 An agent brings what the call shows (images, template values, the labels an answer may cite) and
 how a cited label becomes evidence; asking, the progress events, a failed reply recorded as the
 run's result (never guessed) and the result's shape are written here once.
+
+The answer comes with the server's probability of each choice, from one of two reads (the answer, its
+reasoning and its citations always come from the chat reply):
+
+* **``/v1/decisions``**, for a multiple-choice decision over text only (a call with no images; VideoSeek's
+  today) on an endpoint that serves it (:mod:`videoatlas.llm.decisions`: vLLM 0.33 for Qwen3 and Qwen3.5 with
+  ``--logprobs-mode raw_logprobs`` or ``processed_logprobs``; detected on the first decision, remembered for
+  the process). One read, before the chat call, of the same text the chat call shows (system and user
+  prompts), asking which choice answers the question (``decision_question.note``), each choice's text an
+  option. That probability is conditioned on the text alone: it is the model's before any judgement the
+  reply then writes (the reply's judgements of each choice do not move it), with thinking off, and the
+  chat answer may differ from its most likely choice (``confidence`` is the chat answer's).
+* **The reply's token log-probabilities** everywhere else (images, an endpoint without decisions, a model that
+  is no HTTP endpoint): the chat call asks for ``logprobs`` and the distribution is read where the reply's
+  ``answer`` index starts (:mod:`videoatlas.llm.logprobs`), after the judgements the reply writes before it:
+  conditioned on them. An open question's answer carries its sequence probability (decisions have no open
+  question).
+
+Both are rounded to 4 places; ``confidence`` is the chosen answer's. The decisions read is a model call of
+its own: recorded in the trace (schema ``Decisions``) and counted in the run's cost.
 """
 
 from __future__ import annotations
@@ -16,7 +36,15 @@ from videoatlas.errors import EndpointError, ModelReplyError
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
 from videoatlas.llm.logprobs import choice_probabilities, sequence_probability
-from videoatlas.runtime.calls import ask, decision_values, emit, failed_call_cost, labelled, with_heard
+from videoatlas.runtime.calls import (
+    ask,
+    decision_values,
+    emit,
+    failed_call_cost,
+    labelled,
+    read_choice,
+    with_heard,
+)
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.speech import Heard
 from videoatlas.state.models import Cost, Evidence
@@ -101,18 +129,27 @@ async def decide_final(
     endpoint that fails) ends the run with no answer and the error as its reasoning, never a guess.
     An open reply that says it found no answer (:func:`~videoatlas.state.schemas.declined`) ends it
     with no answer and ``declined`` set: unanswered, not a failed reply.
-    The server's own probabilities come with the answer (:func:`answer_probabilities`).
+    The server's own probabilities come with the answer: from ``/v1/decisions`` for a text-only choice on an
+    endpoint that serves it, else from the reply's token log-probabilities (:func:`answer_probabilities`;
+    the module doc says what each is conditioned on).
     ``evidence``: the evidence the result records (None: the state's evidence is left as it is).
     """
     emit(DECIDE_EVENT)
     schema = decision_schema(len(call.choices), list(call.labels))
+    read: list[float] | None = None
+    spent = Cost()
     try:
+        if call.choices and not call.images:
+            read, spent = await read_choice(
+                ctx, call.node, call.template, call.values,
+                system=call.system, thinker=call.thinker, choices=call.choices,
+            )  # fmt: skip
         reply, cost = await ask(
             ctx, schema, call.node, call.template, call.images, call.values,
-            system=call.system, thinker=call.thinker, logprobs=True,
+            system=call.system, thinker=call.thinker, logprobs=read is None,
         )  # fmt: skip
     except (ModelReplyError, EndpointError) as exc:
-        failed = failed_call_cost(exc)
+        failed = spent + failed_call_cost(exc)
         reason = f"no valid {call.step}: {exc}"
         return _result("", None, reason, [], evidence, failed, f"{call.stop}; {call.step} failed", call.extra)
     value: Any = reply.value
@@ -121,10 +158,22 @@ async def decide_final(
     index, answer = (None, "") if gave_up else decided(value, call.choices)
     emit("answer", answer=answer, index=index, grounded=bool(cited) and not gave_up, declined=gave_up)
     recorded = found if found is not None else evidence
-    probabilities, confidence = (None, None) if gave_up else answer_probabilities(reply, len(call.choices), index)
+    if gave_up:
+        probabilities, confidence = None, None
+    elif read is not None:
+        probabilities, confidence = read_probabilities(read, index)
+    else:
+        probabilities, confidence = answer_probabilities(reply, len(call.choices), index)
     return _result(
-        answer, index, value.reasoning, cited, recorded, cost, call.stop, call.extra, gave_up, probabilities, confidence
-    )
+        answer, index, value.reasoning, cited, recorded, spent + cost, call.stop, call.extra, gave_up,
+        probabilities, confidence,
+    )  # fmt: skip
+
+
+def read_probabilities(read: Sequence[float], index: int | None) -> tuple[list[float], float | None]:
+    """The decisions read's per-choice probabilities (rounded to 4 places) and the chosen answer's."""
+    probabilities = [round(p, 4) for p in read]
+    return probabilities, probabilities[index] if index is not None else None
 
 
 def answer_probabilities(reply: Reply[Any], choices: int, index: int | None) -> tuple[list[float] | None, float | None]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import httpx
 import openai
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -150,6 +151,14 @@ class OpenAICompatibleChat(BaseChatModel):
         """The model ids the endpoint lists at ``GET /models``."""
         page = await self.async_client.models.list()
         return [m.id for m in page.data]
+
+    async def post_route(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        """POST the JSON ``body`` to another route of the endpoint (``path`` under its base URL: ``/decisions``).
+
+        Through the chat calls' client (its address, key and timeout, no retries of its own): an HTTP error
+        raises as theirs do (``openai.APIStatusError``), for the caller's transport policy to read.
+        """
+        return await self.async_client.post(path, cast_to=httpx.Response, body=body)
 
     async def aclose(self) -> None:
         """Close the HTTP connection pools."""

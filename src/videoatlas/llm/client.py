@@ -6,21 +6,23 @@ pydantic schema, sent as ``response_format`` (json_schema). A reply that does no
 repaired locally (fences, stray text, trailing commas); failing that, the model is asked once
 more with the validation error; failing that, :class:`ModelReplyError`. Never a random fallback.
 
-Requests (the calls and the model listing) go through the one transport policy
-(:mod:`videoatlas.llm.transport`): connection errors, timeouts, HTTP 408, 409, 429 and 5xx are
-retried with exponential backoff and full jitter, other 4xx answers are not; an endpoint that
-answered before and stops answering is waited for instead, and past the patience its calls raise
-:class:`~videoatlas.errors.EndpointDownError`.
+Requests (the calls, the model listing, and the reads of ``/v1/decisions``: :meth:`VLMClient.read_choice`)
+go through the one transport policy (:mod:`videoatlas.llm.transport`): connection errors, timeouts, HTTP
+408, 409, 429 and 5xx are retried with exponential backoff and full jitter, other 4xx answers are not; an
+endpoint that answered before and stops answering is waited for instead, and past the patience its calls
+raise :class:`~videoatlas.errors.EndpointDownError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import httpx
 import openai
 import structlog
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -34,6 +36,7 @@ from videoatlas.errors import (
     ModelReplyError,
     VideoAtlasError,
 )
+from videoatlas.llm import decisions
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.images import ImagePart, check_limits, image_tokens, merged_patch_px
 from videoatlas.llm.logprobs import TOP_LOGPROBS, TokenLogprob
@@ -59,6 +62,15 @@ class Reply(Generic[T]):
     record: CallRecord
     tokens: tuple[TokenLogprob, ...] = ()
     """The reply's tokens with their log-probabilities, when the call asked for them (``logprobs``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceRead:
+    """Each option's probability as the endpoint's ``/v1/decisions`` read a text, and the record of that call."""
+
+    probabilities: tuple[float, ...]
+    """P(option i), in the order asked, summing to 1 (:func:`~videoatlas.llm.decisions.read_choice_answer`)."""
+    record: CallRecord
 
 
 def _usage(message: BaseMessage) -> tuple[int, int, int]:
@@ -164,29 +176,140 @@ class VLMClient:
         try:
             value, tokens = await self._ask(schema, messages, record, temperature, logprobs)
             return Reply(value, record, tokens)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            record.outcome = CANCELLED  # the run was stopped while the call waited: no error of the call's
-            raise
         except BaseException as exc:
-            record.outcome = "failed"
-            record.error = record.error or f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, VideoAtlasError):
-                exc.record = record
+            self._failed(record, exc)
             raise
         finally:
-            record.latency_s = time.perf_counter() - began
-            self.totals.add(record)
-            if self.on_record is not None:
-                self.on_record(record)
-            log.debug(
-                "model_call",
-                node=node,
-                schema=record.schema,
-                outcome=record.outcome,
-                prompt_tokens=record.prompt_tokens,
-                cached=record.cached_tokens,
-                latency_s=round(record.latency_s, 3),
+            self._finish(record, began)
+
+    def _finish(self, record: CallRecord, began: float) -> None:
+        """A call has ended, however: its latency, the totals, whoever hears of records, the log."""
+        record.latency_s = time.perf_counter() - began
+        self.totals.add(record)
+        if self.on_record is not None:
+            self.on_record(record)
+        log.debug(
+            "model_call",
+            node=record.node,
+            schema=record.schema,
+            outcome=record.outcome,
+            prompt_tokens=record.prompt_tokens,
+            cached=record.cached_tokens,
+            latency_s=round(record.latency_s, 3),
+        )
+
+    @staticmethod
+    def _failed(record: CallRecord, exc: BaseException) -> None:
+        """How a call that raised ``exc`` ended, in its record (and the record on the error, for its cost)."""
+        if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+            record.outcome = CANCELLED  # the run was stopped while the call waited: no error of the call's
+            return
+        record.outcome = "failed"
+        record.error = record.error or f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, VideoAtlasError):
+            exc.record = record
+
+    async def read_choice(
+        self,
+        *,
+        text: str,
+        instructions: str,
+        options: Sequence[str],
+        node: str = "",
+        meta: dict[str, Any] | None = None,
+        role: str = "",
+    ) -> ChoiceRead | None:
+        """Each option's probability as the endpoint's ``/v1/decisions`` reads ``text`` (:mod:`.decisions`).
+
+        One ``choice`` question (``instructions``; each of ``options`` is a value). None where the endpoint
+        does not serve the route (detected on the first decision to it, remembered for the process) and for
+        a model that is no HTTP endpoint (a fake in tests). Any other failure raises as :meth:`ask`'s do
+        (:class:`EndpointError`, :class:`~videoatlas.errors.EndpointDownError`). The call is recorded and
+        counted as a chat call is; a request that only found the route missing is no call and is not.
+        """
+        post = getattr(self.model, "post_route", None)
+        if post is None:
+            return None
+        async with decisions.detection(self.settings) as verdict:
+            if verdict is False:
+                return None
+            record = CallRecord(
+                node=node, schema=decisions.SCHEMA, started_at=time.time(), meta=dict(meta or {}), role=role
             )
+            body = decisions.choice_body(self.settings.model, text, instructions, options, "answer")
+            began = time.perf_counter()
+            if verdict and self.on_start is not None:
+                self.on_start(record)  # a detecting request is told of once it is known to be a call
+            try:
+                answer = await self._decide(post, body, options, record)
+            except BaseException as exc:
+                self._failed(record, exc)
+                if not verdict and self.on_start is not None:
+                    self.on_start(record)
+                self._finish(record, began)
+                raise
+            if answer is None:
+                return None
+            if not verdict and self.on_start is not None:
+                self.on_start(record)
+            record.outcome = "ok"
+            self._finish(record, began)
+            return ChoiceRead(answer.probabilities, record)
+
+    async def _decide(
+        self,
+        post: Callable[[str, dict[str, Any]], Awaitable[httpx.Response]],
+        body: dict[str, Any],
+        options: Sequence[str],
+        record: CallRecord,
+    ) -> decisions.ChoiceAnswer | None:
+        """One decisions request through the transport; None (remembered) when the endpoint has no such route."""
+        missing: list[openai.APIStatusError] = []
+
+        async def request() -> httpx.Response | None:
+            record.attempts += 1
+            async with self._semaphore:
+                try:
+                    return await post(decisions.ROUTE, body)
+                except openai.APIStatusError as exc:
+                    if not decisions.not_served(exc):
+                        raise
+                    missing.append(exc)  # an answer, not a failure: no retry, no outage
+                    return None
+
+        def retried() -> None:
+            record.retries += 1
+
+        def exhausted(exc: Exception, attempts: int) -> Exception:
+            return EndpointError(
+                f"the decisions route of VLM endpoint {self.settings.base_url} failed after {attempts} attempts: "
+                f"{describe(exc)}"
+            )
+
+        try:
+            response = await self.transport.send(request, exhausted, retried)
+        except openai.APIStatusError as exc:  # a refusal: the request is wrong (ours to fix)
+            where = f"node {record.node}: " if record.node else ""
+            raise EndpointError(
+                f"{where}HTTP {exc.status_code}, the VLM endpoint refused the decisions request: "
+                f"{server_message(exc)} (endpoint {self.settings.base_url})"
+            ) from None
+        if response is None:
+            decisions.remember(self.settings, False, decisions.not_served_reason(missing[-1]))
+            return None
+        try:
+            payload = response.json()
+            answer = decisions.read_choice_answer(payload, options)
+        except ValueError as exc:
+            raise EndpointError(
+                f"the VLM endpoint at {self.settings.base_url} sent an unreadable decisions answer: {exc}"
+            ) from None
+        decisions.remember(self.settings, True, f"HTTP {response.status_code}")
+        record.prompt_tokens += answer.input_tokens
+        record.cached_tokens += answer.cached_tokens
+        record.completion_tokens += answer.output_tokens
+        record.reply_text = json.dumps(payload["answers"], ensure_ascii=False)
+        return answer
 
     async def _ask(
         self,

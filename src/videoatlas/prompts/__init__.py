@@ -63,6 +63,8 @@ SHARED_SPEC: TemplateSpec = {
     # The reply format every agent's final decision asks for (runtime/calls.py: decision_values), by question kind.
     "format_choices.note": (frozenset(), frozenset()),
     "format_open.note": (frozenset(), frozenset()),
+    # The question a text-only final decision asks of /v1/decisions, where the server serves it (agents/decision.py).
+    "decision_question.note": (frozenset({"question"}), frozenset()),
     # A tool-loop step asked again after the answer it chose fell below --confidence (agents/tool_loop.py).
     "answer_held.note": (frozenset({"p", "threshold"}), frozenset()),
     # What every agent's final decision is told of the question's time relation (agents/relation.py).

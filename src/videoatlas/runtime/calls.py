@@ -137,6 +137,49 @@ async def ask(
     return reply, cost
 
 
+async def read_choice(
+    ctx: AgentContext,
+    node: str,
+    template: str,
+    values: dict[str, Any],
+    *,
+    system: str,
+    thinker: str,
+    choices: Sequence[str],
+) -> tuple[list[float] | None, Cost]:
+    """The server's probability of each choice, from one ``/v1/decisions`` read of a text-only call's text.
+
+    The text is what :func:`ask` would send with the same templates and no images: the system prompt and
+    the user text, a blank line apart. The question is the prompt set's ``decision_question.note`` on the
+    values' ``question``; each choice's text is an option. (None, no cost) where the endpoint does not serve
+    decisions (:meth:`~videoatlas.llm.client.VLMClient.read_choice`). The call's tokens count as :func:`ask`'s
+    do, under ``thinker``; a failed one's are settled in the ledger before its error goes on.
+    """
+    said = ctx.prompts.call(system, template, values, k=ctx.config.k)
+    text = "\n\n".join(part for part in (said.system.rstrip("\n"), said.head + said.user) if part)
+    instructions = ctx.prompts.note("decision_question.note", question=values["question"])
+    try:
+        read = await ctx.vlm.read_choice(
+            text=text, instructions=instructions, options=choices, node=node, meta=said.labels, role=thinker
+        )
+    except BaseException as exc:
+        ctx.ledger.settle(None, failed_call_cost(exc))
+        raise
+    if read is None:
+        return None, Cost()
+    record = read.record
+    tokens = record.prompt_tokens + record.completion_tokens
+    cost = Cost(
+        calls=1,
+        prompt_tokens=record.prompt_tokens,
+        completion_tokens=record.completion_tokens,
+        cached_tokens=record.cached_tokens,
+        tokens_by_role={thinker: tokens} if tokens else {},
+    )
+    ctx.ledger.settle(None, cost)
+    return list(read.probabilities), cost
+
+
 def frame_ledger(images: Sequence[ImagePart]) -> dict[str, Any]:
     """What a call's images add to the run's frame ledger: frames sent, and which moments (ms) they show."""
     return {
