@@ -129,7 +129,7 @@ def test_a_flag_two_agents_share_says_what_it_means_for_each(monkeypatch: pytest
     assert anchors.help == "one: Anchors per expansion (default 3); two: Marks on the grid (default off)"
     assert anchors.metavar == "N|off|marks"
     [depth] = [a for a in parser._actions if "--depth" in a.option_strings]
-    assert depth.help == "How deep (default 1)"  # one meaning: said once
+    assert depth.help == "How deep (default 1) [also with --agent two]"  # one meaning: said once, with who has it
     assert parser.parse_args(["--anchors", "marks"]).setting__anchors == "marks"
 
 

@@ -245,7 +245,11 @@ def add_agent_options(p: argparse.ArgumentParser, with_settings: bool = True) ->
             metavar = setting_metavar(info.annotation)
             if flag in seen:  # two agents with a setting of one name share its flag; its help says what each means
                 action, first, first_help = seen[flag]
-                if help_text != first_help:
+                if help_text == first_help and action.help is not None:  # one meaning: the help names who has it
+                    head, _, also = action.help.partition(" [also with --agent ")
+                    names = [*also.rstrip("]").split(", "), name] if also else [name]
+                    action.help = f"{head} [also with --agent {', '.join(names)}]"
+                elif help_text != first_help:
                     if not action.help or not action.help.startswith(f"{first}: "):
                         action.help = f"{first}: {first_help}"
                         action.metavar = str(action.metavar)
