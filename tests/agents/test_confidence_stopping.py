@@ -137,3 +137,10 @@ def test_every_searching_agent_shares_one_confidence_setting_with_its_default() 
         with pytest.raises(ValueError):
             settings(confidence=0.0)
     assert RunConfig.of(agent="videoseek", confidence=0.3).settings["confidence"] == 0.3
+
+
+def test_an_answer_held_back_has_a_progress_line() -> None:
+    from videoatlas.agents.registry import describe_event
+
+    held = {"event": "answer_held", "step": 2, "p_answer": 0.79, "threshold": 0.8}
+    assert describe_event(held) == "step 2: answer held back (P(answer) 0.79 below 0.8); asking again"

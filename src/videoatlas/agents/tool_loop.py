@@ -22,6 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, Field, JsonValue, create_model
 
+from videoatlas.agents import decision
 from videoatlas.agents.relation import RELATION_FIELDS, Anchor, Relation, RelationStep, relation_note, window
 from videoatlas.environment.geometry import Interval
 from videoatlas.environment.timefmt import format_ts
@@ -37,6 +38,8 @@ from videoatlas.state.schemas import text
 
 ANSWER = "answer"
 """The final decision's node (the thinker's other way out)."""
+HELD_EVENT = "answer_held"
+"""The progress event of an answer held back (below ``--confidence``): the step is asked again."""
 SAID_CHARS = 1200
 """The longest thought or reason a thinker's step may give beside its call."""
 
@@ -261,7 +264,7 @@ async def think(
     call, words, update, sure = await _turn(thinker, ctx, step, shared, ask_for)
     chose = call["tool"] == ANSWER
     if chose and not settled(chose, sure, confidence):
-        emit("answer_held", step=number, p_answer=sure)
+        emit(HELD_EVENT, step=number, p_answer=sure, threshold=confidence)
         step = replace(step, unsure=sure)
         note = ctx.prompts.note("answer_held.note", p=f"{sure:.2f}", threshold=f"{confidence:g}")
         noted = {**shared, "relation": "\n".join(filter(None, [shared["relation"], note]))}
@@ -302,3 +305,11 @@ async def _turn(
     if request.heard is not None:
         update = with_heard(update, request.heard)
     return call, words, update, sure
+
+
+def describe_event(event: dict[str, Any]) -> str | None:
+    """The progress line of an answer held back, else the final decision's (None for any other event)."""
+    if event.get("event") == HELD_EVENT:
+        p, threshold = event.get("p_answer"), event.get("threshold")
+        return f"step {event.get('step')}: answer held back (P(answer) {p:.2f} below {threshold:g}); asking again"
+    return decision.describe_event(event)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from videoatlas.agents import decision
+from videoatlas.agents import tool_loop
 from videoatlas.agents.page import PageContext, timeline
 from videoatlas.agents.videoarm.control import CALLED_EVENT, STEP_EVENT
 from videoatlas.agents.videoarm.views import entry_header, heard_line, seen_text
@@ -88,4 +88,4 @@ def describe_event(event: dict[str, Any]) -> str | None:
     if event.get("event") == CALLED_EVENT:
         reason = model_words(str(event.get("reason") or ""), 100)
         return f"step {event.get('step')}: {event.get('tool')}" + (f"; the model's reason: {reason}" if reason else "")
-    return decision.describe_event(event)
+    return tool_loop.describe_event(event)

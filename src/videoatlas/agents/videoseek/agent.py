@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from videoatlas.agents import decision
+from videoatlas.agents import tool_loop
 from videoatlas.agents.base import Agent
 from videoatlas.agents.relation import RELATION_NOTES
 from videoatlas.agents.videoseek import trace
@@ -18,7 +18,7 @@ AGENT = Agent(
     Settings,
     views=AgentViews.of(
         trace,
-        describe_event=decision.describe_event,
+        describe_event=tool_loop.describe_event,
         decision_node="answer",
     ),
     defaulted_templates=RELATION_NOTES,
