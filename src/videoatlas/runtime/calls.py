@@ -149,13 +149,16 @@ async def read_choice(
 ) -> tuple[list[float] | None, Cost]:
     """The server's probability of each choice, from one ``/v1/decisions`` read of a text-only call's text.
 
-    The text is what :func:`ask` would send with the same templates and no images: the system prompt and
-    the user text, a blank line apart. The question is the prompt set's ``decision_question.note`` on the
-    values' ``question``; each choice's text is an option. (None, no cost) where the endpoint does not serve
-    decisions (:meth:`~videoatlas.llm.client.VLMClient.read_choice`). The call's tokens count as :func:`ask`'s
-    do, under ``thinker``; a failed one's are settled in the ledger before its error goes on.
+    The text is what :func:`ask` would send with the same templates and no images, less the reply format
+    note: the system prompt and the user text, a blank line apart. The question is the prompt set's
+    ``decision_question.note`` on the values' ``question``; each choice's text is an option. (None, no cost)
+    where the endpoint does not serve decisions (:meth:`~videoatlas.llm.client.VLMClient.read_choice`). The
+    call's tokens count as :func:`ask`'s do, under ``thinker``; a failed one's are settled in the ledger before
+    its error goes on.
     """
-    said = ctx.prompts.call(system, template, values, k=ctx.config.k)
+    # Without the chat reply's format note: the read asks for one option's letter (vLLM's own instruction), and a
+    # note asking for JSON with an index would contradict it in the model's prompt.
+    said = ctx.prompts.call(system, template, {**values, "format": ""}, k=ctx.config.k)
     text = "\n\n".join(part for part in (said.system.rstrip("\n"), said.head + said.user) if part)
     instructions = ctx.prompts.note("decision_question.note", question=values["question"])
     try:
