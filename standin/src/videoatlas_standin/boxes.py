@@ -110,9 +110,7 @@ def detect_text_lines(rgb: np.ndarray, min_text_px: int, max_px: int | None = No
     pieces = []
     for contour in contours:
         x, y, w, h = cv2.boundingRect(contour)
-        if h < min_text_px or h > height * 0.4 or w > width * 0.98 or w < 2:
-            continue
-        if max_px is not None and h > max_px:
+        if h < min_text_px or h > height * 0.4 or w > width * 0.98 or w < 2 or (max_px is not None and h > max_px):
             continue
         fill = float(binary[y : y + h, x : x + w].mean()) / 255
         if not 0.12 <= fill <= 0.9:  # outlines of large solid shapes are sparse

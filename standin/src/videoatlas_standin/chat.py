@@ -27,6 +27,7 @@ from aiohttp import web
 
 from videoatlas_standin import contract, faults, jsontext, logprobs, policy, record, tools
 from videoatlas_standin.context import ServerContext
+from videoatlas_standin.contract import Refusal
 from videoatlas_standin.messages import read_prompt
 from videoatlas_standin.perception import ReadCancelled, Sight
 from videoatlas_standin.thinking import reasoning_text
@@ -73,72 +74,47 @@ async def chat(standin: ServerContext, request: web.Request) -> web.StreamRespon
         standin.stats.in_flight -= 1
 
 
-def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
-    # The OpenAI error body, field for field.
-    body = {"error": dict(message=message, type=kind, param=param, code=status)}
-    return web.json_response(body, status=status)
-
-
 async def _chat(standin: ServerContext, request: web.Request) -> web.StreamResponse:
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        standin.stats.errors["bad_json"] += 1
-        return _error(400, "request body is not valid JSON", "BadRequestError")
-    record.json_request(standin.config.record, record.CHAT, body)
+    body = await standin.json_body(request, record.CHAT)
+    if isinstance(body, web.Response):
+        return body
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-        standin.stats.errors["bad_request"] += 1
-        return _error(400, "'messages' must be a list", "BadRequestError", "messages")
+        return standin.refuse(Refusal(400, "'messages' must be a list", param="messages"), "bad_request")
     top = logprobs.requested(body)  # vLLM's request model checks these before anything else
-    if isinstance(top, contract.Refusal):
-        standin.stats.errors[f"refused_{top.param or 'logprobs'}"] += 1
-        return _error(top.status, top.message, top.kind, top.param)
+    if isinstance(top, Refusal):
+        return standin.refuse(top)
     if top is not None:
         standin.stats.logprobs_requests += 1
     model = body.get("model")
     if model != standin.config.model:
-        standin.stats.errors["model_not_found"] += 1
-        return _error(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+        refusal = Refusal(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+        return standin.refuse(refusal, "model_not_found")
     asked = tools.read(body)
-    if isinstance(asked, contract.Refusal):
-        standin.stats.errors[f"refused_{asked.param or 'request'}"] += 1
-        return _error(asked.status, asked.message, asked.kind, asked.param)
+    if isinstance(asked, Refusal):
+        return standin.refuse(asked)
     try:
         prompt = read_prompt(body["messages"], standin.config.patch)
     except ValueError as exc:
-        standin.stats.errors["bad_request"] += 1
-        return _error(400, str(exc), "BadRequestError", "messages")
+        return standin.refuse(Refusal(400, str(exc), param="messages"), "bad_request")
     texts, images, tokens = prompt.texts, prompt.images, prompt.tokens
-    for img in images:
-        if img.width * img.height > standin.config.max_image_pixels:
-            standin.stats.errors["image_too_large"] += 1
-            return _error(400, "image exceeds max_pixels", "BadRequestError", "messages")
+    if any(img.width * img.height > standin.config.max_image_pixels for img in images):
+        return standin.refuse(Refusal(400, "image exceeds max_pixels", param="messages"), "image_too_large")
     schema = _schema_of(body.get("response_format"))
-    forced: dict[str, Any] | None = None
-    if asked is not None:
-        refused = tools.unavailable(asked, standin.config.auto_tools)
-        forced_or_refused = refused or tools.forced_schema(asked)
-        if isinstance(forced_or_refused, contract.Refusal):
-            standin.stats.errors[f"refused_{forced_or_refused.param or 'tool_choice'}"] += 1
-            return _error(
-                forced_or_refused.status, forced_or_refused.message, forced_or_refused.kind, forced_or_refused.param
-            )
-        forced = forced_or_refused
-        if forced is not None:
-            schema = None  # a forced call overrides response_format, as vLLM's tool parser does
+    forced = (tools.unavailable(asked, standin.config.auto_tools) or tools.forced_schema(asked)) if asked else None
+    if isinstance(forced, Refusal):
+        return standin.refuse(forced, f"refused_{forced.param or 'tool_choice'}")
+    if forced is not None:
+        schema = None  # a forced call overrides response_format, as vLLM's tool parser does
     checked = _check_contract(standin, body, len(images), len(tokens), forced or schema, top)
-    if isinstance(checked, contract.Refusal):
-        return _error(checked.status, checked.message, checked.kind, checked.param)
+    if isinstance(checked, Refusal):
+        return standin.refuse(checked)
     grammar, budget = checked
 
     fault = standin.draw_fault()
-    if fault == "http500":
-        return _error(500, "internal error (injected by the stand-in)", "InternalServerError")
-    if fault == "http429":
-        return _error(429, "rate limited (injected by the stand-in)", "RateLimitError")
     if fault == "hang":
         await asyncio.sleep(standin.config.hang_s)
-        return _error(504, "hung (injected by the stand-in)", "TimeoutError")
+    if fault in faults.ERRORS:
+        return faults.ERRORS[fault].response()
     if fault == "drop":
         if request.transport is not None:
             request.transport.abort()  # the client sees the connection reset, no response
@@ -152,41 +128,47 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
             stage = f"reading the text of image {n} of {len(images)} ({img.width}x{img.height} px) on the CPU (OCR)"
             sights.append(await _watched(stage, loop.run_in_executor(None, see, img)))
     except ReadCancelled:
-        return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
+        return Refusal(503, "the stand-in is stopping", "ServiceUnavailableError").response()
     switch = _enable_thinking(body)
     standin.stats.enable_thinking[json.dumps(switch)] += 1
     thinks = standin.config.reasoning != "off" and switch is not False
     decided = await loop.run_in_executor(None, _decide, texts, sights, schema, asked, top is not None)
-    reading, value, call = decided.reading, decided.value, decided.call
-    if asked is not None and call is not None:
-        calls = [call]
-        standin.stats.tool_calls += len(calls)
+    if asked is not None and decided.call is not None:
+        calls = [decided.call]
+        standin.stats.tool_calls += 1
         text = tools.call_text(asked, calls)
-        if grammar is not None:
-            fits, why = grammar.accepts(text)
-            if not fits:
-                standin.stats.errors["reply_outside_grammar"] += 1
-                log.error("standin_call_outside_grammar", error=why, reply=text[:200])
-                return _error(500, f"the stand-in's call does not fit the tools' grammar: {why}", "InternalServerError")
-        reasoning = reasoning_text(reading, text) if thinks and standin.config.reasoning == "field" else ""
+        outside = _outside(standin, grammar, text, "call", "tools'")
+        if outside is not None:
+            return outside
+        reasoning = reasoning_text(decided.reading, text) if thinks and standin.config.reasoning == "field" else ""
         reply = _call_reply(asked, calls, text, reasoning, budget)
         await _wait(standin, reply)
         listed = None if top is None else _call_logprobs(reply, text, top)
         return _completion(standin, tokens, len(images), body, reply, listed)
+    value = decided.value
     # Raw UTF-8, as a constrained decoder writes it: the JSON grammar takes no \u escape of a read character.
     content = value if isinstance(value, str) and schema is None else json.dumps(value, ensure_ascii=False)
-    if grammar is not None and fault is None:
-        fits, why = grammar.accepts(content)
-        if not fits:
-            # A constrained decoder cannot produce this: a defect of the stand-in's filler, shown, never sent.
-            standin.stats.errors["reply_outside_grammar"] += 1
-            log.error("standin_reply_outside_grammar", error=why, reply=content[:200])
-            return _error(500, f"the stand-in's reply does not fit the schema's grammar: {why}", "InternalServerError")
+    outside = _outside(standin, grammar if fault is None else None, content, "reply", "schema's")
+    if outside is not None:
+        return outside
     content = faults.corrupt(content, fault, value)
-    reply = _reply(content, reasoning_text(reading, value) if thinks else "", standin.config.reasoning, budget)
+    reasoning = reasoning_text(decided.reading, value) if thinks else ""
+    reply = _reply(content, reasoning, standin.config.reasoning, budget)
     await _wait(standin, reply)
     listed = None if top is None else _logprobs(reply, value, decided.answer, top)
     return _completion(standin, tokens, len(images), body, reply, listed)
+
+
+def _outside(
+    standin: ServerContext, grammar: contract.Grammar | None, text: str, what: str, whose: str
+) -> web.Response | None:
+    """The 500 for a reply outside the grammar: a constrained decoder cannot write it, so it is a stand-in defect."""
+    fits, why = grammar.accepts(text) if grammar is not None else (True, "")
+    if fits:
+        return None
+    log.error(f"standin_{what}_outside_grammar", error=why, reply=text[:200])
+    refusal = Refusal(500, f"the stand-in's {what} does not fit the {whose} grammar: {why}", "InternalServerError")
+    return standin.refuse(refusal, "reply_outside_grammar")
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,18 +282,9 @@ def _completion(
     }
     if standin.config.reasoning == "field":  # a server with a reasoning parser counts them, zero included
         usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
-    return web.json_response(
-        {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": standin.config.model,
-            "choices": [
-                {"index": 0, "message": reply.message, "logprobs": listed, "finish_reason": reply.finish_reason}
-            ],
-            "usage": usage,
-        }
-    )
+    head = {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time())}
+    choice = {"index": 0, "message": reply.message, "logprobs": listed, "finish_reason": reply.finish_reason}
+    return web.json_response({**head, "model": standin.config.model, "choices": [choice], "usage": usage})
 
 
 def _check_contract(
@@ -321,14 +294,14 @@ def _check_contract(
     n_tokens: int,
     schema: dict[str, Any] | None,
     top: int | None = None,
-) -> contract.Refusal | tuple[contract.Grammar | None, int]:
+) -> Refusal | tuple[contract.Grammar | None, int]:
     """The checks vLLM makes before generating: token limit, images, context length, logprobs, reply schema.
 
     ``top``: the alternatives a token of the reply lists (None: no logprobs asked for). Returns the grammar
     replies must fit (None without a schema) and the output-token budget.
     """
     limit = contract.token_limit(body)
-    refusal = limit if isinstance(limit, contract.Refusal) else None
+    refusal = limit if isinstance(limit, Refusal) else None
     refusal = refusal or contract.image_limit(n_images, standin.config.max_images)
     refusal = refusal or contract.context_limit(n_tokens, standin.config.max_model_len)
     if top is not None:  # the engine's SamplingParams.verify: logprobs first, then structured outputs
@@ -336,12 +309,11 @@ def _check_contract(
     grammar: contract.Grammar | None = None
     if refusal is None and schema is not None:
         checked = contract.structured_outputs(schema, standin.config.structured_outputs_backend)
-        if isinstance(checked, contract.Refusal):
+        if isinstance(checked, Refusal):
             refusal = checked
         else:
             grammar = checked.grammar
     if refusal is not None:
-        standin.stats.errors[f"refused_{refusal.param or 'request'}"] += 1
         log.info("standin_refused", status=refusal.status, message=refusal.message)
         return refusal
     requested = limit if isinstance(limit, int) else None

@@ -1,16 +1,20 @@
 """What every route of one stand-in server shares: its settings, counters, prefix cache, OCR reader and faults.
 
-Routes (``chat``, ``models``, ``status``) are handed this and nothing else; the server
-(:class:`.server.StandinServer`) is one, and wires the routes into its app.
+Routes (``chat``, ``models``, ``status``...) are handed this and nothing else, and answer their errors through it
+(:meth:`ServerContext.refuse`); the server (:class:`.server.StandinServer`) is one, and wires the routes into its app.
 """
 
 from __future__ import annotations
 
 import random
 import threading
+from typing import Any
 
-from videoatlas_standin import faults
+from aiohttp import web
+
+from videoatlas_standin import faults, record
 from videoatlas_standin.config import StandinConfig
+from videoatlas_standin.contract import Refusal
 from videoatlas_standin.perception import Reader, model_threads, shared_reader
 from videoatlas_standin.stats import StandinStats
 from videoatlas_standin.tokens import PrefixCache
@@ -48,3 +52,17 @@ class ServerContext:
     def draw_fault(self) -> str | None:
         """The fault to inject into this chat request, if any (counted in ``stats.faults``)."""
         return faults.draw(self.config.faults, self.config.fault_budget, self.stats.faults, self._rng)
+
+    def refuse(self, refusal: Refusal, counted: str = "") -> web.Response:
+        """``refusal`` answered, and counted in ``stats.errors`` as ``counted`` (by default ``refused_<its param>``)."""
+        self.stats.errors[counted or f"refused_{refusal.param or 'request'}"] += 1
+        return refusal.response()
+
+    async def json_body(self, request: web.Request, route: str) -> Any:
+        """The request's JSON body, recorded (:mod:`.record`); a 400 response when the body is not JSON."""
+        try:
+            body = await request.json()
+        except ValueError:  # not JSON, or not text
+            return self.refuse(Refusal(400, "request body is not valid JSON"), "bad_json")
+        record.json_request(self.config.record, route, body)
+        return body

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 import llguidance
+from aiohttp import web
 
 from videoatlas.state.portable import guidance_unsupported, xgrammar_unsupported
 
@@ -39,6 +40,11 @@ class Refusal:
     message: str
     kind: str = "BadRequestError"
     param: str | None = None
+
+    def response(self) -> web.Response:
+        """The error as an HTTP response: OpenAI's error body, field for field."""
+        error = {"message": self.message, "type": self.kind, "param": self.param, "code": self.status}
+        return web.json_response({"error": error}, status=self.status)
 
 
 class _ByteTokenizer:
@@ -121,24 +127,19 @@ def structured_outputs(schema: Any, backend: Backend = "auto") -> StructuredOutp
     """Validate a ``response_format`` schema as vLLM does under ``backend``; the grammar to decode with."""
     if not isinstance(schema, dict):
         return Refusal(400, "Invalid JSON grammar specification.")
-    if backend == "guidance":
-        compiled = _guidance(schema)
-        return compiled if isinstance(compiled, Refusal) else StructuredOutputs("guidance", compiled, False)
-    refused = _xgrammar_refusal(schema)
-    if backend == "xgrammar":
-        if refused is not None:
-            return refused
-    elif refused is not None:
-        # auto: xgrammar declined, so vLLM falls back to guidance (unless guidance cannot take it either).
+    declined = None if backend == "guidance" else _xgrammar_refusal(schema)
+    if declined is not None and backend == "xgrammar":
+        return declined
+    if declined is not None:  # auto: xgrammar declined, so vLLM falls back to guidance (unless it cannot take it)
         unsupported = guidance_unsupported(schema)
         if unsupported is not None:
-            return Refusal(400, f"{refused.message} No fallback backend accepts {unsupported}.")
-        compiled = _guidance(schema)
-        return compiled if isinstance(compiled, Refusal) else StructuredOutputs("guidance", compiled, False)
-    # xgrammar takes it; the reply is still decoded through llguidance's grammar of the same schema.
+            return Refusal(400, f"{declined.message} No fallback backend accepts {unsupported}.")
+    # Whichever backend takes it, the reply is decoded through llguidance's grammar of the same schema.
     compiled = _guidance(schema)
     if isinstance(compiled, Refusal):
         return compiled
+    if backend == "guidance" or declined is not None:
+        return StructuredOutputs("guidance", compiled, False)
     return StructuredOutputs("xgrammar", compiled, _xgrammar() is not None)
 
 
@@ -167,17 +168,22 @@ def image_limit(count: int, limit: int) -> Refusal | None:
     )
 
 
-def context_limit(prompt_tokens: int, max_model_len: int) -> Refusal | None:
-    """The refusal vLLM answers to a prompt that leaves no room in the context (``--max-model-len``)."""
-    if prompt_tokens <= max_model_len:
+def context_limit(prompt_tokens: int, max_model_len: int, generated: int = 0) -> Refusal | None:
+    """The refusal vLLM answers to a prompt that leaves no room in the context (``--max-model-len``).
+
+    ``generated``: the tokens the prompt must leave room for (a decision's one read token), which vLLM's renderer
+    checks and refuses naming the value; the chat route's check leaves none.
+    """
+    if prompt_tokens + generated <= max_model_len:
         return None
-    return Refusal(
-        400,
+    message = (
         f"This model's maximum context length is {max_model_len} tokens. However, your prompt contains "
         f"{prompt_tokens} input tokens, which exceeds this limit even without any output tokens. "
-        "Please reduce the length of the input prompt.",
-        param="input_tokens",
+        "Please reduce the length of the input prompt."
     )
+    if generated:
+        return vllm_validation(message, "input_tokens", prompt_tokens)
+    return Refusal(400, message, param="input_tokens")
 
 
 def output_budget(prompt_tokens: int, requested: int | None, max_model_len: int) -> int:
@@ -198,12 +204,9 @@ _MAX_REPORTED_ERRORS = 10
 _MAX_ERROR_INPUT_CHARS = 200
 _MAX_ERROR_CHARS = 1000
 _INTERNAL_LOC = frozenset(
-    {
-        *("function-wrap", "function-after", "function-before", "function-plain", "json-or-python", "lax-or-strict"),
-        *("chain", "default", "nullable", "tagged-union", "union", "call", "arguments", "is-instance", "is-subclass"),
-        *("callable", "str", "int", "float", "bool", "bytes", "bytearray", "list", "tuple", "dict", "set"),
-        *("frozenset", "complex", "none", "nonetype"),
-    }
+    "function-wrap function-after function-before function-plain json-or-python lax-or-strict "  # noqa: SIM905
+    "chain default nullable tagged-union union call arguments is-instance is-subclass callable str int float "
+    "bool bytes bytearray list tuple dict set frozenset complex none nonetype".split()
 )
 """Segments of a pydantic error location that name its machinery, not a field (vLLM leaves them out)."""
 _SANITIZE = (
@@ -214,9 +217,7 @@ _SANITIZE = (
 )
 
 
-def _summary(value: Any) -> Any:
-    if isinstance(value, str):
-        return value[:_MAX_ERROR_INPUT_CHARS] + "...[truncated]" if len(value) > _MAX_ERROR_INPUT_CHARS else value
+def _summary(value: Any) -> str:
     if isinstance(value, bytes | bytearray):
         return f"<{type(value).__name__} of {len(value)} bytes>"
     if isinstance(value, list | tuple | set | frozenset | dict):

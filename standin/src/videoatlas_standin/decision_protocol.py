@@ -18,9 +18,6 @@ ShortText = Annotated[StrictStr, Field(max_length=1048576)]
 InputText = Annotated[StrictStr, Field(max_length=10485760)]
 ChoiceValue = StrictStr | StrictBool
 
-_SALT_FORBIDDEN = frozenset("@/\\\x00")
-_SALT_MAX = 128
-
 
 class SaltRefused(Exception):
     """vLLM's ``VLLMValidationError`` from ``validate_cache_salt``: not a ValueError, so pydantic passes it on."""
@@ -37,7 +34,7 @@ def _check_salt(salt: object) -> None:
     if not isinstance(salt, str) or not salt:
         text = "Parameter 'cache_salt' must be a non-empty string if provided."
         raise SaltRefused(vllm_validation(text, "cache_salt"))
-    if len(salt) > _SALT_MAX or any(c in _SALT_FORBIDDEN for c in salt):
+    if len(salt) > 128 or any(c in "@/\\\x00" for c in salt):
         text = "Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\\\', or NUL."
         raise SaltRefused(vllm_validation(text, "cache_salt"))
 
@@ -66,11 +63,8 @@ class DecisionInputMessage(DecisionModel):
     @classmethod
     def reject_images(cls, data: Any) -> Any:
         """An image part is refused with vLLM's words."""
-        if (
-            isinstance(data, dict)
-            and isinstance(data.get("content"), list)
-            and any(isinstance(part, dict) and part.get("type") == "input_image" for part in data["content"])
-        ):
+        parts = data.get("content") if isinstance(data, dict) else None
+        if isinstance(parts, list) and any(isinstance(p, dict) and p.get("type") == "input_image" for p in parts):
             raise ValueError("Decisions supports text input only; images are not supported")
         return data
 

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from videoatlas_standin import contract, policy, record
 from videoatlas_standin.context import ServerContext
+from videoatlas_standin.contract import Refusal
 from videoatlas_standin.decision_protocol import (
     ChoiceQuestion,
     DecisionRequest,
@@ -54,36 +55,28 @@ def routes(standin: ServerContext) -> list[web.RouteDef]:
     return [web.post(record.DECISIONS, functools.partial(decide, standin))]
 
 
-def _error(refusal: contract.Refusal) -> web.Response:
-    body = {"error": dict(message=refusal.message, type=refusal.kind, param=refusal.param, code=refusal.status)}
-    return web.json_response(body, status=refusal.status)
-
-
 async def decide(standin: ServerContext, request: web.Request) -> web.Response:
     """``POST /v1/decisions``."""
     checked = await _request(standin, request)
-    if isinstance(checked, contract.Refusal):
-        standin.stats.errors[f"refused_{checked.param or 'request'}"] += 1
-        return _error(checked)
+    if isinstance(checked, Refusal):
+        return standin.refuse(checked)
     if not standin.config.decisions:
-        standin.stats.errors["decisions_not_served"] += 1
-        return _error(contract.Refusal(501, "The model does not support the Decisions API", "NotImplementedError"))
+        refusal = Refusal(501, "The model does not support the Decisions API", "NotImplementedError")
+        return standin.refuse(refusal, "decisions_not_served")
     refused = _served(standin, checked)
     if refused is not None:
-        standin.stats.errors[f"refused_{refused.param or 'request'}"] += 1
-        return _error(refused)
+        return standin.refuse(refused)
     text = input_text(checked.input)
-    prompts = [prompt_tokens([("user", [_prompt(text, q)])], standin.config.patch) + list(THINKING_OFF)
-               for q in checked.questions]  # fmt: skip
-    for tokens in prompts:
-        refused = _context(len(tokens), standin.config.max_model_len)
+    patch = standin.config.patch
+    prompts = [prompt_tokens([("user", [_prompt(text, q)])], patch) + list(THINKING_OFF) for q in checked.questions]
+    for tokens in prompts:  # the renderer's check: a read's prompt must leave room for its one token
+        refused = contract.context_limit(len(tokens), standin.config.max_model_len, generated=1)
         if refused is not None:
-            standin.stats.errors["refused_input_tokens"] += 1
-            return _error(refused)
+            return standin.refuse(refused)
     loop = asyncio.get_running_loop()
     answers = [await loop.run_in_executor(None, _answer, text, q) for q in checked.questions]
     cached = [standin.cache.lookup_and_insert(tokens) for tokens in prompts]  # one read each, in order
-    written = [max(0, min(len(t) // BLOCK * BLOCK, len(t)) - c) for t, c in zip(prompts, cached, strict=True)]
+    written = [max(0, len(t) // BLOCK * BLOCK - c) for t, c in zip(prompts, cached, strict=True)]
     given, generated = sum(map(len, prompts)), len(prompts)
     standin.stats.decision_requests += 1
     standin.stats.decision_questions += len(prompts)
@@ -100,7 +93,7 @@ async def decide(standin: ServerContext, request: web.Request) -> web.Response:
     return web.json_response({"model": standin.config.model, "answers": answers, "usage": usage})
 
 
-async def _request(standin: ServerContext, request: web.Request) -> DecisionRequest | contract.Refusal:
+async def _request(standin: ServerContext, request: web.Request) -> DecisionRequest | Refusal:
     """The body as vLLM's FastAPI route takes it: JSON of vLLM's request model (recorded before any check)."""
     raw = await request.read()
     body: Any = None
@@ -128,31 +121,19 @@ async def _request(standin: ServerContext, request: web.Request) -> DecisionRequ
         return contract.request_validation([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)])
 
 
-def _served(standin: ServerContext, asked: DecisionRequest) -> contract.Refusal | None:
+def _served(standin: ServerContext, asked: DecisionRequest) -> Refusal | None:
     """What vLLM's serving code refuses before reading: another model, too many questions or options, a joint read."""
     if asked.model and asked.model != standin.config.model:
         message = f"The model `{asked.model}` does not exist. Valid aliases: {standin.config.model}."
-        return contract.Refusal(404, message, "NotFoundError", "model")
+        return Refusal(404, message, "NotFoundError", "model")
     if len(asked.questions) > MAX_QUESTIONS:
-        return contract.Refusal(400, f"questions: at most {MAX_QUESTIONS} for this model")
+        return Refusal(400, f"questions: at most {MAX_QUESTIONS} for this model")
     if any(len(_options(q)) > len(LABELS) for q in asked.questions):
-        return contract.Refusal(400, f"This model supports at most {len(LABELS)} choices per question")
+        return Refusal(400, f"This model supports at most {len(LABELS)} choices per question")
     if asked.joint:
         text = "joint: this model reads each question on its own; joint reads need DiffusionGemma"
-        return contract.Refusal(400, text)
+        return Refusal(400, text)
     return None
-
-
-def _context(prompt_tokens: int, max_model_len: int) -> contract.Refusal | None:
-    """The renderer's refusal of a read's prompt that leaves no room for its one token."""
-    if prompt_tokens <= max_model_len - 1:
-        return None
-    message = (
-        f"This model's maximum context length is {max_model_len} tokens. However, your prompt contains "
-        f"{prompt_tokens} input tokens, which exceeds this limit even without any output tokens. "
-        "Please reduce the length of the input prompt."
-    )
-    return contract.vllm_validation(message, "input_tokens", prompt_tokens)
 
 
 def _options(question: Any) -> list[tuple[str, str]]:
@@ -166,8 +147,8 @@ def _options(question: Any) -> list[tuple[str, str]]:
 
 def _prompt(text: str, question: Any) -> str:
     """A read's user turn, as vLLM's ``NextTokenStrategy`` writes it: the text, then the question with its options."""
-    lines = [f"{label}: {name} - {about}" if about else f"{label}: {name}"
-             for label, (name, about) in zip(LABELS, _options(question), strict=False)]  # fmt: skip
+    options = zip(LABELS, _options(question), strict=False)
+    lines = [f"{label}: {name} - {about}" if about else f"{label}: {name}" for label, (name, about) in options]
     body = "\n".join([*lines, REPLY_INSTRUCTION])
     asked = f"Question: {question.instructions}\n{body}" if question.instructions else body
     return f"{text}\n\n{asked}"
@@ -184,21 +165,12 @@ def _answer(text: str, question: Any) -> dict[str, Any]:
         words = [level.label for level in question.levels]
     shares = policy.weigh(question.instructions, text, words).choice_shares()
     top = max(range(len(shares)), key=shares.__getitem__)
+    answer: dict[str, Any]
     if isinstance(question, ChoiceQuestion):
         listed = [{"value": c.value, "probability": p} for c, p in zip(question.choices, shares, strict=True)]
-        return {
-            "type": "choice",
-            "name": question.name,
-            "choice": question.choices[top].value,
-            "probabilities": listed,
-            "confidence": shares[top],
-        }
-    levels = [{"value": i, "label": level.label, "probability": p} for i, (level, p) in
-              enumerate(zip(question.levels, shares, strict=True))]  # fmt: skip
-    return {
-        "type": "score",
-        "name": question.name,
-        "score": sum(i * p for i, p in enumerate(shares)),
-        "probabilities": levels,
-        "confidence": shares[top],
-    }
+        answer = {"type": "choice", "name": question.name, "choice": question.choices[top].value}
+    else:
+        levels = zip(question.levels, shares, strict=True)
+        listed = [{"value": i, "label": level.label, "probability": p} for i, (level, p) in enumerate(levels)]
+        answer = {"type": "score", "name": question.name, "score": sum(i * p for i, p in enumerate(shares))}
+    return {**answer, "probabilities": listed, "confidence": shares[top]}

@@ -34,6 +34,7 @@ from aiohttp import web
 
 from videoatlas_standin import record
 from videoatlas_standin.context import ServerContext
+from videoatlas_standin.contract import Refusal
 from videoatlas_standin.meaning import encoder
 from videoatlas_standin.perception import ReadCancelled, Sight, decode_data_url
 
@@ -44,11 +45,6 @@ PASSAGE = "passage: "
 def routes(standin: ServerContext) -> list[web.RouteDef]:
     """The embeddings route, bound to ``standin``."""
     return [web.post(record.EMBEDDINGS, functools.partial(embeddings, standin))]
-
-
-def _error(status: int, message: str, kind: str = "BadRequestError", param: str | None = None) -> web.Response:
-    body = {"error": dict(message=message, type=kind, param=param, code=status)}  # OpenAI's error body
-    return web.json_response(body, status=status)
 
 
 def describe(sight: Sight) -> str:
@@ -84,9 +80,7 @@ def _conversation(messages: Any) -> tuple[list[str], list[str]] | str:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             return "each message needs a 'role'"
         content = message.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-            continue
+        content = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for part in content if isinstance(content, list) else []:
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text":
@@ -116,72 +110,69 @@ def _encode(texts: list[str]) -> tuple[np.ndarray, int]:
 
 async def embeddings(standin: ServerContext, request: web.Request) -> web.Response:
     """``POST /v1/embeddings``."""
-    try:
-        body = await request.json()
-    except ValueError:
-        standin.stats.errors["bad_json"] += 1
-        return _error(400, "request body is not valid JSON")
-    record.json_request(standin.config.record, record.EMBEDDINGS, body)
+    body = await standin.json_body(request, record.EMBEDDINGS)
+    if isinstance(body, web.Response):
+        return body
     if not isinstance(body, dict):
-        return _error(400, "request body must be a JSON object")
+        return Refusal(400, "request body must be a JSON object").response()
     model = body.get("model")
-    if model is not None and model != standin.config.model:
-        standin.stats.errors["model_not_found"] += 1
-        return _error(404, f"The model `{model}` does not exist.", "NotFoundError")  # vLLM names no param here
-    if "normalize" in body:  # vLLM refuses the field it removed rather than ignore it
-        return _error(400, "Parameter `normalize` was removed; use `use_activation` instead.", param="normalize")
-    fmt = body.get("encoding_format", "float")
-    if fmt in ("bytes", "bytes_only"):
-        return _error(400, f"encoding_format {fmt!r} is not served by this server; ask for 'float' or 'base64'")
-    if fmt not in ("float", "base64"):
-        return _error(400, f"encoding_format: Input should be 'float', 'base64', 'bytes' or 'bytes_only', got {fmt!r}",
-                      param="encoding_format")  # fmt: skip
-    dimensions = body.get("dimensions")
-    if dimensions is not None:
-        return _error(400, f"Model {standin.config.model!r} does not support Matryoshka embeddings; dimensions must "
-                      f"be unset (received dimensions={dimensions}).")  # fmt: skip
+    if model is not None and model != standin.config.model:  # vLLM names no param here
+        return standin.refuse(Refusal(404, f"The model `{model}` does not exist.", "NotFoundError"), "model_not_found")
+    refused = _refused(body, standin.config.model)
+    if refused is not None:
+        return refused.response()
     loop = asyncio.get_running_loop()
     if "messages" in body:
         read = _conversation(body["messages"])
         if isinstance(read, str):
-            standin.stats.errors["bad_request"] += 1
-            return _error(400, read, param="messages")
+            return standin.refuse(Refusal(400, read, param="messages"), "bad_request")
         words, urls = read
         try:
             images = [decode_data_url(u) for u in urls]
             see = functools.partial(standin.reader.see, cancelled=standin.stopping)
             sights = [await loop.run_in_executor(None, see, img) for img in images]
         except ValueError as exc:
-            return _error(400, str(exc), param="messages")
+            return Refusal(400, str(exc), param="messages").response()
         except ReadCancelled:
-            return _error(503, "the stand-in is stopping", "ServiceUnavailableError")
+            return Refusal(503, "the stand-in is stopping", "ServiceUnavailableError").response()
         standin.stats.images += len(images)
         texts = [" ".join([*(w for w in words if w.strip()), *(describe(s) for s in sights)])]
     else:
         found = _texts(body)
         if isinstance(found, str):
-            standin.stats.errors["bad_request"] += 1
-            return _error(400, found, param="input")
+            return standin.refuse(Refusal(400, found, param="input"), "bad_request")
         texts = found
     vectors, tokens = await loop.run_in_executor(None, _encode, texts)
     standin.stats.embedding_requests += 1
     standin.stats.embedding_inputs += len(texts)
     standin.stats.prompt_tokens += tokens
-    data = [{"index": i, "object": "embedding", "embedding": _encoded(v, fmt)} for i, v in enumerate(vectors)]
+    packed = body.get("encoding_format") == "base64"
+    data = [{"index": i, "object": "embedding", "embedding": _encoded(v, packed)} for i, v in enumerate(vectors)]
     usage = {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0, "prompt_tokens_details": None}
-    return web.json_response(
-        {
-            "id": f"embd-{uuid.uuid4().hex}",
-            "object": "list",
-            "created": int(time.time()),
-            "model": standin.config.model,
-            "data": data,
-            "usage": usage,
-        }
-    )
+    head = {"id": f"embd-{uuid.uuid4().hex}", "object": "list", "created": int(time.time())}
+    return web.json_response({**head, "model": standin.config.model, "data": data, "usage": usage})
 
 
-def _encoded(vector: np.ndarray, fmt: str) -> list[float] | str:
-    if fmt == "base64":
+def _encoded(vector: np.ndarray, packed: bool) -> list[float] | str:
+    if packed:  # base64 of little-endian float32
         return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
     return [float(x) for x in vector]
+
+
+def _refused(body: dict[str, Any], model: str) -> Refusal | None:
+    """What vLLM refuses of the fields (and what the stand-in cannot give), in vLLM's order (None: nothing)."""
+    if "normalize" in body:  # vLLM refuses the field it removed rather than ignore it
+        return Refusal(400, "Parameter `normalize` was removed; use `use_activation` instead.", param="normalize")
+    fmt = body.get("encoding_format", "float")
+    if fmt in ("bytes", "bytes_only"):
+        return Refusal(400, f"encoding_format {fmt!r} is not served by this server; ask for 'float' or 'base64'")
+    if fmt not in ("float", "base64"):
+        message = f"encoding_format: Input should be 'float', 'base64', 'bytes' or 'bytes_only', got {fmt!r}"
+        return Refusal(400, message, param="encoding_format")
+    if body.get("dimensions") is not None:
+        return Refusal(
+            400,
+            f"Model {model!r} does not support Matryoshka embeddings; dimensions must be unset "
+            f"(received dimensions={body['dimensions']}).",
+        )
+    return None

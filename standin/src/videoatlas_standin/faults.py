@@ -2,7 +2,7 @@
 
 Which fault a chat request gets is drawn from the server's own seeded generator (:func:`draw`); the
 ones that still send a reply spoil its content (:func:`corrupt`); the others are answered by the
-chat route itself (an error status, a hang, a dropped connection).
+chat route itself (an error status, :data:`ERRORS`, a hang, a dropped connection).
 """
 
 from __future__ import annotations
@@ -13,9 +13,17 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from videoatlas_standin.contract import Refusal
+
 FAULTS = ("http500", "http429", "hang", "drop", "malformed", "schema", "range")
 """Injectable faults: server error, rate limit, a reply slower than any client timeout, a dropped
 connection, JSON cut off mid-way, valid JSON that breaks the schema, and out-of-range cell ids."""
+ERRORS = {
+    "http500": Refusal(500, "internal error (injected by the stand-in)", "InternalServerError"),
+    "http429": Refusal(429, "rate limited (injected by the stand-in)", "RateLimitError"),
+    "hang": Refusal(504, "hung (injected by the stand-in)", "TimeoutError"),
+}
+"""The faults answered with an error (``hang`` after the server's ``hang_s``)."""
 
 
 def draw(rates: Mapping[str, float], budget: int | None, drawn: Counter[str], rng: random.Random) -> str | None:

@@ -97,28 +97,25 @@ def answer_in(content: str, value: Any, field: str, mixture: list[tuple[Any, flo
     """
     if not isinstance(value, dict) or field not in value or content != json.dumps(value, ensure_ascii=False):
         return None
-    offset = 1  # past "{"
-    for key, held in value.items():
-        start = offset + len(json.dumps(key, ensure_ascii=False)) + 2  # past the key and ": "
-        written = json.dumps(held, ensure_ascii=False)
-        if key != field:
-            offset = start + len(written) + 2  # past ", "
+    keys = list(value)
+    upto = {k: value[k] for k in keys[: keys.index(field)]} | {field: None}  # the fields before it, then it
+    start = len(json.dumps(upto, ensure_ascii=False)) - len("null}")  # where its value starts
+    held = value[field]
+    quoted = isinstance(held, str)
+    shares: dict[str, float] = {}
+    for candidate, share in mixture:
+        if quoted and candidate is not None and not isinstance(candidate, str):
             continue
-        quoted = isinstance(held, str)
-        shares: dict[str, float] = {}
-        for candidate, share in mixture:
-            if quoted and candidate is not None and not isinstance(candidate, str):
-                continue
-            text = json.dumps("" if quoted and candidate is None else candidate, ensure_ascii=False)
-            text = text[1:-1] if quoted else text
-            shares[text] = shares.get(text, 0.0) + share
-        inner = written[1:-1] if quoted else written
-        if inner not in shares:
-            return None
-        total = sum(shares.values())
-        at = start + 1 if quoted else start
-        return Answer(at, at + len(inner), tuple((t, share / total) for t, share in shares.items()))
-    return None
+        text = json.dumps("" if quoted and candidate is None else candidate, ensure_ascii=False)
+        text = text[1:-1] if quoted else text
+        shares[text] = shares.get(text, 0.0) + share
+    written = json.dumps(held, ensure_ascii=False)
+    inner = written[1:-1] if quoted else written
+    if inner not in shares:
+        return None
+    total = sum(shares.values())
+    at = start + 1 if quoted else start
+    return Answer(at, at + len(inner), tuple((t, share / total) for t, share in shares.items()))
 
 
 def content(

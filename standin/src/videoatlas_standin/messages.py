@@ -48,16 +48,14 @@ def read_prompt(messages: Any, patch: int) -> Prompt:
         if content is None:  # an assistant turn that only called tools
             continue
         if isinstance(content, str):
-            texts.append((role, content))
-            parts.append(content)
-            continue
+            content = [{"type": "text", "text": content}]
         if not isinstance(content, list):
             raise ValueError("message content must be a string or a list of parts")
         for part in content:
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text":
                 texts.append((role, str(part.get("text", ""))))
-                parts.append(str(part.get("text", "")))
+                parts.append(texts[-1][1])
             elif kind == "image_url":
                 url = (part.get("image_url") or {}).get("url", "")
                 try:

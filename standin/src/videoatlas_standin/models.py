@@ -16,15 +16,5 @@ def routes(standin: ServerContext) -> list[web.RouteDef]:
 
 async def models(standin: ServerContext, request: web.Request) -> web.Response:
     """``GET /v1/models``: the one model this stand-in serves."""
-    return web.json_response(
-        {
-            "object": "list",
-            "data": [
-                {
-                    "id": standin.config.model,
-                    "object": "model",
-                    "owned_by": "videoatlas (stand-in, not a VLM)",
-                }
-            ],
-        }
-    )
+    model = {"id": standin.config.model, "object": "model", "owned_by": "videoatlas (stand-in, not a VLM)"}
+    return web.json_response({"object": "list", "data": [model]})

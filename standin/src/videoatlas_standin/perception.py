@@ -71,8 +71,6 @@ class Tile:
     """Which image of the request the tile is in (set when a request is understood)."""
     masked: bool = False
     """Almost every pixel is black: the tile was blacked out and shows no picture."""
-    unreadable: int = 0
-    """Text-like marks in the tile too small (or too blurred) to read."""
 
     @property
     def text(self) -> str:
@@ -88,8 +86,6 @@ class Sight:
     height: int
     lines: list[TextLine]
     tiles: list[Tile]
-    label_time: float | None = None
-    """For an image with a single timestamp label and no tiles (a zoomed frame): that time."""
     unreadable: int = 0
     """Text-like marks in the whole image too small or blurred to read."""
 
@@ -103,15 +99,14 @@ def sight_from_dict(data: dict[str, Any]) -> Sight:
     """A :class:`Sight` from its stored form (``dataclasses.asdict`` of one, as the disk cache keeps it)."""
     lines = [TextLine(**ln) for ln in data["lines"]]
     tiles = [Tile(**{**t, "lines": [TextLine(**ln) for ln in t["lines"]]}) for t in data["tiles"]]
-    return Sight(data["width"], data["height"], lines, tiles, data["label_time"], data["unreadable"])
+    return Sight(data["width"], data["height"], lines, tiles, data["unreadable"])
 
 
 def parse_clock(text: str) -> float:
     """``"1:02:03.5"`` or ``"02:03.5"`` into seconds."""
-    parts = [float(p) for p in text.split(":")]
     value = 0.0
-    for part in parts:
-        value = value * 60 + part
+    for part in text.split(":"):
+        value = value * 60 + float(part)
     return value
 
 
@@ -162,16 +157,8 @@ class ReadCancelled(Exception):
     """A read given up because its server is stopping (no result: nothing is cached)."""
 
 
-def _never() -> bool:
-    return False
-
-
 class Reader:
-    """Text-line detection and recognition, with a per-image cache in memory and on disk (images repeat a lot).
-
-    On disk, readings are kept by the content of the decoded pixels (:mod:`.ocr_cache`): a process
-    sent pixels that any process read before takes the reading from there instead of reading again.
-    """
+    """Text-line detection and recognition, with readings cached in memory and on disk (:mod:`.ocr_cache`)."""
 
     def __init__(self, min_text_px: int = 9, cache_size: int = 512) -> None:
         from rapidocr_onnxruntime import RapidOCR
@@ -183,7 +170,7 @@ class Reader:
         self._cache: dict[str, Sight] = {}
         self._cache_size = cache_size
 
-    def see(self, image: np.ndarray | EncodedImage, cancelled: Callable[[], bool] = _never) -> Sight:
+    def see(self, image: np.ndarray | EncodedImage, cancelled: Callable[[], bool] = lambda: False) -> Sight:
         """Read an image (cached by content: the encoded bytes' hash or the pixels', then the pixels' on disk).
 
         ``cancelled`` is asked before each recognition waits for the shared ONNX session: a server
@@ -223,7 +210,7 @@ class Reader:
         return _layout(rgb, lines, small + illegible)
 
     def _read_lines(
-        self, rgb: np.ndarray, cancelled: Callable[[], bool] = _never
+        self, rgb: np.ndarray, cancelled: Callable[[], bool]
     ) -> tuple[list[TextLine], list[tuple[int, int, int, int]]]:
         """Lines read, and boxes of lines large enough to read whose text could not be made out."""
         found = text_boxes(rgb, self.min_text_px)  # label plates are read apart from what they cover
@@ -245,8 +232,7 @@ class Reader:
             if cancelled():
                 raise ReadCancelled
             results, _ = self._engine.text_rec(crops)
-        lines = []
-        illegible = []
+        lines, illegible = [], []
         for (x, y, w, h), digest in zip(line_boxes, keys, strict=True):
             text, score = results[unique[digest]]
             text = str(text).strip()
@@ -292,30 +278,19 @@ def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int,
         else:
             rest.append(line)
     sight = Sight(width, height, lines, tiles, unreadable=len(unread))
-    if len(tiles) < 2:
-        stamp = next((m for m in (_TIME_ONLY.match(ln.text) for ln in lines) if m), None)
-        if len(tiles) == 1:
-            tiles[0].lines.extend(rest)
-            tiles[0].unreadable = len(unread)
-        else:
-            sight.label_time = parse_clock(stamp.group(1)) if stamp else None
-            whole = Tile(None, None, sight.label_time, 0, 0, [ln for ln in rest if ln is not stamp_line(stamp, lines)])
-            whole.unreadable = len(unread)
-            whole.masked = _is_blank(rgb)
-            sight.tiles.append(whole)
+    if len(tiles) == 1:
+        tiles[0].lines.extend(rest)
         return sight
-    xs = sorted({t.x for t in tiles})
-    ys = sorted({t.y for t in tiles})
-    step_x = _step(xs, width)
-    step_y = _step(ys, height)
+    if not tiles:  # one tile, the whole image; a lone time stamp labels it (a zoomed frame) and is not content
+        stamp = next((ln for ln in lines if _TIME_ONLY.match(ln.text)), None)
+        time = parse_clock(stamp.text) if stamp is not None else None
+        tiles.append(Tile(None, None, time, 0, 0, [ln for ln in rest if ln is not stamp], masked=_is_blank(rgb)))
+        return sight
+    step_x, step_y = _step([t.x for t in tiles], width), _step([t.y for t in tiles], height)
     for line in rest:
         owner = _owner(tiles, line.x + line.w / 2, line.y + line.h / 2, step_x, step_y)
         if owner is not None:
             owner.lines.append(line)
-    for x, y, w, h in unread:
-        owner = _owner(tiles, x + w / 2, y + h / 2, step_x, step_y)
-        if owner is not None:
-            owner.unreadable += 1
     for tile in tiles:  # blacked out by its pixels alone: whatever is written over it is a mark, not content
         x0, y0 = max(0, tile.x - 4), max(0, tile.y - 4)
         tile.masked = _is_blank(rgb[y0 : y0 + int(step_y), x0 : x0 + int(step_x)])
@@ -336,13 +311,6 @@ def _joined_labels(lines: list[TextLine]) -> list[TextLine]:
     return sorted((ln for ln in out if id(ln) not in used), key=lambda ln: (ln.y // 8, ln.x))
 
 
-def stamp_line(stamp: re.Match[str] | None, lines: list[TextLine]) -> TextLine | None:
-    """The line that holds a lone time stamp (it labels the image; it is not content)."""
-    if stamp is None:
-        return None
-    return next((ln for ln in lines if ln.text == stamp.string), None)
-
-
 def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
     return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
 
@@ -360,7 +328,7 @@ def _is_blank(region: np.ndarray) -> bool:
 
 def _step(positions: list[int], extent: int) -> float:
     """Typical distance between neighbouring tile origins along one axis."""
-    gaps = [b - a for a, b in itertools.pairwise(positions) if b - a > 8]
+    gaps = [b - a for a, b in itertools.pairwise(sorted(set(positions))) if b - a > 8]
     return float(statistics.median(gaps)) if gaps else float(extent)
 
 

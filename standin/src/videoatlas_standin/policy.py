@@ -1,24 +1,13 @@
 """The stand-in's one policy: what it reads, what it takes to be asked, what it answers, how it fills a reply.
 
-docs/standin.md states this policy as a decision table; this module is that table, row by row:
-
-1. reading: text lines read in each picture, grouped into tiles (:mod:`.perception`); a blacked-out
-   tile is known by its pixels and nothing in it is read;
-2. the question is the request's last line ending in "?" (user messages first); the choices are
-   lettered option lines, else the reply schema's string enum whose every member the question names;
-3. what was read: every line of every tile not blacked out, and the request's own lines that report
-   something: a line naming exactly one choice (not the question, not an option line), a line that
-   starts with a clock time (a transcript, a log), and every line a tool returned;
-4. a choice's support is the number of items holding it, doubled for an item whose text is close in
-   meaning to the question; the answer is the best supported choice, the first listed on a tie;
-5. with no choices, the value printed with the label closest in meaning to the question, else the
-   line read closest in meaning to it, else nothing at all (declined);
-6. a reply schema is filled field by field (:class:`Filler`);
-7. with tools, the tool whose description fits best (rule 6) is called, its arguments filled by rule 6;
-8. how sure it is: the choices share the answer as the softmax of their support (one nat per item), an open
-   question's candidates as the softmax of their fit in steps of :data:`CLOSE`, a statement's truth as the
-   softmax of the items close to it (:meth:`Reading.choice_shares`, :meth:`Reading.open_shares`,
-   :meth:`Reading.truth_shares`); a text-only decision reads every line of its text (:func:`weigh`).
+docs/standin.md states this policy as a decision table, its specification; this module is that table, row by
+row: 1, reading, is :mod:`.perception`'s (a blacked-out tile is known by its pixels, nothing in it read);
+2, the question and the choices, :func:`_question`, :func:`_options` and :func:`_enum_choices`; 3, what was
+read, and 4, a choice's support, :func:`understand` and :func:`_decided`; 5, an open question's value,
+:func:`_open_candidates`; 6, filling a reply schema, :class:`Filler`; 7, the tool to call,
+:meth:`Reading.choose` (its arguments by row 6); 8, how sure it is, :meth:`Reading.choice_shares`,
+:meth:`Reading.open_shares` and :meth:`Reading.truth_shares` (a text-only decision reads every line of its
+text: :func:`weigh`).
 
 Meaning is multilingual-e5-small's (:mod:`.meaning`), against thresholds calibrated in
 tests/standin/test_standin_generic.py. No word here names a field, action or tool of any client.
@@ -111,7 +100,7 @@ class Item:
     @property
     def context(self) -> str:
         """The text its closeness to the question is judged on: all its tile shows, or the line."""
-        return " ".join(line.text for line in self.tile.lines) if self.tile is not None else self.text
+        return self.tile.text if self.tile is not None else self.text
 
     def shown(self) -> str:
         """The item as an account quotes it: its text, and where (``#id``) and when it was read."""
@@ -134,12 +123,12 @@ class Reading:
     lines: list[str]
     """The request's own text lines (not tool results): where options are described."""
     close: list[bool]
-    support: list[float]
-    index: int | None
+    support: list[float] = dataclasses.field(default_factory=list)
+    index: int | None = None
     """The chosen choice (None without choices)."""
-    answer: str
+    answer: str = ""
     """The answer's text: the chosen choice, or an open question's value ("" when declined)."""
-    read: bool
+    read: bool = False
     """Whether the answer was read (support above 0, or an open question's value found)."""
     weighed: tuple[tuple[str, float], ...] = ()
     """An open question's candidates, each with how far its fit passes the bar, in nats (:func:`_open_candidates`)."""
@@ -193,11 +182,7 @@ class Reading:
 
     def bearing_tiles(self) -> list[Tile]:
         """The tiles where something bearing on the question was read, ranked as :meth:`ranked`."""
-        seen: dict[int, Tile] = {}
-        for item in self.ranked():
-            if item.tile is not None:
-                seen.setdefault(id(item.tile), item.tile)
-        return list(seen.values())
+        return list({id(item.tile): item.tile for item in self.ranked() if item.tile is not None}.values())
 
     def account(self) -> str:
         """A short plain account of what was read that bears on the question ("" when nothing does)."""
@@ -258,13 +243,17 @@ def understand(texts: list[tuple[str, str]], sights: list[Sight], schemas: list[
             if role == "tool" or _TIMED.match(line) or (named == 1 and not _OPTION.match(line)):
                 tag = _TAG.match(line)
                 items.append(Item(line, None, tag.group(1) if tag else None))
-    close = [False] * len(items)
-    if question and items:
-        contexts = list(dict.fromkeys(item.context for item in items))
-        fit = dict(zip(contexts, similarity([question], contexts)[0], strict=True))
-        close = [bool(fit[item.context] >= CLOSE) for item in items]
-    reading = Reading(question, choices, bool(options), len(sights), items, lines, close, [], None, "", False)
+    reading = Reading(question, choices, bool(options), len(sights), items, lines, _close(question, items))
     return _decided(reading)
+
+
+def _close(question: str, items: list[Item]) -> list[bool]:
+    """Whether each item is close in meaning to the question (judged on its context)."""
+    if not question or not items:
+        return [False] * len(items)
+    contexts = list(dict.fromkeys(item.context for item in items))
+    fit = dict(zip(contexts, similarity([question], contexts)[0], strict=True))
+    return [bool(fit[item.context] >= CLOSE) for item in items]
 
 
 def _decided(reading: Reading) -> Reading:
@@ -322,12 +311,7 @@ def weigh(question: str, text: str, choices: list[str]) -> Reading:
     ``choices`` are given, not found in the request; a choice is supported by the lines that hold its words.
     """
     items = [Item(line.strip(), None) for line in text.splitlines() if line.strip()]
-    close = [False] * len(items)
-    if question and items:
-        contexts = list(dict.fromkeys(item.text for item in items))
-        fit = dict(zip(contexts, similarity([question], contexts)[0], strict=True))
-        close = [bool(fit[item.text] >= CLOSE) for item in items]
-    return _decided(Reading(question, list(choices), False, 0, items, [], close, [], None, "", False))
+    return _decided(Reading(question, list(choices), False, 0, items, [], _close(question, items)))
 
 
 def pairs_of(items: list[Item]) -> list[Labelled]:

@@ -51,15 +51,8 @@ def form_request(path: Path | None, endpoint: str, content_type: str, form: Any)
         if isinstance(value, web.FileField):
             data = value.file.read()
             value.file.seek(0)
-            files.append(
-                {
-                    "field": name,
-                    "filename": value.filename,
-                    "content_type": value.content_type,
-                    "size": len(data),
-                    "sha256": hashlib.sha256(data).hexdigest(),
-                }
-            )
+            about = {"field": name, "filename": value.filename, "content_type": value.content_type}
+            files.append({**about, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
         else:
             fields.append([name, str(value)])
     _append(path, {"endpoint": endpoint, "content_type": content_type, "form": fields, "files": files})

@@ -1,11 +1,8 @@
 """STAND-IN VLM SERVER for tests and the demo: an OpenAI-compatible endpoint that reads pixels with OCR.
 
-It is not a vision-language model. It exists so that everything can run and be tested on a
-machine without a GPU. It speaks the same protocol as vLLM's server (``GET /v1/models``,
-``POST /v1/chat/completions`` with images as data URLs, ``response_format`` json_schema and tool calls,
-OpenAI-style error bodies, usage with ``prompt_tokens_details.cached_tokens``), perceives only
-what it is sent (see :mod:`.perception` and :mod:`.policy`), and can be told to be slow or to
-fail in every way a real server can, so the client's handling of each is tested over real HTTP.
+It is not a vision-language model. It speaks vLLM's protocol, perceives only what it is sent (:mod:`.perception`,
+:mod:`.policy`), and can be told to be slow or to fail in every way a real server can (:mod:`.faults`), so the
+client's handling of each is tested over real HTTP on a machine without a GPU.
 
 This module is the server's lifecycle: the app that wires the routes, one module per route as vLLM
 keeps ``entrypoints/openai/<endpoint>/`` (:mod:`.models`, :mod:`.chat`, :mod:`.embeddings`,

@@ -139,11 +139,7 @@ class PrefixCache:
         """Cached tokens for this prompt; then remember its blocks (most recently used, its head most of all)."""
         hashes = self.block_hashes(tokens)
         with self._lock:
-            hit_blocks = 0
-            for h in hashes:
-                if h not in self._blocks:
-                    break
-                hit_blocks += 1
+            hit_blocks = next((n for n, h in enumerate(hashes) if h not in self._blocks), len(hashes))
             cached = hit_blocks * BLOCK
             if cached >= len(tokens):  # the last token is always computed
                 cached = max(0, cached - BLOCK)

@@ -72,20 +72,15 @@ def read(body: dict[str, Any]) -> ToolRequest | Refusal | None:
     """The request's tool call, checked as vLLM's request model checks it; None when it asks for none."""
     tools, choice = body.get("tools"), body.get("tool_choice", "auto" if body.get("tools") else "none")
     if tools == []:
-        return _invalid(
-            body,
-            "`tools` must not be an empty array. Either provide at least one tool or omit the field entirely.",
-            "tools",
-        )
+        text = "`tools` must not be an empty array. Either provide at least one tool or omit the field entirely."
+        return _invalid(body, text, "tools")
     if choice == "none" or choice is None:
         return None
     if tools is None:
         return _invalid(body, "When using `tool_choice`, `tools` must be set.", "tool_choice")
     if choice not in ("auto", "required") and not isinstance(choice, dict):
-        text = (
-            f'Invalid value for `tool_choice`: {choice}! Only named tools, "none", "auto" or "required" are supported.'
-        )
-        return _invalid(body, text, "tool_choice")
+        supported = 'Only named tools, "none", "auto" or "required" are supported.'
+        return _invalid(body, f"Invalid value for `tool_choice`: {choice}! {supported}", "tool_choice")
     offered = _tools(tools)
     if isinstance(offered, Refusal):
         return offered
@@ -93,21 +88,18 @@ def read(body: dict[str, Any]) -> ToolRequest | Refusal | None:
     if isinstance(choice, dict):
         function = choice.get("function")
         if not isinstance(function, dict):
-            return _invalid(
-                body, f"Invalid value for `function`: `{function}` in `tool_choice`! {_USAGE}", "tool_choice.function"
-            )
+            text = f"Invalid value for `function`: `{function}` in `tool_choice`! {_USAGE}"
+            return _invalid(body, text, "tool_choice.function")
         if "name" not in function:
-            return _invalid(
-                body, f"Expected field `name` in `function` in `tool_choice`! {_USAGE}", "tool_choice.function.name"
-            )
+            text = f"Expected field `name` in `function` in `tool_choice`! {_USAGE}"
+            return _invalid(body, text, "tool_choice.function.name")
         named = function["name"]
         if not isinstance(named, str) or not named:
             text = f"Invalid `name` in `function`: `{named}` in `tool_choice`! {_USAGE}"
             return _invalid(body, text, "tool_choice.function.name")
         if all(t.name != named for t in offered):
-            return _invalid(
-                body, "The tool specified in `tool_choice` does not match any of the specified `tools`", "tool_choice"
-            )
+            text = "The tool specified in `tool_choice` does not match any of the specified `tools`"
+            return _invalid(body, text, "tool_choice")
     mode: Mode = "named" if named is not None else "required" if choice == "required" else "auto"
     return ToolRequest(tuple(offered), mode, named, body.get("parallel_tool_calls") is False)
 
@@ -118,14 +110,12 @@ def _tools(tools: Any) -> list[Tool] | Refusal:
     out = []
     for i, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        params = function.get("parameters") if isinstance(function, dict) else None
+        function = function if isinstance(function, dict) else {}
+        name, params, description = function.get("name"), function.get("parameters"), function.get("description")
         if not isinstance(name, str) or (params is not None and not isinstance(params, dict)):
             return Refusal(400, f"tools[{i}] must be a function tool with a name", "Bad Request", "tools")
-        assert isinstance(function, dict)
-        description = function.get("description")
-        empty = {"type": "object", "properties": {}}
-        out.append(Tool(name, description if isinstance(description, str) else "", params or empty))
+        about = description if isinstance(description, str) else ""
+        out.append(Tool(name, about, params or {"type": "object", "properties": {}}))
     return out
 
 
@@ -141,12 +131,8 @@ def unavailable(request: ToolRequest, auto_tools: bool) -> Refusal | None:
 
 def forced_schema(request: ToolRequest) -> dict[str, Any] | Refusal | None:
     """The JSON schema vLLM decodes a ``required`` or named call under (None for ``auto``)."""
-    if request.mode == "named":
-        assert request.named is not None
-        named: dict[str, Any] = request.tool(request.named).parameters
-        return named
-    if request.mode == "auto":
-        return None
+    if request.mode != "required":
+        return request.tool(request.named).parameters if request.named is not None else None
     defs: dict[str, Any] = {}
     variants = []
     for tool in request.tools:
@@ -156,12 +142,8 @@ def forced_schema(request: ToolRequest) -> dict[str, Any] | Refusal | None:
                 text = f"Tool definition '{name}' has multiple schemas, which is not supported."
                 return Refusal(400, text, param="tools")
             defs[name] = definition
-        variants.append(
-            {
-                "properties": {"name": {"type": "string", "enum": [tool.name]}, "parameters": params},
-                "required": ["name", "parameters"],
-            }
-        )
+        tag = {"type": "string", "enum": [tool.name]}
+        variants.append({"properties": {"name": tag, "parameters": params}, "required": ["name", "parameters"]})
     schema: dict[str, Any] = {"type": "array", "minItems": 1, "items": {"type": "object", "anyOf": variants}}
     if request.single:
         schema["maxItems"] = 1
@@ -179,14 +161,11 @@ def call_text(request: ToolRequest, calls: list[tuple[Tool, dict[str, Any]]]) ->
 
 def tool_calls(calls: list[tuple[Tool, dict[str, Any]]]) -> list[dict[str, Any]]:
     """The reply's ``tool_calls``, as vLLM writes them (``chatcmpl-tool-`` ids, arguments as a JSON string)."""
-    return [
-        {
-            "id": f"chatcmpl-tool-{uuid.uuid4().hex}",
-            "type": "function",
-            "function": {"name": tool.name, "arguments": json.dumps(args, ensure_ascii=False)},
-        }
-        for tool, args in calls
-    ]
+    out = []
+    for tool, args in calls:
+        function = {"name": tool.name, "arguments": json.dumps(args, ensure_ascii=False)}
+        out.append({"id": f"chatcmpl-tool-{uuid.uuid4().hex}", "type": "function", "function": function})
+    return out
 
 
 def finish_reason(request: ToolRequest, cut: bool) -> str:

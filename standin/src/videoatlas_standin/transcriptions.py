@@ -31,6 +31,7 @@ from aiohttp import web
 
 from videoatlas_standin import record
 from videoatlas_standin.context import ServerContext
+from videoatlas_standin.contract import Refusal
 from videoatlas_standin.perception import model_threads
 
 MAX_FILE_MB = 25
@@ -39,22 +40,15 @@ FORMATS = ("json", "text", "srt", "verbose_json", "vtt", "diarized_json")
 """The response formats vLLM's request model takes (it then serves only json, text and verbose_json for Whisper)."""
 SERVED_FORMATS = ("text", "json", "verbose_json", "diarized_json")
 """The formats vLLM's serving code lets through to the model (and then refuses diarized_json for Whisper)."""
-# fmt: off
-NATIVE_LANGUAGES = (
-    "af", "ar", "hy", "az", "be", "bs", "bg", "ca", "zh", "hr", "cs", "da", "nl", "en", "et", "fi", "fr", "gl",
-    "de", "el", "he", "hi", "hu", "is", "id", "it", "ja", "kn", "kk", "ko", "lv", "lt", "mk", "ms", "mr", "mi",
-    "ne", "no", "fa", "pl", "pt", "ro", "ru", "sr", "sk", "sl", "es", "sw", "sv", "tl", "ta", "th", "tr", "uk",
-    "ur", "vi", "cy",
+NATIVE_LANGUAGES = tuple(
+    "af ar hy az be bs bg ca zh hr cs da nl en et fi fr gl de el he hi hu is id it ja kn kk ko lv lt mk ms "  # noqa: SIM905
+    "mr mi ne no fa pl pt ro ru sr sk sl es sw sv tl ta th tr uk ur vi cy".split()
 )
-# fmt: on
 """The language codes vLLM 0.33 lists as Whisper's own (``ISO639_1_SUPPORTED_LANGS``), in its order."""
-# fmt: off
-OTHER_LANGUAGES = (
-    "la", "ml", "te", "bn", "br", "eu", "mn", "sq", "pa", "si", "km", "sn", "yo", "so", "oc", "ka", "tg", "sd",
-    "gu", "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "mg", "as", "tt",
-    "haw", "ln", "ha", "ba", "jw", "su", "yue",
+OTHER_LANGUAGES = tuple(
+    "la ml te bn br eu mn sq pa si km sn yo so oc ka tg sd gu am yi lo uz fo ht ps tk nn mt sa lb my bo mg "  # noqa: SIM905
+    "as tt haw ln ha ba jw su yue".split()
 )
-# fmt: on
 """The other codes Whisper's tokenizer knows: vLLM takes them with a warning."""
 GRANULARITIES = ("word", "segment")
 _lock = threading.Lock()
@@ -88,30 +82,24 @@ def whisper() -> Any:
         return _model
 
 
-def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
-    return web.json_response({"error": dict(message=message, type=kind, param=param, code=status)}, status=status)
-
-
 async def transcriptions(standin: ServerContext, request: web.Request) -> web.Response:
     """``POST /v1/audio/transcriptions``."""
     form = await request.post()
     record.form_request(standin.config.record, record.TRANSCRIPTIONS, request.content_type, form)
     if not request.content_type.startswith("multipart/"):
-        return _error(400, "expected a multipart/form-data body", "BadRequestError")
+        return Refusal(400, "expected a multipart/form-data body").response()
     upload = form.get("file")
     if upload is None:
-        return _error(400, "Field required: file", "BadRequestError", "file")
+        return Refusal(400, "Field required: file", param="file").response()
     if not isinstance(upload, web.FileField):
-        return _error(422, "Expected 'file' to be a file-like object, not 'str'.", "BadRequestError", "file")
-    invalid = _invalid(form)  # vLLM's request model, as FastAPI builds it from the form
-    if invalid is not None:
-        return invalid
+        return Refusal(422, "Expected 'file' to be a file-like object, not 'str'.", param="file").response()
     data = upload.file.read()
-    if len(data) > MAX_FILE_MB * 1024 * 1024:
-        return _error(400, "Maximum file size exceeded", "BadRequestError", "audio_filesize_mb")
-    refused = _refused(standin, form)  # vLLM's serving code, before it decodes the audio
-    if refused is not None:
-        return refused
+    refusal = _invalid(form)  # vLLM's request model, as FastAPI builds it from the form
+    if refusal is None and len(data) > MAX_FILE_MB * 1024 * 1024:
+        refusal = Refusal(400, "Maximum file size exceeded", param="audio_filesize_mb")
+    refusal = refusal or _refused(standin, form)  # vLLM's serving code, before it decodes the audio
+    if refusal is not None:
+        return refusal.response()
     temperature = float(str(form.get("temperature") or 0.0))
     language = str(form.get("language") or "en")
     prompt = str(form.get("prompt") or "") or None
@@ -119,7 +107,7 @@ async def transcriptions(standin: ServerContext, request: web.Request) -> web.Re
     try:
         segments, duration = await loop.run_in_executor(None, _transcribe, data, temperature, prompt)
     except ValueError as exc:
-        return _error(400, f"Invalid or unsupported audio file: {exc}", "BadRequestError", "file")
+        return Refusal(400, f"Invalid or unsupported audio file: {exc}", param="file").response()
     text = "".join(s["text"] for s in segments)
     if str(form.get("response_format") or "json") != "verbose_json":
         return web.json_response({"text": text, "usage": {"type": "duration", "seconds": math.ceil(duration)}})
@@ -127,43 +115,39 @@ async def transcriptions(standin: ServerContext, request: web.Request) -> web.Re
     return web.json_response(body)
 
 
-def _invalid(form: Any) -> web.Response | None:
+def _invalid(form: Any) -> Refusal | None:
     """What vLLM's request model refuses of the form's fields (None: nothing)."""
-    fmt = str(form.get("response_format") or "json")
-    if fmt not in FORMATS:
-        return _error(400, f"response_format: Input should be one of {', '.join(FORMATS)}", "BadRequestError",
-                      "response_format")  # fmt: skip
+    if str(form.get("response_format") or "json") not in FORMATS:
+        return Refusal(400, f"response_format: Input should be one of {', '.join(FORMATS)}", param="response_format")
     bad = [g for g in form.getall("timestamp_granularities[]", []) if g not in GRANULARITIES]
     if bad:
-        return _error(400, f"timestamp_granularities[]: Input should be 'word' or 'segment', got {bad[0]!r}",
-                      "BadRequestError", "timestamp_granularities[]")  # fmt: skip
+        message = f"timestamp_granularities[]: Input should be 'word' or 'segment', got {bad[0]!r}"
+        return Refusal(400, message, param="timestamp_granularities[]")
     try:
         float(str(form.get("temperature") or 0.0))
     except ValueError:
-        return _error(400, "temperature: Input should be a valid number", "BadRequestError", "temperature")
+        return Refusal(400, "temperature: Input should be a valid number", param="temperature")
     return None
 
 
-def _refused(standin: ServerContext, form: Any) -> web.Response | None:
+def _refused(standin: ServerContext, form: Any) -> Refusal | None:
     """What vLLM's serving code refuses of a valid request before inference, in its order (None: nothing)."""
     fmt = str(form.get("response_format") or "json")
     model = str(form.get("model") or standin.config.model)
     if model != standin.config.model:
         message = f"The model `{model}` does not exist. Valid aliases: {standin.config.model}."
-        return _error(404, message, "NotFoundError", "model")
+        return Refusal(404, message, "NotFoundError", "model")
     if fmt not in SERVED_FORMATS:
-        message = "Currently only support response_format: `text`, `json`, `verbose_json` or `diarized_json`"
-        return _error(400, message, "BadRequestError")
+        return Refusal(400, "Currently only support response_format: `text`, `json`, `verbose_json` or `diarized_json`")
     if fmt == "diarized_json":
-        return _error(400, f"Currently do not support diarized_json for {model}", "BadRequestError")
+        return Refusal(400, f"Currently do not support diarized_json for {model}")
     language = form.get("language")
     if language is not None and language not in NATIVE_LANGUAGES + OTHER_LANGUAGES:
         message = f"Unsupported language: {language!r}.  Must be one of {list(NATIVE_LANGUAGES)}."
-        return _error(400, message, "BadRequestError", "language")
+        return Refusal(400, message, param="language")
     temperature = float(str(form.get("temperature") or 0.0))
     if not math.isfinite(temperature) or not 0.0 <= temperature <= 2.0:
-        message = f"temperature must be in [0, 2], got {temperature}."
-        return _error(400, message, "BadRequestError", "temperature")
+        return Refusal(400, f"temperature must be in [0, 2], got {temperature}.", param="temperature")
     return None
 
 
