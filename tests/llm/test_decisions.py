@@ -184,7 +184,7 @@ async def test_a_server_without_decisions_is_detected_once_logged_once_and_never
 async def test_decisions_started_together_wait_for_the_first_ones_verdict(serve: Any) -> None:
     server = Server((501, not_supported()))
     vlm, _ = await serve(server)
-    assert await asyncio.gather(read(vlm), read(vlm), read(vlm)) == [None, None, None]
+    assert list(await asyncio.gather(read(vlm), read(vlm), read(vlm))) == [None, None, None]
     assert len(server.bodies) == 1
 
 
