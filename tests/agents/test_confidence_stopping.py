@@ -10,42 +10,17 @@ P(answer) reaches a threshold under 0.5 answers; a server without logprobs leave
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_helpers import action_logprobs, default_reply, make_context
+from loop_helpers import LOOPS, counter_question
 from videoatlas.agents.registry import get_agent
 from videoatlas.runtime.config import RunConfig, StopsOnConfidence
 
 pytestmark = pytest.mark.unit
-
-
-@dataclass(frozen=True)
-class Loop:
-    """One tool-loop agent as the tests drive it."""
-
-    thinker: str
-    tool: str
-    said: str
-    call: dict[str, Any]
-    report: dict[str, Any]
-    who: str
-    settings: dict[str, Any]
-
-
-LOOPS = {
-    "videoarm": Loop(
-        "ControllerStep", "SnapReport", "reason", {"tool": "scene_snapper", "ranges": [], "num_frames": 30},
-        {"caption": "numbers in blocks", "frames": []}, "controller", {"snap_px": 96, "steps": 4},
-    ),
-    "videoseek": Loop(
-        "PlannerTurn", "SkimReport", "thought", {"tool": "skim", "query": "a number", "start": 0.0, "end": 8.0},
-        {"frames": [], "summary": "numbers in blocks", "relevant": []}, "planner", {"alpha": 1, "turns": 4},
-    ),
-}  # fmt: skip
 
 
 async def loop_run(
@@ -60,16 +35,11 @@ async def loop_run(
             return {loop.said: "thinking", "call": {"tool": "answer"} if next(replies) else loop.call}
         return loop.report if name == loop.tool else default_reply(name, text, schema)
 
-    config = RunConfig.of(agent=agent, confidence=confidence, **loop.settings)
+    config = RunConfig.of(agent=agent, confidence=confidence, **{loop.limit: 4}, **loop.settings)
     ctx, chat, source = make_context(video, tmp, script, config)
     if p_answer is not None:
         chat.logprobs = action_logprobs(loop.thinker, "tool", p_answer, loop.call["tool"])
-    question = {"question": "Which number is shown?", "choices": ["4", "7"]}
-    try:
-        out = await get_agent(agent).build(None).ainvoke(question, {"recursion_limit": 100}, context=ctx)
-    finally:
-        source.close()
-    return out, chat
+    return await counter_question(agent, ctx, source), chat
 
 
 def offered_tools(response_format: dict[str, Any]) -> set[str]:

@@ -17,6 +17,7 @@ from videoatlas.environment.timefmt import format_ts
 from videoatlas.limits import CHOICE_LETTERS
 from videoatlas.llm.client import Reply
 from videoatlas.llm.images import ImagePart
+from videoatlas.llm.records import CallRecord
 from videoatlas.prompts import PromptSet
 from videoatlas.runtime.budget import estimate_tokens
 from videoatlas.runtime.context import AgentContext
@@ -120,19 +121,7 @@ async def ask(
     except BaseException as exc:
         ctx.ledger.settle(reservation, failed_call_cost(exc))
         raise
-    record = reply.record
-    tokens = record.prompt_tokens + record.completion_tokens
-    cost = Cost(
-        calls=1,
-        prompt_tokens=record.prompt_tokens,
-        completion_tokens=record.completion_tokens,
-        cached_tokens=record.cached_tokens,
-        reasoning_tokens=record.reasoning_tokens,
-        images=record.images,
-        image_tokens=record.image_tokens,
-        tokens_by_role={thinker: tokens} if tokens else {},
-        **frame_ledger(images),
-    )
+    cost = call_cost(reply.record, thinker, images)
     ctx.ledger.settle(reservation, cost)
     return reply, cost
 
@@ -170,17 +159,25 @@ async def read_choice(
         raise
     if read is None:
         return None, Cost()
-    record = read.record
+    cost = call_cost(read.record, thinker)
+    ctx.ledger.settle(None, cost)
+    return list(read.probabilities), cost
+
+
+def call_cost(record: CallRecord, thinker: str, images: Sequence[ImagePart] = ()) -> Cost:
+    """What one answered call costs the run: its tokens (counted under ``thinker``), its images and their frames."""
     tokens = record.prompt_tokens + record.completion_tokens
-    cost = Cost(
+    return Cost(
         calls=1,
         prompt_tokens=record.prompt_tokens,
         completion_tokens=record.completion_tokens,
         cached_tokens=record.cached_tokens,
+        reasoning_tokens=record.reasoning_tokens,
+        images=record.images,
+        image_tokens=record.image_tokens,
         tokens_by_role={thinker: tokens} if tokens else {},
+        **frame_ledger(images),
     )
-    ctx.ledger.settle(None, cost)
-    return list(read.probabilities), cost
 
 
 def frame_ledger(images: Sequence[ImagePart]) -> dict[str, Any]:
