@@ -252,10 +252,20 @@ def _decision_call(**extra: Any) -> decision.DecisionCall:
     )
 
 
+def without_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The endpoint serves no ``/v1/decisions`` (the call below is text only): the read gives nothing, costs nothing."""
+
+    async def no_route(*args: Any, **kwargs: Any) -> tuple[None, Cost]:
+        return None, Cost()
+
+    monkeypatch.setattr(decision, "read_choice", no_route)
+
+
 async def test_a_failed_final_reply_is_recorded_never_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
     async def refuse(*args: Any, **kwargs: Any) -> Any:
         raise ModelReplyError("no usable reply")
 
+    without_decisions(monkeypatch)
     monkeypatch.setattr(decision, "ask", refuse)
     kept = [_evidence("e1")]
     result = await decision.decide_final(None, _decision_call(round=3), decision.cite_labels({}), kept)  # type: ignore[arg-type]
@@ -279,6 +289,7 @@ async def test_the_final_reply_cites_through_the_agents_mapping(monkeypatch: pyt
         value = types.SimpleNamespace(answer=1, reasoning="blue, as [B] shows", evidence=["[B]", "Z"])
         return types.SimpleNamespace(value=value, tokens=()), Cost(calls=1)  # a server that sent no logprobs
 
+    without_decisions(monkeypatch)
     monkeypatch.setattr(decision, "ask", reply)
     items = {"A": _evidence("e1"), "B": _evidence("e2")}
     result = await decision.decide_final(None, _decision_call(), decision.cite_labels(items))  # type: ignore[arg-type]
