@@ -194,6 +194,10 @@ class Step:
     """The server's P(answer) of an answer this step held back (below ``--confidence``): the step is asked
     again with answering not on offer (None: a first ask)."""
 
+    def offered(self, tools: Sequence[str]) -> tuple[str, ...]:
+        """``tools`` as this step offers them: without the answer when it is asked again after one held back."""
+        return tuple(t for t in tools if not (t == ANSWER and self.unsure is not None))
+
 
 @dataclass(frozen=True, slots=True)
 class Ask:

@@ -126,8 +126,7 @@ async def step_ask(state: ArmState, ctx: AgentContext, settings: VideoArmSetting
     # after an answer held back: survey it, answering is not on offer then).
     survey = ({"tool": "scene_snapper", "ranges": [], "num_frames": counts[0]}, "scene_snapper over the whole video")
     instead = ({"tool": "answer"}, "answer from the memory") if memory and step.unsure is None else survey
-    if step.unsure is not None:
-        tools = [t for t in tools if t != "answer"]
+    tools = list(step.offered(tools))
     held = step.relation.held
     if held is not None:
         instead = ({"tool": "clip_analyzer", "start": held.start, "end": held.end, "question": ""}, "the window")

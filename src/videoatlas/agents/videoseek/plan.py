@@ -76,8 +76,7 @@ async def turn_ask(state: SeekState, ctx: AgentContext, settings: VideoSeekSetti
         instead = (skim_of(Interval(0.0, ctx.atlas.duration)), "a skim of the whole video")
     if held is not None:
         instead = (skim_of(held), "a skim of the window beside the anchor")
-    dropped = {*(["overview"] if held is not None else []), *(["answer"] if step.unsure is not None else [])}
-    tools = tuple(t for t in TOOLS if t not in dropped)
+    tools = step.offered([t for t in TOOLS if not (t == "overview" and held is not None)])
     schema = turn_schema(tools, ctx.atlas.duration, relation=step.relation.asked, window=step.relation.window)
     return Ask(schema, [], values, instead, tools, heard)
 
