@@ -240,20 +240,24 @@ class VLMClient:
             began = time.perf_counter()
             if verdict and self.on_start is not None:
                 self.on_start(record)  # a detecting request is told of once it is known to be a call
+
+            def ended(answered: bool) -> None:
+                """The request was a call after all (an answer or a failure): told of, counted, logged."""
+                if not verdict and self.on_start is not None:
+                    self.on_start(record)
+                if answered:
+                    record.outcome = "ok"
+                self._finish(record, began)
+
             try:
                 answer = await self._decide(post, body, options, record)
             except BaseException as exc:
                 self._failed(record, exc)
-                if not verdict and self.on_start is not None:
-                    self.on_start(record)
-                self._finish(record, began)
+                ended(answered=False)
                 raise
             if answer is None:
                 return None
-            if not verdict and self.on_start is not None:
-                self.on_start(record)
-            record.outcome = "ok"
-            self._finish(record, began)
+            ended(answered=True)
             return ChoiceRead(answer.probabilities, record)
 
     async def _decide(
