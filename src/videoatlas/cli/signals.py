@@ -15,7 +15,7 @@ import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from videoatlas.runtime.stopping import watch_for_stop
+from videoatlas.runtime.stopping import clear_stop, note_stop
 
 T = TypeVar("T")
 
@@ -66,7 +66,6 @@ async def _guarded(work: Coroutine[Any, Any, T]) -> T:
     task = asyncio.current_task()
     assert task is not None
     received: list[int] = []
-    names = watch_for_stop()  # the run reads the signal's name here, whichever way the cancellation came
 
     def on_signal(signum: int) -> None:
         if received:
@@ -76,7 +75,7 @@ async def _guarded(work: Coroutine[Any, Any, T]) -> T:
                 os._exit(128 + signum)
             return
         received.append(signum)
-        names.append(signal.Signals(signum).name)
+        note_stop(signal.Signals(signum).name)  # the run reads it there, whichever way the cancellation came
         task.cancel(msg=signal.Signals(signum).name)
 
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
@@ -95,6 +94,7 @@ async def _guarded(work: Coroutine[Any, Any, T]) -> T:
             if callable(handler) or isinstance(handler, int):
                 signal.signal(sig, handler)
         if received:
+            clear_stop()
             stay_stopping()
 
 

@@ -1,6 +1,7 @@
 """Running one question through an agent's graph as a run: checkpointed, traced, leased; resumed; read back.
 
-The run's parts (context, lease, streaming the graph, settling the row) are in :mod:`.execute`;
+The run's record (its row, lease and tracer) is :mod:`.frame`'s; its parts (context, streaming the graph,
+settling the row) are in :mod:`.execute`;
 what a run produced is :class:`~videoatlas.runs.result.RunResult`.
 """
 
@@ -19,23 +20,11 @@ from videoatlas.errors import BadInputError
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.logging import run_log
 from videoatlas.persistence.db import redact_url, resolve_db_url
-from videoatlas.persistence.lease import LeaseTiming
 from videoatlas.persistence.store import RunRow, TraceStore
-from videoatlas.runs.execute import (
-    Owned,
-    Prepared,
-    Progress,
-    claim,
-    endpoint_record,
-    has_step_left,
-    prepare,
-    run_traced,
-    saver_for,
-    settle,
-)
+from videoatlas.runs.execute import has_step_left, prepare, run_traced, saver_for
+from videoatlas.runs.frame import Progress, new_row, open_frame
 from videoatlas.runs.result import RunResult, finished_values, result_from_state
 from videoatlas.runtime.context import RunConfig
-from videoatlas.runtime.tracing import RunTracer
 
 __all__ = ["Progress", "RunResult", "load_finished", "prepare", "resume_run", "run_question", "unfinished_run"]
 
@@ -68,83 +57,25 @@ async def run_question(
     the front door's (:func:`videoatlas.request.answer`): this runs what it is given.
     """
     thread = run_id or uuid.uuid4().hex[:12]
-    url = resolve_db_url(db_url) if persist else None
-    timing = LeaseTiming.from_env()
-    # Store calls that touch the database run on a thread: on the event loop, waiting for SQLite's
-    # write lock would block the checkpointer (same loop) that holds it.
-    store = await asyncio.to_thread(TraceStore.shared, url, endpoint.patience_s) if url else None
-    owned: Owned | None = None
-    try:
-        existing = await asyncio.to_thread(store.run, thread) if store is not None and run_id else None
-        if existing is not None and existing.id != thread:  # a longer id that starts like this one
-            existing = None
-        if store is not None:  # first: a run id in use by a live process is left alone, its endpoint not called
-            owned = await claim(store, thread, timing, force=force)
-        tracer = RunTracer(store, thread) if store is not None else None
+    async with open_frame(thread, db_url, persist, endpoint.patience_s, run_id is not None, force) as frame:
         prepared = await prepare(
-            video, config, endpoint, subtitles, subtitle_offset, chat_model, tracer, source, on_progress
+            video, config, endpoint, subtitles, subtitle_offset, chat_model, frame.tracer, source, on_progress
         )
-        if store is not None:
-            try:
-                if existing is not None:
-                    if prepared.source.identity != existing.video_identity:
-                        raise BadInputError(
-                            f"{existing.video_path} is not the video run {thread} was started on (its content changed)"
-                        )
-                    await asyncio.to_thread(store.update_run, thread, status="running", error=None)
-                else:
-                    row = _new_row(thread, prepared, question, choices, video, subtitles, subtitle_offset)
-                    await asyncio.to_thread(store.start_run, row)
-            except BaseException:
-                await prepared.aclose()
-                raise
-        resumed = existing is not None
-        if on_progress is not None:
-            on_progress({"event": "run_started", "run_id": thread, **({"resumed": True} if resumed else {})})
+        try:
+            identity = prepared.source.identity
+            row = new_row(thread, prepared.context, identity, question, choices, video, subtitles, subtitle_offset)
+            await frame.start(row, on_progress)
+        except BaseException:
+            await prepared.aclose()
+            raise
         inputs = {"question": question, "choices": list(choices)}
         with structlog.contextvars.bound_contextvars(run_id=thread), run_log(thread):
-            async with saver_for(url, endpoint.patience_s) as saver:
+            async with saver_for(frame.url, endpoint.patience_s) as saver:
                 result = await run_traced(
-                    owned, thread, prepared, saver, inputs, resumed, question, choices, on_progress
+                    frame.owned, thread, prepared, saver, inputs, frame.resumed, question, choices, on_progress
                 )
-        result.source = "resumed" if resumed else "run"
+        result.source = "resumed" if frame.resumed else "run"
         return result
-    finally:
-        if owned is not None:
-            await settle(owned)  # a run that never started: give the lease back
-        if store is not None:
-            await asyncio.to_thread(store.release)
-
-
-def _new_row(
-    thread: str,
-    prepared: Prepared,
-    question: str,
-    choices: list[str],
-    video: str | Path,
-    subtitles: str | Path | None,
-    subtitle_offset: float,
-) -> RunRow:
-    """The row a new run starts with: what was asked, of which video, with which configuration and prompts."""
-    config = prepared.context.config
-    prompts = prepared.context.prompts
-    return RunRow(
-        id=thread,
-        status="running",
-        agent=config.agent,
-        question=question,
-        choices=list(choices),
-        video_path=str(Path(video).resolve()),
-        video_identity=prepared.source.identity,
-        config=config.model_dump(),
-        endpoint=endpoint_record(prepared.context.vlm.settings),
-        prompt_set=prompts.source,
-        prompt_sha=prompts.sha256,
-        templates={k: t.sha256 for k, t in prompts.templates.items()},
-        subtitles=str(Path(subtitles).resolve()) if subtitles else None,
-        subtitle_offset=subtitle_offset,
-        cost={},
-    )
 
 
 def unfinished_run(run_id: str, db_url: str | None = None) -> RunRow:

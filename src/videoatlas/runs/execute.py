@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,15 +19,15 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import StateSnapshot
-from sqlalchemy.exc import SQLAlchemyError
 
+from videoatlas.agents.base import Agent
 from videoatlas.agents.registry import all_agents, get_agent, settings_of
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.concat import audio_pieces, open_source
 from videoatlas.environment.frames import FrameSource
 from videoatlas.environment.subtitles import Subtitles, load_subtitles
-from videoatlas.errors import DatabaseDownError, OutageError, RunOwnedError
+from videoatlas.errors import OutageError, RunOwnedError
 from videoatlas.llm.chat_model import OpenAICompatibleChat
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.langsmith_redact import langsmith_scope
@@ -35,9 +35,8 @@ from videoatlas.llm.records import CallRecord
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.paths import render_cache_dir
 from videoatlas.persistence.checkpoint import open_checkpointer
-from videoatlas.persistence.lease import Heartbeat, LeaseTiming
-from videoatlas.persistence.store import TraceStore
 from videoatlas.prompts import PromptSet
+from videoatlas.runs.frame import Owned, Progress, settle
 from videoatlas.runs.result import RunResult, finished_values, result_from_state
 from videoatlas.runtime.context import AgentContext, RunConfig
 from videoatlas.runtime.speech import open_speech
@@ -46,14 +45,12 @@ from videoatlas.runtime.tracing import RunTracer
 
 log = structlog.get_logger(__name__)
 
-Progress = Callable[[dict[str, Any]], None]
-"""Receives each progress event an agent's nodes emit (``stream_mode="custom"``)."""
-
 
 @dataclass(slots=True)
 class Prepared:
-    """A run's context and what it holds open: the video source, and the chat model when the run made it."""
+    """A run's agent and context, and what it holds open: the video source, and the chat model when the run made it."""
 
+    agent: Agent
     context: AgentContext
     source: FrameSource
     model: BaseChatModel
@@ -67,43 +64,6 @@ class Prepared:
             await self.context.speech.aclose()
         if self.owns_model and isinstance(self.model, OpenAICompatibleChat):
             await self.model.aclose()
-
-
-@dataclass(slots=True)
-class Owned:
-    """A run this process holds the lease of (see :mod:`videoatlas.persistence.lease`)."""
-
-    store: TraceStore
-    run_id: str
-    owner: str
-    heartbeat: Heartbeat
-    settled: bool = False
-
-
-async def claim(store: TraceStore, run_id: str, timing: LeaseTiming, force: bool = False) -> Owned:
-    """Take the run's lease (a live owner's only with ``force``) and start renewing it."""
-    owner = await asyncio.to_thread(store.claim_run, run_id, timing, force=force)
-    return Owned(store, run_id, owner, Heartbeat(store.engine, run_id, owner, timing))
-
-
-async def settle(owned: Owned, **values: Any) -> None:
-    """Write the run's final row (if any) and give the lease back, unless another process took the run.
-
-    A database that stays away past the store's patience leaves the row as it was: the run then
-    shows as ``stale`` once its lease lapses, and is resumed like an interrupted one. That is logged,
-    not raised: whatever stopped the run is what its caller hears about.
-    """
-    if owned.settled:
-        return
-    owned.settled = True
-    owned.heartbeat.stop()
-    try:
-        kept = await asyncio.to_thread(owned.store.settle_run, owned.run_id, owned.owner, **values)
-    except (DatabaseDownError, SQLAlchemyError) as exc:
-        log.warning("run_not_settled", run_id=owned.run_id, status=values.get("status"), error=str(exc)[:300])
-        return
-    if not kept:
-        log.warning("run_taken_over", run_id=owned.run_id, detail="another process holds the run; nothing written")
 
 
 def _stopped_by(exc: BaseException) -> str:
@@ -167,7 +127,7 @@ async def prepare(
     def on_record(record: CallRecord) -> None:
         records.append(record)
         if tracer is not None:
-            tracer.store.model_call(tracer.run_id, record)
+            tracer.model_call(record)
         if on_progress is not None:
             on_progress(call_event("call_finished", record))
 
@@ -205,7 +165,7 @@ async def prepare(
         tracer=tracer,
         settings=settings_of(config),
     )
-    return Prepared(context, source, model, chat_model is None, records)
+    return Prepared(get_agent(config.agent), context, source, model, chat_model is None, records)
 
 
 def call_event(kind: str, record: CallRecord) -> dict[str, Any]:
@@ -256,7 +216,7 @@ async def execute(
     ``resume``: from the run's last checkpoint (from ``inputs`` if it has none yet: it stopped before its
     first step); a run whose checkpoint has no step left is read back as it stands.
     """
-    graph = get_agent(prepared.context.config.agent).build(checkpointer)
+    graph = prepared.agent.build(checkpointer)
     run_config: dict[str, Any] = {
         "configurable": {"thread_id": thread},
         "recursion_limit": 500,
@@ -307,13 +267,7 @@ async def run_traced(
     # The graph runs as its own task, so a lost lease can stop it without cancelling our caller.
     task = asyncio.ensure_future(execute(prepared, checkpointer, thread, inputs, resume, on_progress))
     if owned is not None:
-        loop = asyncio.get_running_loop()
-
-        def stop_the_run() -> None:  # called from the heartbeat's thread
-            with contextlib.suppress(RuntimeError):  # the loop already closed: the run is over anyway
-                loop.call_soon_threadsafe(task.cancel)
-
-        owned.heartbeat.watch(stop_the_run)
+        owned.stop_on_loss(task)
     try:
         final, wall = await task
     except BaseException as exc:
@@ -335,24 +289,11 @@ async def run_traced(
         if owned is not None:
             owned.heartbeat.stop()
         await prepared.aclose()
-    extras = get_agent(prepared.context.config.agent).views.result_extras(final)
+    extras = prepared.agent.views.result_extras(final)
     result = result_from_state(thread, question, choices, final, wall, prepared.records, extras)
     if owned is not None:
         await settle(owned, **finished_values(result))
     return result
-
-
-def endpoint_record(settings: EndpointSettings) -> dict[str, Any]:
-    """What is stored about the endpoint: never the API key; for the in-process stand-in, that it was one."""
-    record: dict[str, Any] = {
-        "base_url": settings.base_url,
-        "model": settings.model,
-        "timeout_s": settings.timeout_s,
-        "strict_schema": settings.strict_schema,
-    }
-    if settings.standin:
-        record.update(standin=True, max_image_pixels=settings.max_image_pixels, max_images=settings.max_images)
-    return record
 
 
 @contextlib.asynccontextmanager

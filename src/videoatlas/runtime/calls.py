@@ -97,7 +97,7 @@ async def ask(
     reservation = ctx.ledger.reserve(estimate_tokens(images, said.system + said.head + said.user)) if budgeted else None
     if ctx.tracer is not None:
         for image in images:
-            ctx.tracer.store.artifact(image.sha256, image.label or "image", image.width, image.height, image.jpeg)
+            ctx.tracer.image(image.sha256, image.label or "image", image.width, image.height, image.jpeg)
     labels = {
         "images": [image.sha256 for image in images],
         "frames": sorted({round(t, 3) for image in images for t in image.frames}),

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 from langgraph.runtime import Runtime
 
-from videoatlas.llm.records import CANCELLED
+from videoatlas.llm.records import CANCELLED, CallRecord
 from videoatlas.persistence.store import TraceStore, json_summary
 from videoatlas.runtime.context import AgentContext
 
@@ -20,10 +20,22 @@ Node = Callable[[Any, Runtime[AgentContext]], Awaitable[Any]]
 
 @dataclass(frozen=True, slots=True)
 class RunTracer:
-    """Where a run's traces go."""
+    """Where a run's traces go: its nodes, model calls and the images the model saw, written to its store."""
 
     store: TraceStore
     run_id: str
+
+    def node_event(self, node: str, phase: str, began: float, duration_s: float | None = None, **fields: Any) -> None:
+        """Node ``node`` started (``phase`` ``start``) or ended (``end``, after ``duration_s``)."""
+        self.store.node_event(self.run_id, node, phase, began, duration_s, **fields)
+
+    def model_call(self, record: CallRecord) -> None:
+        """A model call ended, however it ended."""
+        self.store.model_call(self.run_id, record)
+
+    def image(self, sha256: str, label: str, width: int, height: int, jpeg: bytes) -> None:
+        """An image sent to the model (kept once per content)."""
+        self.store.artifact(sha256, label, width, height, jpeg)
 
 
 def _summary_in(state: Any) -> str:
@@ -79,11 +91,10 @@ async def _traced_call(
     round_no: int | None,
 ) -> Any:
     began = time.time()
-    store, run_id = tracer.store, tracer.run_id
-    store.node_event(run_id, name, "start", began, worker=worker, round_no=round_no, summary_in=_summary_in(state))
+    tracer.node_event(name, "start", began, worker=worker, round_no=round_no, summary_in=_summary_in(state))
 
     def end(**outcome: str) -> None:
-        store.node_event(run_id, name, "end", began, time.time() - began, worker=worker, round_no=round_no, **outcome)
+        tracer.node_event(name, "end", began, time.time() - began, worker=worker, round_no=round_no, **outcome)
 
     try:
         result = await node(state, runtime)
