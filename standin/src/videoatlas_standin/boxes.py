@@ -1,16 +1,9 @@
 """Where the lines of text in a picture are: boxes found from strokes, and label plates read apart.
 
-Lines are found where dense, high-contrast strokes run along one baseline (:func:`detect_text_lines`),
-large letters on reduced copies of the picture (:func:`detect_large_text`).
-
-A frame shown as one of a set usually carries its id and time burned in on a black box in a corner,
-and the picture under that corner may hold text of its own (a heading, a caption). Strokes that touch
-are joined, so the label and the text beside it came out as one line that read as neither. A plate is
-a near-rectangular region of pure black (the strokes written on it aside) with a dark margin all round
-(black letters closed into a blob have none), about as tall as a few lines of text at most and narrower
-than the picture. :func:`text_boxes` finds its lines on the plate alone, and the rest of the picture's
-with every plate painted over in the colour around it, so that neither reading takes strokes from the
-other.
+Lines are where dense, high-contrast strokes run along one baseline (:func:`detect_text_lines`); large letters are
+found on reduced copies (:func:`detect_large_text`). A frame's id and time are usually burned in on a black plate
+whose strokes would join the picture's own text beside it; :func:`text_boxes` reads a plate's lines on the plate
+alone and the rest with every plate painted over, so neither reading takes strokes from the other.
 """
 
 from __future__ import annotations
@@ -80,10 +73,7 @@ def painted_over(rgb: np.ndarray, plates: list[Box]) -> np.ndarray:
 
 
 def alone(rgb: np.ndarray, plate: Box) -> tuple[np.ndarray, tuple[int, int]]:
-    """The plate on a black margin as tall as itself, and the offset back to the picture.
-
-    On the margin a line fills no more of the image than any line may (:func:`detect_text_lines`).
-    """
+    """The plate on a black margin as tall as itself (where a line fills no more than any may), and its offset."""
     x, y, w, h = plate
     crop = np.ascontiguousarray(rgb[y : y + h, x : x + w])
     framed = cv2.copyMakeBorder(crop, h, h, h, h, cv2.BORDER_CONSTANT, value=(0, 0, 0))
@@ -91,10 +81,9 @@ def alone(rgb: np.ndarray, plate: Box) -> tuple[np.ndarray, tuple[int, int]]:
 
 
 def detect_text_lines(rgb: np.ndarray, min_text_px: int, max_px: int | None = None) -> list[tuple[int, int, int, int]]:
-    """Boxes ``(x, y, w, h)`` of likely text lines: dense, high-contrast strokes on one baseline.
+    """Boxes ``(x, y, w, h)`` of likely text lines, ``min_text_px`` to ``max_px`` (None: any) pixels tall.
 
-    Only lines between ``min_text_px`` and ``max_px`` pixels tall (no upper bound but the image's
-    when ``max_px`` is None) are returned; a small range finds text too small to read.
+    A line is dense, high-contrast strokes on one baseline; a small range of heights finds text too small to read.
     """
     gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
     gradient = cv2.morphologyEx(gray, cv2.MORPH_GRADIENT, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3)))
@@ -123,11 +112,9 @@ def detect_text_lines(rgb: np.ndarray, min_text_px: int, max_px: int | None = No
 
 
 def detect_large_text(rgb: np.ndarray, min_text_px: int) -> list[tuple[int, int, int, int]]:
-    """Text-line boxes at every size: large letters are found on a reduced copy of the image.
+    """Text-line boxes at every size: a line found at half or quarter size replaces its pieces found at full size.
 
-    The stroke detector sees only the outlines of letters much taller than its 3-pixel kernel, and
-    breaks a large word into pieces; at half or quarter size the same word is one dense line. A
-    line found there replaces the pieces found at full size.
+    The stroke detector sees only the outlines of letters much taller than its kernel, and breaks a large word up.
     """
     boxes = detect_text_lines(rgb, min_text_px)
     height, width = rgb.shape[:2]

@@ -1,14 +1,10 @@
 """``POST /v1/chat/completions``: vLLM's chat route, answered from what the stand-in reads in the images.
 
-A request is read (texts, images as data URLs, ``response_format``, ``tools`` and ``tool_choice``),
-held to vLLM's contract (:mod:`.contract`, :mod:`.tools`), given any fault the server was told to
-inject (:mod:`.faults`), perceived (:mod:`.perception`), and understood and answered by the policy
-(:mod:`.policy`): with a tool call (:mod:`.tools`), a JSON object asked for in words (:mod:`.jsontext`),
-the reply schema filled, or text; the reply fits the schema's grammar, carries reasoning the way the
-server is configured to give it (:mod:`.thinking`), and its usage counts prompt tokens, cached tokens
-and reasoning tokens as vLLM does. Asked for ``logprobs``, it lists its tokens with the policy's shares where
-the answer is written (:mod:`.logprobs`). Content faults (``malformed``, ``schema``, ``range``) spoil content,
-never tool calls.
+A request is held to vLLM's contract (:mod:`.contract`, :mod:`.tools`), given any fault the server injects
+(:mod:`.faults`), perceived (:mod:`.perception`) and answered by the policy (:mod:`.policy`): with a tool call,
+a JSON object asked for in words (:mod:`.jsontext`), the reply schema filled, or text. The reply fits the
+schema's grammar, carries reasoning as the server is configured to (:mod:`.thinking`), counts its usage as vLLM
+does and, asked for ``logprobs``, lists its tokens (:mod:`.logprobs`). Content faults never spoil tool calls.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ from aiohttp import web
 from videoatlas_standin import contract, faults, jsontext, logprobs, policy, record, tools
 from videoatlas_standin.context import ServerContext
 from videoatlas_standin.contract import Refusal
-from videoatlas_standin.messages import read_prompt
+from videoatlas_standin.messages import Prompt, read_prompt
 from videoatlas_standin.perception import ReadCancelled, Sight
 from videoatlas_standin.thinking import reasoning_text
 from videoatlas_standin.tokens import text_pieces
@@ -48,8 +44,7 @@ SLOW_STAGE_S = 8.0
 async def _watched(stage: str, work: Any) -> Any:
     """``work`` awaited; while it runs past :data:`SLOW_STAGE_S`, a warning every so often says what is slow.
 
-    The stand-in is a CPU test double: the time a VLM spends on a GPU it spends reading pixels, and
-    someone waiting on it should see that the wait is the stand-in's.
+    The time a VLM spends on a GPU the stand-in spends reading pixels: whoever waits should see whose wait it is.
     """
     task = asyncio.ensure_future(work)
     began = time.monotonic()
@@ -105,7 +100,7 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
         return standin.refuse(forced, f"refused_{forced.param or 'tool_choice'}")
     if forced is not None:
         schema = None  # a forced call overrides response_format, as vLLM's tool parser does
-    checked = _check_contract(standin, body, len(images), len(tokens), forced or schema, top)
+    checked = _check_contract(standin, body, prompt, forced or schema, top)
     if isinstance(checked, Refusal):
         return standin.refuse(checked)
     grammar, budget = checked
@@ -142,9 +137,8 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
             return outside
         reasoning = reasoning_text(decided.reading, text) if thinks and standin.config.reasoning == "field" else ""
         reply = _call_reply(asked, calls, text, reasoning, budget)
-        await _wait(standin, reply)
         listed = None if top is None else _call_logprobs(reply, text, top)
-        return _completion(standin, tokens, len(images), body, reply, listed)
+        return await _completion(standin, tokens, len(images), body, reply, listed)
     value = decided.value
     # Raw UTF-8, as a constrained decoder writes it: the JSON grammar takes no \u escape of a read character.
     content = value if isinstance(value, str) and schema is None else json.dumps(value, ensure_ascii=False)
@@ -154,9 +148,8 @@ async def _chat(standin: ServerContext, request: web.Request) -> web.StreamRespo
     content = faults.corrupt(content, fault, value)
     reasoning = reasoning_text(decided.reading, value) if thinks else ""
     reply = _reply(content, reasoning, standin.config.reasoning, budget)
-    await _wait(standin, reply)
     listed = None if top is None else _logprobs(reply, value, decided.answer, top)
-    return _completion(standin, tokens, len(images), body, reply, listed)
+    return await _completion(standin, tokens, len(images), body, reply, listed)
 
 
 def _outside(
@@ -187,12 +180,9 @@ def _decide(
     sights: list[Sight],
     schema: dict[str, Any] | None,
     asked: tools.ToolRequest | None,
-    shares: bool = False,
+    shares: bool,
 ) -> _Decision:
-    """The policy's reading of the request, and its reply (with ``shares``: where the answer goes, and how sure).
-
-    Run off the event loop: the policy asks the text model what words mean.
-    """
+    """The policy's reading of the request and its reply (``shares``: where the answer goes, how sure); off the loop."""
     offered = list(asked.tools) if asked is not None else []
     reading = policy.understand(texts, sights, [schema] if schema is not None else [t.parameters for t in offered])
     if asked is not None:  # rule 7: a request with tools is answered with a call
@@ -248,22 +238,13 @@ def _call_logprobs(reply: _Reply, text: str, top: int) -> dict[str, Any]:
     return logprobs.content(thought or None, False, bool(decoded), decoded, None, top)
 
 
-async def _wait(standin: ServerContext, reply: _Reply) -> None:
-    """The configured latency for a reply of this length."""
+async def _completion(
+    standin: ServerContext, tokens: list[Any], n_images: int, body: dict[str, Any], reply: _Reply, listed: Any
+) -> web.Response:
+    """The chat completion carrying ``reply``, after the configured latency, its usage counted (in the stats too)."""
     delay = standin.config.latency_s + standin.config.per_token_s * reply.completion_tokens
     if delay > 0:
         await asyncio.sleep(delay)
-
-
-def _completion(
-    standin: ServerContext,
-    tokens: list[Any],
-    n_images: int,
-    body: dict[str, Any],
-    reply: _Reply,
-    listed: dict[str, Any] | None = None,
-) -> web.Response:
-    """The chat completion carrying ``reply``, with its usage counted (and added to the server's stats)."""
     cached = standin.cache.lookup_and_insert(tokens)
     completion = reply.completion_tokens
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
@@ -288,36 +269,27 @@ def _completion(
 
 
 def _check_contract(
-    standin: ServerContext,
-    body: dict[str, Any],
-    n_images: int,
-    n_tokens: int,
-    schema: dict[str, Any] | None,
-    top: int | None = None,
+    standin: ServerContext, body: dict[str, Any], prompt: Prompt, schema: dict[str, Any] | None, top: int | None
 ) -> Refusal | tuple[contract.Grammar | None, int]:
-    """The checks vLLM makes before generating: token limit, images, context length, logprobs, reply schema.
+    """The checks vLLM makes before generating: token limit, images, context, logprobs (``top``), reply schema.
 
-    ``top``: the alternatives a token of the reply lists (None: no logprobs asked for). Returns the grammar
-    replies must fit (None without a schema) and the output-token budget.
+    Passed, the grammar replies must fit (None without a schema) and the output-token budget.
     """
     limit = contract.token_limit(body)
     refusal = limit if isinstance(limit, Refusal) else None
-    refusal = refusal or contract.image_limit(n_images, standin.config.max_images)
-    refusal = refusal or contract.context_limit(n_tokens, standin.config.max_model_len)
+    refusal = refusal or contract.image_limit(len(prompt.images), standin.config.max_images)
+    refusal = refusal or contract.context_limit(len(prompt.tokens), standin.config.max_model_len)
     if top is not None:  # the engine's SamplingParams.verify: logprobs first, then structured outputs
         refusal = refusal or logprobs.too_many(top, standin.config.patch)
     grammar: contract.Grammar | None = None
     if refusal is None and schema is not None:
         checked = contract.structured_outputs(schema, standin.config.structured_outputs_backend)
-        if isinstance(checked, Refusal):
-            refusal = checked
-        else:
-            grammar = checked.grammar
+        refusal, grammar = (checked, None) if isinstance(checked, Refusal) else (None, checked.grammar)
     if refusal is not None:
         log.info("standin_refused", status=refusal.status, message=refusal.message)
         return refusal
     requested = limit if isinstance(limit, int) else None
-    return grammar, contract.output_budget(n_tokens, requested, standin.config.max_model_len)
+    return grammar, contract.output_budget(len(prompt.tokens), requested, standin.config.max_model_len)
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,10 +310,9 @@ def _enable_thinking(body: dict[str, Any]) -> bool | None:
 
 
 def _reply(content: str, reasoning: str, mode: str, limit: int) -> _Reply:
-    """The message carrying ``content`` and, when there is any, ``reasoning`` the way ``mode`` says.
+    """The message carrying ``content`` and any ``reasoning`` the way ``mode`` says, cut at ``limit`` tokens.
 
-    Reasoning is generated first and spends the same budget as the answer: a reply that would pass
-    ``limit`` is cut there, and one cut while still reasoning has no answer (``finish_reason`` length).
+    Reasoning comes first and spends the same budget: a reply cut while still reasoning has no answer.
     """
     if not reasoning:
         pieces = text_pieces(content)
@@ -376,8 +347,8 @@ def _call_reply(
 ) -> _Reply:
     """The message carrying ``calls`` (decoded as ``text``), cut like any reply at the token ``limit``.
 
-    A forced call's message has empty content, an automatic one none; a cut named call keeps its cut
-    arguments, a cut list of calls parses to none (vLLM's parser then finds no call).
+    A forced call's content is empty, an automatic one's None; a cut named call keeps its cut arguments, a cut
+    list of calls parses to none.
     """
     thought, pieces = text_pieces(reasoning), text_pieces(text)
     close = 1 if reasoning else 0  # </think>, as in a written reply
@@ -393,15 +364,15 @@ def _call_reply(
         named[0]["function"]["arguments"] = "".join(pieces[:kept])
         message["tool_calls"] = named
     completion = min(limit, len(thought) + close + len(pieces))
-    return _Reply(message, completion, min(len(thought), limit), tools.finish_reason(asked, cut))
+    finish = (
+        "length" if cut else "stop" if asked.mode == "named" else "tool_calls"
+    )  # a named function: "stop", as OpenAI
+    return _Reply(message, completion, min(len(thought), limit), finish)
 
 
 def _schema_of(response_format: Any) -> dict[str, Any] | None:
-    if not isinstance(response_format, dict):
-        return None
-    if response_format.get("type") == "json_schema":
-        schema = (response_format.get("json_schema") or {}).get("schema")
-        return schema if isinstance(schema, dict) else None
-    if response_format.get("type") == "json_object":
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind == "json_object":
         return {"type": "object"}
-    return None
+    schema = (response_format.get("json_schema") or {}).get("schema") if kind == "json_schema" else None
+    return schema if isinstance(schema, dict) else None

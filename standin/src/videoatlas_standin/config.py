@@ -45,25 +45,18 @@ class StandinConfig:
     tool_call_parser: str | None = None
     """vLLM ``--tool-call-parser`` (one of the names vLLM 0.33 registers); without it every tool call is refused."""
     speech: bool = True
-    """Serve ``/v1/audio/transcriptions`` with a real speech model (False: no such route, as a server that cannot
-    transcribe)."""
+    """Serve ``/v1/audio/transcriptions`` with a real speech model (False: no such route)."""
     decisions: bool = False
-    """Serve ``/v1/decisions`` as vLLM 0.33 does for a model that has it (Qwen3, Qwen3.5 with ``--logprobs-mode
-    raw_logprobs``); False: answer it as vLLM does for any other model (501, after validating the request)."""
+    """Serve ``/v1/decisions`` as vLLM 0.33 does for a model that has it (False: 501, after validating the request)."""
     record: Path | None = None
-    """Append every chat, embeddings, transcription and decisions request to this file, one JSON line each naming
-    its route, before any validation (:mod:`.record`)."""
-
+    """Append every chat, embeddings, transcription and decisions request here, before validation (:mod:`.record`)."""
     reasoning: str = "off"
-    """Reply like a reasoning model: ``off``, ``field`` (the reasoning in the message's ``reasoning`` field and
-    counted in ``usage.completion_tokens_details``, as vLLM 0.33 with a reasoning parser) or ``tags`` (in
-    ``<think>`` tags before the answer, as vLLM without one). A request with ``chat_template_kwargs.enable_thinking``
-    false gets no reasoning, as from Qwen3."""
+    """Reply like a reasoning model (:data:`.thinking.MODES`); not to a request with ``enable_thinking`` false."""
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULTS)
         if unknown:
-            raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
+            raise ValueError(f"unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
         if self.reasoning not in REASONING_MODES:
             raise ValueError(f"reasoning must be one of {', '.join(REASONING_MODES)}")
         if self.patch not in (14, 16, 28, 32):

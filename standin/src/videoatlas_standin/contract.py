@@ -1,17 +1,11 @@
 """vLLM's request contract, enforced by the stand-in with the libraries vLLM itself uses.
 
-A test that passes against the stand-in must not fail against vLLM for a protocol reason, so the
-stand-in refuses what vLLM 0.33's OpenAI server refuses, with the same status, error type and
-message: a reply schema its structured-output backend cannot take, more images than
-``--limit-mm-per-prompt`` allows, a prompt longer than ``--max-model-len``, a bad token limit.
-Reply schemas go through llguidance (the library behind vLLM's ``guidance`` backend) and, where the
-``xgrammar`` package is installed, through xgrammar too; the backend is chosen as vLLM's ``auto``
-does (xgrammar unless vLLM's feature check declines the schema, then guidance). Without xgrammar,
-a schema vLLM would give xgrammar is compiled with llguidance instead, and
-:attr:`StructuredOutputs.xgrammar_checked` says so.
-
-The stand-in's own replies are then decoded through the compiled grammar (:meth:`Grammar.accepts`)
-as a constrained decoder would produce them, so a reply the grammar forbids never leaves it.
+A test that passes against the stand-in must not fail against vLLM for a protocol reason, so the stand-in refuses
+what vLLM 0.33's OpenAI server refuses, with the same status, error type and message: a reply schema its
+structured-output backend cannot take, more images than ``--limit-mm-per-prompt`` allows, a prompt longer than
+``--max-model-len``, a bad token limit. Reply schemas are checked as vLLM's ``auto`` backend does (xgrammar, where
+installed, unless vLLM's feature check declines the schema, then guidance) and compiled by llguidance; the
+stand-in's own replies are decoded through that grammar (:meth:`Grammar.accepts`), so none it forbids leaves.
 """
 
 from __future__ import annotations
@@ -83,19 +77,9 @@ class Grammar:
 
 @dataclass(frozen=True, slots=True)
 class StructuredOutputs:
-    """The outcome of vLLM's structured-output validation for one request."""
+    """What vLLM's structured-output validation gives a request: the grammar its reply is decoded through."""
 
-    backend: Literal["xgrammar", "guidance"]
     grammar: Grammar
-    xgrammar_checked: bool
-    """False when vLLM would have used xgrammar but the package is not installed here."""
-
-
-def _xgrammar() -> Any | None:
-    try:
-        return importlib.import_module("xgrammar")
-    except ImportError:
-        return None
 
 
 def _guidance(schema: dict[str, Any]) -> Grammar | Refusal:
@@ -113,8 +97,9 @@ def _guidance(schema: dict[str, Any]) -> Grammar | Refusal:
 def _xgrammar_refusal(schema: dict[str, Any]) -> Refusal | None:
     if xgrammar_unsupported(schema) is not None:
         return Refusal(400, "The provided JSON schema contains features not supported by xgrammar.")
-    xgr = _xgrammar()
-    if xgr is None:
+    try:
+        xgr = importlib.import_module("xgrammar")
+    except ImportError:  # not installed here: the schema is compiled by llguidance alone
         return None
     try:
         xgr.Grammar.from_json_schema(json.dumps(schema))
@@ -136,11 +121,7 @@ def structured_outputs(schema: Any, backend: Backend = "auto") -> StructuredOutp
             return Refusal(400, f"{declined.message} No fallback backend accepts {unsupported}.")
     # Whichever backend takes it, the reply is decoded through llguidance's grammar of the same schema.
     compiled = _guidance(schema)
-    if isinstance(compiled, Refusal):
-        return compiled
-    if backend == "guidance" or declined is not None:
-        return StructuredOutputs("guidance", compiled, False)
-    return StructuredOutputs("xgrammar", compiled, _xgrammar() is not None)
+    return compiled if isinstance(compiled, Refusal) else StructuredOutputs(compiled)
 
 
 def token_limit(body: dict[str, Any]) -> int | Refusal | None:
@@ -171,8 +152,7 @@ def image_limit(count: int, limit: int) -> Refusal | None:
 def context_limit(prompt_tokens: int, max_model_len: int, generated: int = 0) -> Refusal | None:
     """The refusal vLLM answers to a prompt that leaves no room in the context (``--max-model-len``).
 
-    ``generated``: the tokens the prompt must leave room for (a decision's one read token), which vLLM's renderer
-    checks and refuses naming the value; the chat route's check leaves none.
+    ``generated``: the tokens it must leave room for (a decision's one read), refused by vLLM's renderer in its words.
     """
     if prompt_tokens + generated <= max_model_len:
         return None
@@ -243,10 +223,7 @@ def _format_error(error: Any) -> str:
 
 
 def request_validation(errors: list[Any]) -> Refusal:
-    """The body vLLM answers FastAPI's validation errors of a request with.
-
-    ``errors`` as FastAPI lists them: pydantic's error dicts with ``body`` leading their location, or strings.
-    """
+    """The body vLLM answers FastAPI's validation ``errors`` of a request with (error dicts located in ``body``)."""
     first = errors[0] if errors else None
     loc = first.get("loc") if isinstance(first, dict) else None
     param = _clean_loc(tuple(loc)) if loc else None

@@ -1,21 +1,14 @@
 """``POST /v1/decisions``: vLLM 0.33's Decisions route, each question answered from what the stand-in reads in the text.
 
-vLLM serves it for a few architectures only (for the ones this project serves: Qwen3 and Qwen3.5, started with
-``--logprobs-mode raw_logprobs`` or ``processed_logprobs``); any other server still validates the request and
-then answers 501 ``The model does not support the Decisions API``. The stand-in is the second kind unless
-started with ``decisions`` on (``--decisions``).
-
-As vLLM's route: the body is held to vLLM's request model (:mod:`.decision_protocol`; text input only, an image
-is refused), the model must be the one served, at most 64 questions of at most 26 options, no ``joint`` read
-(only DiffusionGemma has it). Each question is one read of one prompt, as vLLM's ``NextTokenStrategy`` writes
-it: the text, a blank line, ``Question: ...`` and one line per option (``A: "value" - description``), then
-``Answer with the letter of one option only.``, in a user turn with thinking off; its tokens are counted and
-cached as the chat route's (:mod:`.tokens`), one token is generated.
-
-The probabilities are the policy's (rule 8, :mod:`.policy`) over every line of the text: a choice's or a
-level's share grows with the lines that hold its words (a boolean value's words are ``true``/``false``), a
-predicate's truth with the lines close in meaning to it; nothing read: even shares. Every option's label
-takes the whole mass (``confidence`` is the top share), where a model's labels leave some to other tokens.
+vLLM serves it for a few architectures only (here: Qwen3 and Qwen3.5 with ``--logprobs-mode raw_logprobs``); any
+other server validates the request, then answers 501. The stand-in is the second kind unless started with
+``--decisions``. As vLLM's route, it holds the body to vLLM's request model (copied below, field for field: a
+refused body gets vLLM's error list word for word), the one model served, at most 64 questions of at most 26
+options and no ``joint`` read. Each question is one read of the prompt vLLM's ``NextTokenStrategy`` writes (the
+text, ``Question: ...``, a line per option, the instruction), in a user turn with thinking off, its tokens counted
+and cached as the chat route's (:mod:`.tokens`); one token is generated. The probabilities are the policy's over
+every line of the text (rule 8, :mod:`.policy`); an option's label takes the whole mass (``confidence`` is the top
+share), where a model's labels leave some to other tokens.
 """
 
 from __future__ import annotations
@@ -23,21 +16,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from aiohttp import web
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError, model_validator
 
 from videoatlas_standin import contract, policy, record
 from videoatlas_standin.context import ServerContext
-from videoatlas_standin.contract import Refusal
-from videoatlas_standin.decision_protocol import (
-    ChoiceQuestion,
-    DecisionRequest,
-    PredicateQuestion,
-    SaltRefused,
-    input_text,
-)
+from videoatlas_standin.contract import Refusal, vllm_validation
 from videoatlas_standin.tokens import BLOCK, prompt_tokens
 
 MAX_QUESTIONS = 64
@@ -174,3 +160,146 @@ def _answer(text: str, question: Any) -> dict[str, Any]:
         listed = [{"value": i, "label": level.label, "probability": p} for i, (level, p) in enumerate(levels)]
         answer = {"type": "score", "name": question.name, "score": sum(i * p for i, p in enumerate(shares))}
     return {**answer, "probabilities": listed, "confidence": shares[top]}
+
+
+# vLLM 0.33's request model (vllm/entrypoints/openai/decisions/protocol.py), copied: vLLM is not installed here.
+ShortText = Annotated[StrictStr, Field(max_length=1048576)]
+InputText = Annotated[StrictStr, Field(max_length=10485760)]
+ChoiceValue = StrictStr | StrictBool
+
+
+class SaltRefused(Exception):
+    """vLLM's ``VLLMValidationError`` from ``validate_cache_salt``: not a ValueError, so pydantic passes it on."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def _check_salt(salt: object) -> None:
+    """The cache salt checked as vLLM's ``validate_cache_salt`` checks it."""
+    if salt is None:
+        return
+    if not isinstance(salt, str) or not salt:
+        text = "Parameter 'cache_salt' must be a non-empty string if provided."
+        raise SaltRefused(vllm_validation(text, "cache_salt"))
+    if len(salt) > 128 or any(c in "@/\\\x00" for c in salt):
+        text = "Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\\\', or NUL."
+        raise SaltRefused(vllm_validation(text, "cache_salt"))
+
+
+class DecisionModel(BaseModel):
+    """vLLM's base of the Decisions models: no field beyond those named."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class DecisionInputText(DecisionModel):
+    """A text part of an input message."""
+
+    type: Literal["input_text"]
+    text: InputText
+
+
+class DecisionInputMessage(DecisionModel):
+    """A user message of the input; its parts are text (an image is refused with vLLM's words)."""
+
+    role: Literal["user"]
+    content: InputText | Annotated[list[DecisionInputText], Field(max_length=16384)]
+    type: Literal["message"] = "message"
+
+    @model_validator(mode="before")
+    @classmethod
+    def reject_images(cls, data: Any) -> Any:
+        """An image part is refused with vLLM's words."""
+        parts = data.get("content") if isinstance(data, dict) else None
+        if isinstance(parts, list) and any(isinstance(p, dict) and p.get("type") == "input_image" for p in parts):
+            raise ValueError("Decisions supports text input only; images are not supported")
+        return data
+
+
+class QuestionBase(DecisionModel):
+    """What every question has: its instructions and an optional name."""
+
+    instructions: ShortText
+    name: ShortText | None = None
+
+    @model_validator(mode="after")
+    def validate_name(self) -> QuestionBase:
+        """A name given as null is refused."""
+        if "name" in self.model_fields_set and self.name is None:
+            raise ValueError("name must be a string when provided")
+        return self
+
+
+class PredicateQuestion(QuestionBase):
+    """True or false."""
+
+    type: Literal["predicate"]
+
+
+class ChoiceOption(DecisionModel):
+    """One option of a choice: a string or a boolean, and what it means."""
+
+    value: ChoiceValue
+    description: ShortText = ""
+
+
+class ChoiceQuestion(QuestionBase):
+    """One of 2 to 255 distinct options."""
+
+    type: Literal["choice"]
+    choices: list[ChoiceOption] = Field(min_length=2, max_length=255)
+
+    @model_validator(mode="after")
+    def validate_choices(self) -> ChoiceQuestion:
+        """The values are distinct (a string and a boolean are never the same)."""
+        values = [(type(c.value), c.value) for c in self.choices]
+        if len(set(values)) != len(values):
+            raise ValueError("choice values must be distinct")
+        return self
+
+
+class ScoreLevel(DecisionModel):
+    """One level of a score."""
+
+    label: ShortText
+    description: ShortText = ""
+
+
+class ScoreQuestion(QuestionBase):
+    """A level of 2 to 10, in order."""
+
+    type: Literal["score"]
+    levels: list[ScoreLevel] = Field(min_length=2, max_length=10)
+
+
+DecisionQuestion = Annotated[PredicateQuestion | ChoiceQuestion | ScoreQuestion, Field(discriminator="type")]
+
+
+class DecisionRequest(DecisionModel):
+    """A ``/v1/decisions`` request: the text read, and the questions asked of it."""
+
+    model: ShortText
+    input: InputText | Annotated[list[DecisionInputMessage], Field(max_length=131072)]
+    questions: list[DecisionQuestion] = Field(min_length=1, max_length=200)
+    safety_identifier: Annotated[StrictStr, Field(max_length=128)] | None = None
+    joint: StrictBool = False
+    cache_salt: str | None = Field(default=None, min_length=1, max_length=1024)
+
+    @model_validator(mode="before")
+    @classmethod
+    def check_cache_salt_support(cls, data: Any) -> Any:
+        """The cache salt is checked before any field, as vLLM does."""
+        if isinstance(data, dict):
+            _check_salt(data.get("cache_salt"))
+        return data
+
+
+def input_text(given: str | list[DecisionInputMessage]) -> str:
+    """The text the questions are asked of (vLLM's ``input_text``): messages apart by a blank line, parts by a line."""
+    if isinstance(given, str):
+        return given
+    return "\n\n".join(
+        m.content if isinstance(m.content, str) else "\n".join(part.text for part in m.content) for m in given
+    )

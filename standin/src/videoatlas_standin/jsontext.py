@@ -1,13 +1,9 @@
 """JSON asked for in words: the schema a request describes in its text when it sends none.
 
-A model asked to "reply in JSON" writes a JSON object in its reply text. The stand-in does the same
-when the request (no ``response_format``, no tool call) names JSON: the object's keys are those of
-a JSON example in the text (``{"answer": "...", "confidence": 0.5}``; values that are not JSON,
-such as ``<letter>``, are read as strings), else the quoted or back-quoted names in a sentence that
-speaks of keys or fields, else one ``answer`` key. Each value's type follows the example's (a
-number, a boolean, a list, a nested object); a one-letter example value, or letters separated by
-``|``, stands for the letter of a choice, and words separated by ``|`` (``"none|after|before"``)
-for one of them, written as given. The object is then filled as any reply schema is.
+When a request (no ``response_format``, no tool call) names JSON, the stand-in writes an object whose keys are a
+JSON example's in the text (values that are not JSON, such as ``<letter>``, read as strings), else the quoted names
+in a sentence about keys or fields, else one ``answer`` key. Values are typed as the example's; a one-letter value
+(or letters joined by ``|``) stands for a choice's letter, words joined by ``|`` for one of them.
 """
 
 from __future__ import annotations
@@ -25,10 +21,7 @@ _DEFAULT_KEY = "answer"
 
 
 def asked_schema(texts: list[str], letters: int) -> dict[str, Any] | None:
-    """The schema of the JSON object the request asks for in words; None when it asks for none.
-
-    ``letters``: how many lettered choices the request offers (a one-letter example value is one of them).
-    """
+    """The schema of the JSON object asked for in words (None: none), ``letters`` the lettered choices offered."""
     text = "\n".join(texts)
     if not _JSON.search(text):
         return None

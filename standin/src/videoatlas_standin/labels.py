@@ -1,11 +1,8 @@
 """What a picture labels: the text read in it as label and value pairs, as signs, forms and boards print them.
 
-Printed things name their values in a few common ways, and a reader pairs them up before it can
-say what a value is: a label and a value on one line (``ROOM 12``), a key and a value with a colon
-(``Name: Ada``), several such pairs on one line set apart by a slash or a bar, and a short label
-printed right above its value. :func:`labelled` finds these pairs in a tile's lines; which pair a
-schema field or a tool argument wants is decided elsewhere (:mod:`.meaning`), by what the label
-means, not by its spelling.
+A label and a value on one line (``ROOM 12``), a key, a colon and a value (``Name: Ada``), several pairs set apart
+by a slash or a bar, a short label right above its value: :func:`labelled` finds these pairs. Which pair a field
+wants is decided by what the label means (:mod:`.meaning`), not by its spelling.
 """
 
 from __future__ import annotations
@@ -50,8 +47,7 @@ def _is_label(text: str) -> bool:
 def split_pair(segment: str) -> tuple[str, str] | None:
     """``KEY: value`` or ``LABEL value`` (a value holding a digit) as (label, value); None when it is neither.
 
-    The label is the words before the first word that holds a digit; a short code right before
-    that word (``FLIGHT AB 12``) belongs to the value, unless it abbreviates "number" (``TICKET NO 12``).
+    A short code right before the value (``FLIGHT AB 12``) belongs to it, unless it says "number" (``TICKET NO 12``).
     """
     keyed = _KEYED.match(segment)
     if keyed and not _has_digit(keyed.group(1)):
@@ -100,11 +96,7 @@ def labelled(tile: Tile) -> list[Labelled]:
 
 
 def written_pairs(text: str) -> list[Labelled]:
-    """The label and value pairs a text writes ("ROOM: 512", "The plate reads KX-4471."), in order.
-
-    Each clause of each line is read as a printed line is (:func:`split_pair`), its closing
-    punctuation dropped.
-    """
+    """The label and value pairs a text writes ("ROOM: 512", "The plate reads KX-4471."), clause by clause."""
     out: list[Labelled] = []
     for line in text.splitlines():
         for clause in _CLAUSE.split(line):

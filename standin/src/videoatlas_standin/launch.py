@@ -1,7 +1,7 @@
 """How videoatlas starts the stand-in: in-process for a run, or in the foreground for ``videoatlas standin``.
 
-videoatlas reaches this module through its one door (``videoatlas.standin``) and nothing else of the
-package: these two functions are the whole interface between the product and its test double.
+These two functions, reached through the product's one door (``videoatlas.standin``), are the whole interface
+between the product and its test double.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from pathlib import Path
 
 from videoatlas.errors import BadInputError
 from videoatlas_standin.config import StandinConfig
-from videoatlas_standin.faults import FAULTS
 from videoatlas_standin.server import RunningServer, StandinServer, serve_forever
-from videoatlas_standin.tools import PARSERS
 from videoatlas_standin.version import STANDIN_MODEL
 
 NOTICE = "starting the STAND-IN VLM (OCR-based test backend, not a real VLM) in-process"
@@ -41,49 +39,44 @@ def running(
 
 
 def _faults(specs: list[str]) -> dict[str, float]:
+    """``--fault NAME=RATE`` options as rates (the names are the config's to check)."""
     faults: dict[str, float] = {}
     for spec in specs:
         name, _, rate = spec.partition("=")
         try:
-            value = float(rate)
+            faults[name] = float(rate)
         except ValueError:
             raise BadInputError(f"--fault {spec!r} must look like NAME=RATE, e.g. http500=0.1") from None
-        if not 0 <= value <= 1:
-            raise BadInputError(f"--fault rate must be between 0 and 1, got {value}")
-        faults[name] = value
-    unknown = set(faults) - set(FAULTS)
-    if unknown:
-        raise BadInputError(f"unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
+        if not 0 <= faults[name] <= 1:
+            raise BadInputError(f"--fault rate must be between 0 and 1, got {faults[name]}")
     return faults
 
 
 def serve_command(args: argparse.Namespace) -> int:
     """``videoatlas standin``: the stand-in VLM in the foreground, with the options the product's parser read."""
-    faults = _faults(args.fault)
-    if args.record and not Path(args.record).parent.is_dir():
-        raise BadInputError(f"--record: folder {Path(args.record).parent} does not exist")
-    if args.enable_auto_tool_choice and not args.tool_call_parser:
-        raise BadInputError("--enable-auto-tool-choice requires --tool-call-parser")
-    if args.enable_auto_tool_choice and args.tool_call_parser not in PARSERS:
-        raise BadInputError(f"invalid tool call parser: {args.tool_call_parser} (choose from {', '.join(PARSERS)})")
-    config = StandinConfig(
-        model=args.model or STANDIN_MODEL,
-        seed=args.seed,
-        latency_s=args.latency,
-        per_token_s=args.per_token,
-        patch=args.patch,
-        cache_blocks=args.cache_blocks,
-        min_text_px=args.min_text_px,
-        faults=faults,
-        record=Path(args.record) if args.record else None,
-        reasoning=args.reasoning,
-        max_model_len=args.max_model_len,
-        max_images=args.limit_mm_per_prompt,
-        structured_outputs_backend=args.structured_outputs_backend,
-        enable_auto_tool_choice=args.enable_auto_tool_choice,
-        tool_call_parser=args.tool_call_parser,
-        decisions=bool(args.decisions),
-    )
+    try:
+        config = StandinConfig(
+            model=args.model or STANDIN_MODEL,
+            seed=args.seed,
+            latency_s=args.latency,
+            per_token_s=args.per_token,
+            patch=args.patch,
+            cache_blocks=args.cache_blocks,
+            min_text_px=args.min_text_px,
+            faults=_faults(args.fault),
+            record=Path(args.record) if args.record else None,
+            reasoning=args.reasoning,
+            max_model_len=args.max_model_len,
+            max_images=args.limit_mm_per_prompt,
+            structured_outputs_backend=args.structured_outputs_backend,
+            enable_auto_tool_choice=args.enable_auto_tool_choice,
+            tool_call_parser=args.tool_call_parser,
+            decisions=bool(args.decisions),
+        )
+    except ValueError as exc:  # settings the config refuses (unknown faults, tool flags vLLM would refuse)
+        raise BadInputError(str(exc)) from None
+    if config.record is not None and not config.record.parent.is_dir():
+        raise BadInputError(f"--record: folder {config.record.parent} does not exist")
     server = StandinServer(config)  # refuses bad settings from the environment before it binds or says it serves
     _check_port_free(args.host, args.port)
     sys.stderr.write(

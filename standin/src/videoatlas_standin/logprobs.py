@@ -1,18 +1,12 @@
 """``logprobs`` and ``top_logprobs`` on chat completions: refused as vLLM 0.33 refuses them, shaped as it returns them.
 
-vLLM lists one entry per generated token (``choices[0].logprobs.content``): the token, its logprob, its UTF-8
-bytes and ``top_logprobs`` alternatives, the sampled token first, then the likeliest others (its sampler puts
-the sampled token before the top-k). With a reasoning parser the list still covers every generated token, the
-reasoning's and the tag that closes it included: the parser moves text between message fields, not logprobs.
-
-The stand-in's tokens are its own tokenizer's (:func:`.tokens.text_pieces`), so they concatenate to the text it
-wrote; ``<think>`` with its newline and ``</think>`` with the newlines around it are one token each, as its
-usage counts them (with a reasoning parser, the chat template opens the thinking: the list starts with the
-reasoning and holds the ``</think>`` that ends it, then the content). Its numbers come from its policy, not
-from a model (:mod:`.policy`, rule 8): where the reply writes the answer (a field of the reply schema that
-holds the choice, or the string field that holds the answer), a token's alternatives are what the candidates
-the policy weighed would have written there, with their shares; every other token is certain (logprob 0.0,
-itself its one alternative). The list has fewer than ``top_logprobs`` alternatives where there are fewer.
+vLLM lists one entry per generated token (``choices[0].logprobs.content``): the token, its logprob, its UTF-8 bytes
+and ``top_logprobs`` alternatives, the sampled token first. With a reasoning parser the list still covers every
+generated token, the reasoning's and its closing tag included. The stand-in's tokens are its own tokenizer's
+(:func:`.tokens.text_pieces`), ``<think>`` and ``</think>`` (with their newlines) one token each, as usage counts
+them. Its numbers are its policy's (rule 8, :mod:`.policy`): where the reply writes the answer, a token's
+alternatives are what the candidates weighed would have written there, with their shares; every other token is
+certain (logprob 0.0, itself its one alternative).
 """
 
 from __future__ import annotations
@@ -49,8 +43,7 @@ class _Asked(BaseModel):
 def requested(body: dict[str, Any]) -> int | Refusal | None:
     """How many alternatives each token lists when the request asks for logprobs (None: it does not).
 
-    Checked as vLLM's request model checks it (its ``check_logprobs`` on the raw values, then the fields'
-    types); a count above ``max_logprobs`` is refused later, with the engine's words (:func:`too_many`).
+    Checked as vLLM's request model does (``check_logprobs``, then the types); too many is :func:`too_many`'s to refuse.
     """
     top = body.get("top_logprobs")
     if top is not None and not isinstance(top, int | float):
@@ -91,9 +84,8 @@ class Answer:
 def answer_in(content: str, value: Any, field: str, mixture: list[tuple[Any, float]]) -> Answer | None:
     """Where ``content`` (the JSON of ``value``, as the stand-in writes it) holds its top-level ``field``.
 
-    A string answer is located by its inside, where the candidates part: a null one (declining, in a nullable
-    field) would have closed the string there. None when the text is not that JSON (a fault spoiled it, the
-    token limit cut it) or the value written is none of the candidates.
+    A string is located by its inside, where a null candidate (declining) would have closed it. None when the text is
+    not that JSON (spoiled by a fault, cut by the token limit) or the value written is none of the candidates.
     """
     if not isinstance(value, dict) or field not in value or content != json.dumps(value, ensure_ascii=False):
         return None
@@ -121,10 +113,9 @@ def answer_in(content: str, value: Any, field: str, mixture: list[tuple[Any, flo
 def content(
     thought: str | None, opened: bool, closed: bool, text: str, answer: Answer | None, top: int
 ) -> dict[str, Any]:
-    """``choices[0].logprobs``: ``thought`` (None: it did not think), then ``text``.
+    """``choices[0].logprobs``: ``thought`` (None: none), then ``text``, with ``top`` alternatives a token.
 
-    The thinking is ``opened`` by the model (else by the chat template, in the prompt) and ``closed`` unless the
-    token limit cut it. ``answer`` locates the answer in ``text``; ``top`` is how many alternatives a token lists.
+    The thinking is ``opened`` by the model (else by the chat template) and ``closed`` unless the limit cut it.
     """
     entries: list[dict[str, Any]] = []
     if thought is not None:
@@ -152,10 +143,7 @@ def _writings(text: str, answer: Answer) -> list[tuple[str, list[int], float]]:
 def _next_tokens(
     text: str, at: int, piece: str, writings: list[tuple[str, list[int], float]]
 ) -> list[tuple[str, float]]:
-    """``piece`` (written at ``at``) and its alternatives, with their probabilities.
-
-    The candidates that agree with what was written before ``at``, grouped by the token each would write there.
-    """
+    """``piece`` (written at ``at``) and its alternatives: the candidates agreeing before ``at``, by their token."""
     found: dict[str, float] = {}
     for other, ends, share in writings:
         covering = bisect.bisect_right(ends, at)  # its token that covers ``at``

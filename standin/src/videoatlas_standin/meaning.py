@@ -1,11 +1,9 @@
 """What words mean, by a real small text model: the policy's sense of meaning is multilingual-e5-small.
 
-The model that answers ``/v1/embeddings`` (:func:`encoder`, loaded once per process) also says how
-close two texts are in meaning for the policy (:mod:`.policy`): a question and a line read, a field's
-name and a label printed in a picture, a question and an option's description. The first text is
-embedded as a query, the second as a passage; :func:`similarity` is their cosine less the level each
-usually reaches. Names are split into words first (``room_number`` -> "room number"): the model reads
-words, not identifiers. Vectors are kept per text for the process (requests repeat the same texts).
+The model answering ``/v1/embeddings`` (:func:`encoder`) also says how close two texts are in meaning for the
+policy (:mod:`.policy`): the first embedded as a query, the second as a passage, :func:`similarity` their cosine
+less the level each usually reaches. Names are split into words first (``room_number`` -> "room number"); vectors
+are kept per text for the process.
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ _BACKGROUND = (  # noqa: SIM905 - a word list reads best as text
 ).split()
 """Everyday words that fit no particular request: the usual level a text's cosines sit at is taken with them.
 
-multilingual-e5-small puts any two short English texts at a cosine of 0.75-0.85, and some texts sit
-higher with everything than others; less the level each reaches on average with these words, a name
-and its own label rise 0.05-0.13, related but different things 0.02-0.04, unrelated ones stay near 0.
-The list calibrates; it decides nothing (the policy's thresholds are stated in docs/standin.md)."""
+E5 puts any two short English texts at a cosine of 0.75-0.85, some texts higher with everything; less that level, a
+name and its own label rise 0.05-0.13, related things 0.02-0.04, unrelated ones stay near 0. It decides nothing."""
 _CACHE_SIZE = 4096
 _LOCK = threading.Lock()
 _VECTORS: OrderedDict[tuple[str, bool], np.ndarray] = OrderedDict()
@@ -72,10 +68,7 @@ def _vectors(texts: list[str], is_query: bool) -> np.ndarray:
 
 
 def similarity(queries: list[str], passages: list[str]) -> np.ndarray:
-    """How well every query fits every passage, shape (queries, passages); 0 is an ordinary fit.
-
-    The cosine, less the level each of the two usually reaches (its mean cosine with :data:`_BACKGROUND`).
-    """
+    """How well every query fits every passage: the cosine less each one's mean with :data:`_BACKGROUND` (0: usual)."""
     if not queries or not passages:
         return np.zeros((len(queries), len(passages)), np.float32)
     asked, given = _vectors(queries, True), _vectors(passages, False)

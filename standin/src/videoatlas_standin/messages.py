@@ -1,8 +1,7 @@
 """A chat request's messages as the stand-in takes them: texts by role, images (not yet decoded), prompt tokens.
 
-One function, :func:`read_prompt`, serves both the chat route and ``conformance/prefix_cache.py``, which
-replays recorded requests through it and through vLLM's own prefix caching: the tokens checked there are
-the tokens the server counts.
+:func:`read_prompt` serves the chat route and ``conformance/prefix_cache.py`` alike: the tokens checked against
+vLLM's prefix caching there are the tokens the server counts.
 """
 
 from __future__ import annotations
@@ -29,8 +28,7 @@ class Prompt:
 def read_prompt(messages: Any, patch: int) -> Prompt:
     """The texts, images and prompt tokens of a request's ``messages`` (``patch``: pixels per visual token side).
 
-    Raises ValueError, with the reason, for messages vLLM would not take (not objects, content neither a
-    string nor a list of parts, an unknown part type, an image that is not a readable data URL).
+    Raises ValueError, with the reason, for messages vLLM would not take (a part or an image it cannot read).
     """
     if not isinstance(messages, list):
         raise ValueError("'messages' must be a list")

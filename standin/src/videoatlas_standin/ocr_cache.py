@@ -1,16 +1,10 @@
 """The stand-in's readings kept on disk, by the content of the pixels read: OCR done once per image, ever.
 
-Reading an image is deterministic: the same pixels, read by the same perception code with the
-same recogniser and settings, give the same reading (a :class:`~.perception.Sight`). So a reading is stored
-under a hash of the decoded pixels and of everything that decides it (the source of
-:mod:`.perception`, the versions of the OCR and image libraries, the reader's settings), and any
-process that is sent the same pixels later (another test, another run, another agent, another
-stand-in server) takes it from there. Change any of those and the key changes: an old reading is
-never served for new code. The cache is a speed-up only; a miss reads the image as before.
-
-Where: ``$VIDEOATLAS_OCR_CACHE`` if set (``off`` turns the cache off), else ``cache/ocr`` in the
-data directory. One small JSON file per image, written to a temporary name and renamed into place,
-so concurrent readers and writers never see half a file. Delete the folder to empty it.
+A reading (:class:`~.perception.Sight`) is stored under a hash of the decoded pixels and of everything that decides
+it (the reading code, the OCR and image libraries' versions, the reader's settings), so any process sent the same
+pixels takes it from there, and changed code never gets an old reading. Where: ``$VIDEOATLAS_OCR_CACHE`` (``off``:
+no cache), else ``cache/ocr`` in the data directory; one JSON file per image, written under a temporary name and
+renamed into place. A speed-up only: a miss reads the image as before.
 """
 
 from __future__ import annotations
@@ -46,10 +40,7 @@ def cache_dir() -> Path | None:
 
 @cache
 def code_fingerprint(*sources: str) -> str:
-    """A hash of what decides a reading besides the pixels and settings.
-
-    That is the reading code (``sources``, the files that hold it) and the versions of the libraries it runs.
-    """
+    """A hash of what decides a reading besides the pixels and settings: its code (``sources``) and libraries."""
     digest = hashlib.sha256()
     for source in sources:
         digest.update(Path(source).read_bytes())
@@ -62,10 +53,7 @@ def code_fingerprint(*sources: str) -> str:
 
 
 def pixel_key(rgb: np.ndarray, settings: str, *sources: str) -> str:
-    """The key of a reading: the decoded pixels and their shape, the reader's settings, the code's fingerprint.
-
-    ``sources`` are the files that hold the reading code (see :func:`code_fingerprint`).
-    """
+    """The key of a reading: the pixels and their shape, the reader's settings, the code's (``sources``) fingerprint."""
     digest = hashlib.sha256(np.ascontiguousarray(rgb).tobytes())
     digest.update(f"|{rgb.shape}|{rgb.dtype}|{settings}|{code_fingerprint(*sources)}".encode())
     return digest.hexdigest()

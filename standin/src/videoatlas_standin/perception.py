@@ -1,18 +1,11 @@
 """What the stand-in VLM sees: text lines read from the pixels it was sent, grouped into labelled tiles.
 
-Text lines are found with classical image processing (morphological gradient, threshold,
-horizontal closing, contours) and read by the CRNN recogniser that ships inside the
-``rapidocr-onnxruntime`` wheel; nothing is downloaded. Lines shorter than ``min_text_px`` pixels
-are not read at all: a model that sees an image in 28-pixel patches cannot read text that small,
-so neither does the stand-in. Images are never upscaled.
-
-Tiles are recovered the way a person reading a contact sheet would: a short label that is an index
-and a clock time ("12  03:45") or a bracketed tag and a time ("[C] 1:02:03.4") marks the top-left
-corner of a tile; the labels' positions give the tile layout, and every other line belongs to the
-tile whose label is above and to its left. An image without such labels is one tile. Whether a
-tile is blacked out is judged from its pixels alone (a mark written over it changes nothing), and
-text-like marks too small to read are counted,
-so the stand-in can say what it could not read.
+Text lines are found by classical image processing (:mod:`.boxes`) and read by the CRNN recogniser inside the
+``rapidocr-onnxruntime`` wheel (nothing downloaded). Lines shorter than ``min_text_px`` are not read: a model that
+sees 28-pixel patches cannot read them either. Images are never upscaled. A label holding an index and a clock
+time (``12  03:45``) or a tag and a time (``[C] 1:02:03.4``) marks a tile's top-left corner, as on a contact sheet;
+every other line belongs to the tile above and left of it, and an image without labels is one tile. A tile is
+blacked out by its pixels alone; text-like marks too small to read are counted, so the stand-in can say so.
 """
 
 from __future__ import annotations
@@ -27,7 +20,6 @@ import statistics
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -140,11 +132,7 @@ THREADS_ENV = "VIDEOATLAS_STANDIN_THREADS"
 
 
 def model_threads() -> int | None:
-    """The threads ``$VIDEOATLAS_STANDIN_THREADS`` gives each model, or None when it is unset or empty.
-
-    Several processes on few cores (a test suite's workers, a benchmark beside another) run faster with
-    one each: a model's idle threads spin while others hold the cores. Readings do not depend on it.
-    """
+    """The threads ``$VIDEOATLAS_STANDIN_THREADS`` gives each model (None: unset); readings do not depend on it."""
     given = os.environ.get(THREADS_ENV, "").strip()
     if not given:
         return None
@@ -173,8 +161,8 @@ class Reader:
     def see(self, image: np.ndarray | EncodedImage, cancelled: Callable[[], bool] = lambda: False) -> Sight:
         """Read an image (cached by content: the encoded bytes' hash or the pixels', then the pixels' on disk).
 
-        ``cancelled`` is asked before each recognition waits for the shared ONNX session: a server
-        that is stopping gives up its queued reads (:class:`ReadCancelled`) instead of running them.
+        ``cancelled`` is asked before a recognition waits for the shared ONNX session: a stopping server gives up
+        its queued reads (:class:`ReadCancelled`).
         """
         rgb = None if isinstance(image, EncodedImage) else image
         key = "enc:" + image.sha256 if isinstance(image, EncodedImage) else ""
@@ -245,21 +233,15 @@ class Reader:
 
 
 _SHARED_LOCK = threading.Lock()
-
-
-@cache
-def _shared(min_text_px: int) -> Reader:
-    return Reader(min_text_px=min_text_px)
+_SHARED: dict[int, Reader] = {}
 
 
 def shared_reader(min_text_px: int) -> Reader:
-    """The process's reader for that smallest text size, shared by every stand-in server the process runs.
-
-    The recogniser is loaded once and its memory cache serves them all: a reading depends only on the
-    pixels and the size.
-    """
+    """The process's reader for that smallest text size, shared by every server it runs (readings depend on no more)."""
     with _SHARED_LOCK:
-        return _shared(min_text_px)
+        if min_text_px not in _SHARED:
+            _SHARED[min_text_px] = Reader(min_text_px=min_text_px)
+        return _SHARED[min_text_px]
 
 
 def _layout(rgb: np.ndarray, lines: list[TextLine], unread: list[tuple[int, int, int, int]]) -> Sight:
@@ -316,10 +298,7 @@ def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool
 
 
 def _is_blank(region: np.ndarray) -> bool:
-    """Whether a region is (nearly) all pure black: a picture blacked out, whatever is drawn over it.
-
-    Pure black, not dark: a night scene or a dark studio still has its shades; a blanked region has none.
-    """
+    """Whether a region is (nearly) all pure black (not dark: a night scene has shades): a picture blacked out."""
     if region.size == 0:
         return False
     black = (region.max(axis=2) < boxes.BLACK).mean()
@@ -333,12 +312,6 @@ def _step(positions: list[int], extent: int) -> float:
 
 
 def _owner(tiles: list[Tile], cx: float, cy: float, step_x: float, step_y: float) -> Tile | None:
-    best: Tile | None = None
-    for tile in tiles:
-        if (
-            tile.x - 6 <= cx < tile.x - 6 + step_x
-            and tile.y - 6 <= cy < tile.y - 6 + step_y
-            and (best is None or (tile.y, tile.x) > (best.y, best.x))
-        ):
-            best = tile
-    return best
+    """The tile whose cell holds ``(cx, cy)``: of those that start above and left of it, the lowest, then rightmost."""
+    mine = [t for t in tiles if t.x - 6 <= cx < t.x - 6 + step_x and t.y - 6 <= cy < t.y - 6 + step_y]
+    return max(mine, key=lambda t: (t.y, t.x), default=None)

@@ -1,16 +1,13 @@
 """The stand-in's one policy: what it reads, what it takes to be asked, what it answers, how it fills a reply.
 
-docs/standin.md states this policy as a decision table, its specification; this module is that table, row by
-row: 1, reading, is :mod:`.perception`'s (a blacked-out tile is known by its pixels, nothing in it read);
-2, the question and the choices, :func:`_question`, :func:`_options` and :func:`_enum_choices`; 3, what was
-read, and 4, a choice's support, :func:`understand` and :func:`_decided`; 5, an open question's value,
-:func:`_open_candidates`; 6, filling a reply schema, :class:`Filler`; 7, the tool to call,
-:meth:`Reading.choose` (its arguments by row 6); 8, how sure it is, :meth:`Reading.choice_shares`,
-:meth:`Reading.open_shares` and :meth:`Reading.truth_shares` (a text-only decision reads every line of its
-text: :func:`weigh`).
-
-Meaning is multilingual-e5-small's (:mod:`.meaning`), against thresholds calibrated in
-tests/standin/test_standin_generic.py. No word here names a field, action or tool of any client.
+docs/standin.md states it as a decision table; this module is that table, row by row: 1, reading, is
+:mod:`.perception`'s; 2, the question and the choices, :func:`_question`, :func:`_options`, :func:`_enum_choices`;
+3, what was read, and 4, a choice's support, :func:`understand` and :func:`_decided`; 5, an open question's value,
+:func:`_open_candidates`; 6, filling a reply schema, :class:`Filler`; 7, the tool to call, :meth:`Reading.choose`;
+8, how sure it is, :meth:`Reading.choice_shares`, :meth:`Reading.open_shares`, :meth:`Reading.truth_shares` (a
+text-only decision reads every line of its text: :func:`weigh`). Meaning is multilingual-e5-small's
+(:mod:`.meaning`), against thresholds calibrated in tests/standin/test_standin_generic.py. No word here names a
+field, action or tool of any client.
 """
 
 from __future__ import annotations
@@ -66,10 +63,9 @@ def tokens(text: str) -> list[str]:
 
 
 def holds(words: list[str], wanted: list[str]) -> bool:
-    """Whether ``wanted`` stands in ``words`` as whole tokens in a row.
+    """Whether ``wanted`` stands in ``words`` as whole tokens in a row, or, for two or more, run together by OCR.
 
-    OCR runs words together: a choice of two or more tokens also stands where the word before it ran
-    into its first token (``tagQZ-7781`` holds ``QZ-7781``), or where its tokens ran into one.
+    A run-together choice stands where the word before ran into its first token (``tagQZ-7781`` holds ``QZ-7781``).
     """
     if not wanted:
         return False
@@ -134,25 +130,18 @@ class Reading:
     """An open question's candidates, each with how far its fit passes the bar, in nats (:func:`_open_candidates`)."""
 
     def choice_shares(self) -> list[float]:
-        """How the answer is shared among the choices: the softmax of their support (each item read, one nat).
-
-        Nothing read gives every choice the same share.
-        """
+        """The answer's shares among the choices: the softmax of their support (an item read, one nat; none: even)."""
         return softmax(self.support)
 
     def truth_shares(self) -> list[float]:
-        """A statement's shares of false and true: each item read close to it counts one nat for true.
+        """A statement's shares of false and true: each item read close to it one nat for true (nothing close: even).
 
-        As for a boolean field (rule 6), what is measured is whether something read bears on it: the stand-in
-        cannot tell a statement from its negation. Nothing close: even.
+        As for a boolean field, what counts is whether something read bears on it, not the statement or its negation.
         """
         return softmax([0.0, float(sum(self.close))])
 
     def open_shares(self) -> list[tuple[str | None, float]]:
-        """How an open question's answer is shared among its candidates and declining (None).
-
-        The softmax of how far each passes its bar, declining at 0 nats; the same text weighed twice keeps its best.
-        """
+        """An open question's shares among its candidates and declining (None, at 0 nats): softmax of each's best."""
         best: dict[str | None, float] = {}
         for value, nats in self.weighed:
             best[value] = max(nats, best.get(value, nats))
@@ -165,10 +154,7 @@ class Reading:
         return [c for c, choice in enumerate(self.choices) if holds(words, tokens(choice))]
 
     def ranked(self) -> list[Item]:
-        """Items bearing on the question (holding a choice, or close to it), ranked.
-
-        The answer's first, then those close in meaning, then other choices'; reading order within each.
-        """
+        """Items holding a choice or close to the question: the answer's, then the close, then the rest; read order."""
         ranks = []
         for n, (item, near) in enumerate(zip(self.items, self.close, strict=True)):
             held = self.holds_choice(item)
@@ -278,8 +264,8 @@ def _decided(reading: Reading) -> Reading:
 def _open_candidates(reading: Reading) -> list[tuple[str, float]]:
     """Rule 5's candidates, each with how far its fit passes its bar, in steps of :data:`CLOSE` (nats).
 
-    The values printed with a label (bar: :data:`FITS` for the label), and, when none of them passes, the lines read
-    (bar: :data:`CLOSE`). The first of the best is the answer when it passes (0 or more); else it declines.
+    The values printed with a label (bar: :data:`FITS` for the label), and, when none passes, the lines read (bar:
+    :data:`CLOSE`). The first of the best is the answer when it passes (0 or more); else it declines.
     """
     pairs = pairs_of(reading.items)
     out: list[tuple[str, float]] = []
@@ -306,10 +292,7 @@ def softmax(weights: list[float]) -> list[float]:
 
 
 def weigh(question: str, text: str, choices: list[str]) -> Reading:
-    """Rules 3 and 4 (or 5, without choices) for a text-only decision: every line of ``text`` is read.
-
-    ``choices`` are given, not found in the request; a choice is supported by the lines that hold its words.
-    """
+    """Rules 3 and 4 (or 5) for a text-only decision: every line of ``text`` read, the ``choices`` given."""
     items = [Item(line.strip(), None) for line in text.splitlines() if line.strip()]
     return _decided(Reading(question, list(choices), False, 0, items, [], _close(question, items)))
 
@@ -351,16 +334,11 @@ def _options(lines: list[str]) -> list[str]:
 def _enum_choices(schemas: list[dict[str, Any]], question: str) -> list[str]:
     """The first string enum of the reply schemas whose every member the question names (two or more)."""
     words = tokens(question)
-    for members in (m for schema in schemas for m in _enums(schema)):
+    enums = (node["enum"] for schema in schemas for node in _objects(schema) if isinstance(node.get("enum"), list))
+    for members in enums:
         if len(members) >= 2 and all(isinstance(m, str) and holds(words, tokens(m)) for m in members):
             return [str(m) for m in members]
     return []
-
-
-def _enums(node: Any) -> Iterator[list[Any]]:
-    for part in _objects(node):
-        if isinstance(part.get("enum"), list):
-            yield part["enum"]
 
 
 _DEPTH = 24
@@ -418,9 +396,9 @@ class Filler:
         return None
 
     def answer_mixture(self, node: Any, name: str, null_ok: bool = False) -> list[tuple[Any, float]] | None:
-        """When the field ``name`` holds the answer: each value it could have held, with its share (rule 8).
+        """Each value the answer field ``name`` could have held, with its share (rule 8); None for another field.
 
-        None for any other field. An open question's declining is the value it writes then (``""`` or null).
+        An open question's declining is the value it writes then (``""`` or null).
         """
         node = self.schema.resolve(node)
         offered = self.schema.variants(node)

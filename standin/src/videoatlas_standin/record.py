@@ -1,14 +1,10 @@
 """``standin --record FILE``: every request a route receives, one JSON line each, before any validation.
 
-``make conformance`` sends each recorded request through vLLM's own code (``conformance/``). A line
-names its route, ``{"endpoint": "/v1/embeddings", ...}``, and carries the request:
-
-* a JSON route (chat completions, embeddings, decisions): ``"body"``, the parsed JSON body as received;
-* a form route (audio transcriptions): ``"content_type"`` (the media type the client declared),
-  ``"form"``, its text fields as ``[name, value]`` pairs in the order sent (a repeated name, such as
-  ``timestamp_granularities[]``, once per value), and ``"files"``, one entry per file part with its
-  ``field``, ``filename``, ``content_type``, ``size`` in bytes and ``sha256``: the bytes themselves
-  (audio) are not kept.
+``make conformance`` sends each recorded request through vLLM's own code (``conformance/``). A line names its
+route (``{"endpoint": "/v1/embeddings", ...}``) and carries the request: a JSON route's parsed ``"body"``; a form
+route's (audio transcriptions) ``"content_type"``, its text fields as ``"form"`` (``[name, value]`` pairs in the
+order sent) and its file parts as ``"files"`` (``field``, ``filename``, ``content_type``, ``size``, ``sha256``:
+the audio itself is not kept).
 """
 
 from __future__ import annotations
@@ -38,11 +34,7 @@ def json_request(path: Path | None, endpoint: str, body: object) -> None:
 
 
 def form_request(path: Path | None, endpoint: str, content_type: str, form: Any) -> None:
-    """Append one form request: its text fields, and what each file part was (never its bytes).
-
-    ``form`` is what ``aiohttp``'s ``request.post()`` returned; each file is read for its size and
-    digest and rewound, so the route reads it whole afterwards.
-    """
+    """Append one form request (``request.post()``'s): its text fields, and each file's size and digest (rewound)."""
     if path is None:
         return
     fields: list[list[str]] = []

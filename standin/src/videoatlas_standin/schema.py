@@ -1,10 +1,7 @@
 """Walking a JSON schema as a constrained decoder sees it: references, variants, types, bounds.
 
-The policy (:mod:`.policy`) decides what each field should hold; this module says what the schema
-allows there: which node a ``$ref`` names, which variants an ``anyOf``/``oneOf`` offers (and whether
-one of them is ``null``), which property tells tagged variants apart, and how a value is brought
-within ``minLength``/``maxLength``/``pattern``, ``minimum``/``maximum`` (exclusive ones too) and
-``minItems``/``maxItems``. Nothing here knows what a field means.
+The policy decides what each field should hold; this module says what the schema allows there. Nothing here knows
+what a field means.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """STAND-IN VLM SERVER for tests and the demo: an OpenAI-compatible endpoint that reads pixels with OCR.
 
-It is not a vision-language model. It speaks vLLM's protocol, perceives only what it is sent (:mod:`.perception`,
-:mod:`.policy`), and can be told to be slow or to fail in every way a real server can (:mod:`.faults`), so the
-client's handling of each is tested over real HTTP on a machine without a GPU.
-
-This module is the server's lifecycle: the app that wires the routes, one module per route as vLLM
-keeps ``entrypoints/openai/<endpoint>/`` (:mod:`.models`, :mod:`.chat`, :mod:`.embeddings`,
-:mod:`.transcriptions`, :mod:`.decisions`, and the stand-in's own :mod:`.status`; a new endpoint is a module
-with a ``routes`` function, listed in :data:`ROUTES`), and serving it on a thread of its own
+It is not a vision-language model: it speaks vLLM's protocol, perceives only what it is sent, and can be told to
+be slow or to fail in every way a real server can, so the client's handling of each is tested over real HTTP.
+This module is its lifecycle: the app wiring one module per route (as vLLM's ``entrypoints/openai/<endpoint>/``;
+a new endpoint is a module with a ``routes`` function, listed in :data:`ROUTES`), served on a thread of its own
 (:class:`RunningServer`) or in the foreground.
 """
 
@@ -23,9 +19,8 @@ from aiohttp import web
 
 from videoatlas_standin import chat, decisions, embeddings, models, status, transcriptions
 from videoatlas_standin.config import StandinConfig
-from videoatlas_standin.context import ServerContext
+from videoatlas_standin.context import ServerContext, StandinStats
 from videoatlas_standin.faults import FAULTS
-from videoatlas_standin.stats import StandinStats
 
 __all__ = ["FAULTS", "ROUTES", "RunningServer", "StandinConfig", "StandinServer", "StandinStats", "serve_forever"]
 
@@ -115,10 +110,8 @@ class RunningServer:
     async def _shutdown(self) -> None:
         """Cancel what is still in flight and wait for it to end, then close the listener.
 
-        A client that went away (a run stopped with Ctrl-C) leaves handlers waiting on OCR. They are
-        cancelled and awaited here, before aiohttp's own graceful wait (whose timeout can race a
-        handler that finishes at that moment), so none is destroyed pending when the loop closes;
-        reads not yet started are dropped rather than run at the interpreter's exit.
+        Handlers a gone client left waiting on OCR are awaited before aiohttp's graceful wait (whose timeout can race
+        one finishing), so none is destroyed pending; reads not yet started are dropped, not run at exit.
         """
         self._pool.shutdown(wait=False, cancel_futures=True)
         await _cancel_others()

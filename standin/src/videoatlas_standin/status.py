@@ -10,8 +10,7 @@ import functools
 
 from aiohttp import web
 
-from videoatlas_standin.context import ServerContext
-from videoatlas_standin.stats import StandinStats
+from videoatlas_standin.context import ServerContext, StandinStats
 
 UNCOUNTED = ("/stats", "/stats/reset", "/health")
 """Paths left out of ``stats.requests``."""

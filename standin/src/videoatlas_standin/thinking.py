@@ -1,9 +1,7 @@
 """What the stand-in "thinks" before it answers, when it imitates a reasoning model.
 
-The text is a plain account of the policy's reading of the request (:class:`.policy.Reading`): how many
-images it was sent, what it read that bears on the question, the question and choices it found, and
-the reply it decided on. It exists so that clients meet reasoning of a realistic shape and length (in
-a field of its own, or in ``<think>`` tags before the answer); nothing in it depends on who asks.
+A plain account of the policy's reading (:class:`.policy.Reading`): the images, what bears on the question, the
+question and choices, the reply decided on. It gives clients reasoning of a realistic shape and length.
 """
 
 from __future__ import annotations

