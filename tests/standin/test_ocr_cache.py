@@ -16,7 +16,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from videoatlas.errors import BadInputError
-from videoatlas_standin import ocr_cache, perception
+from videoatlas_standin import perception
 from videoatlas_standin.perception import EncodedImage, Reader, Sight
 
 pytestmark = pytest.mark.unit
@@ -56,11 +56,11 @@ def test_a_miss_and_a_hit_give_the_same_reading(
     reader: Reader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rgb = _card("PLATE KX-4471")
-    monkeypatch.setenv(ocr_cache.ENV, "off")
+    monkeypatch.setenv(perception.OCR_CACHE_ENV, "off")
     uncached = Reader().see(rgb)  # no disk cache at all: the reading as the recogniser makes it
     assert "KX-4471" in uncached.text
 
-    monkeypatch.setenv(ocr_cache.ENV, str(tmp_path / "ocr"))
+    monkeypatch.setenv(perception.OCR_CACHE_ENV, str(tmp_path / "ocr"))
     first = reader.see(rgb)  # a miss: read, then stored
     assert first == uncached
     (entry,) = _entries(tmp_path / "ocr")
@@ -76,7 +76,7 @@ def test_a_miss_and_a_hit_give_the_same_reading(
 def test_the_key_is_the_decoded_pixels_and_the_settings(
     reader: Reader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(ocr_cache.ENV, str(tmp_path / "ocr"))
+    monkeypatch.setenv(perception.OCR_CACHE_ENV, str(tmp_path / "ocr"))
     rgb = _card("ROOM 512")
     encoded = _jpeg(rgb)
     by_bytes = reader.see(encoded)
@@ -89,22 +89,22 @@ def test_the_key_is_the_decoded_pixels_and_the_settings(
     assert "ROOM" not in other.see(rgb).text  # 60 px is taller than these letters
     assert len(_entries(tmp_path / "ocr")) == 2
     source = perception.__file__
-    assert ocr_cache.pixel_key(rgb, "a", source) != ocr_cache.pixel_key(rgb, "b", source)
-    assert ocr_cache.pixel_key(rgb, "a", source) != ocr_cache.pixel_key(rgb[:, :-2], "a", source)
+    assert perception.pixel_key(rgb, "a", source) != perception.pixel_key(rgb, "b", source)
+    assert perception.pixel_key(rgb, "a", source) != perception.pixel_key(rgb[:, :-2], "a", source)
 
 
 def test_the_key_follows_the_perception_code(tmp_path: Path) -> None:
     rgb = _card("GATE 17")
-    before = ocr_cache.pixel_key(rgb, "s", perception.__file__)
+    before = perception.pixel_key(rgb, "s", perception.__file__)
     changed = tmp_path / "perception.py"
     changed.write_bytes(Path(perception.__file__).read_bytes() + b"\n# one more line\n")
-    assert ocr_cache.pixel_key(rgb, "s", str(changed)) != before
+    assert perception.pixel_key(rgb, "s", str(changed)) != before
 
 
 def test_a_damaged_entry_is_read_again_and_rewritten(
     reader: Reader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(ocr_cache.ENV, str(tmp_path / "ocr"))
+    monkeypatch.setenv(perception.OCR_CACHE_ENV, str(tmp_path / "ocr"))
     rgb = _card("BAY 4")
     good = Reader().see(rgb)
     (entry,) = _entries(tmp_path / "ocr")
@@ -115,7 +115,7 @@ def test_a_damaged_entry_is_read_again_and_rewritten(
 
 
 def test_off_keeps_nothing(reader: Reader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ocr_cache.ENV, "off")
+    monkeypatch.setenv(perception.OCR_CACHE_ENV, "off")
     monkeypatch.setenv("VIDEOATLAS_HOME", str(tmp_path / "home"))
     assert "ZONE" in Reader().see(_card("ZONE 9")).text
     assert not (tmp_path / "home").exists()
@@ -125,7 +125,7 @@ def test_off_keeps_nothing(reader: Reader, tmp_path: Path, monkeypatch: pytest.M
 def test_another_process_takes_the_reading_from_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rgb = _card("TICKET 2290")
     Image.fromarray(rgb).save(tmp_path / "card.png")
-    monkeypatch.setenv(ocr_cache.ENV, str(tmp_path / "ocr"))
+    monkeypatch.setenv(perception.OCR_CACHE_ENV, str(tmp_path / "ocr"))
     script = (
         "import sys, numpy as np; from PIL import Image; from videoatlas_standin.perception import Reader; "
         "print(Reader().see(np.asarray(Image.open(sys.argv[1]).convert('RGB'))).text)"
@@ -147,7 +147,7 @@ def _threads(reader: Reader) -> tuple[int, int]:
 
 
 def test_the_readers_threads_follow_the_variable_and_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ocr_cache.ENV, "off")
+    monkeypatch.setenv(perception.OCR_CACHE_ENV, "off")
     cards = [_card("PLATE KX-4471"), _card("GATE 12 NORTH", size=28)]
     monkeypatch.delenv(perception.THREADS_ENV, raising=False)
     default = Reader()

@@ -1,11 +1,9 @@
 """vLLM's request contract, enforced by the stand-in with the libraries vLLM itself uses.
 
 A test that passes against the stand-in must not fail against vLLM for a protocol reason, so the stand-in refuses
-what vLLM 0.33's OpenAI server refuses, with the same status, error type and message: a reply schema its
-structured-output backend cannot take, more images than ``--limit-mm-per-prompt`` allows, a prompt longer than
-``--max-model-len``, a bad token limit. Reply schemas are checked as vLLM's ``auto`` backend does (xgrammar, where
-installed, unless vLLM's feature check declines the schema, then guidance) and compiled by llguidance; the
-stand-in's own replies are decoded through that grammar (:meth:`Grammar.accepts`), so none it forbids leaves.
+what vLLM 0.33's OpenAI server refuses, with its status, error type and message. Reply schemas are checked as
+vLLM's ``auto`` backend does (xgrammar where installed, unless vLLM's feature check declines, then guidance) and
+compiled by llguidance; the stand-in's own replies are decoded through that grammar (:meth:`Grammar.accepts`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """``POST /v1/decisions``: vLLM 0.33's Decisions route, each question answered from what the stand-in reads in the text.
 
 vLLM serves it for a few architectures only (here: Qwen3 and Qwen3.5 with ``--logprobs-mode raw_logprobs``); any
-other server validates the request, then answers 501. The stand-in is the second kind unless started with
-``--decisions``. As vLLM's route, it holds the body to vLLM's request model (copied below, field for field: a
-refused body gets vLLM's error list word for word), the one model served, at most 64 questions of at most 26
-options and no ``joint`` read. Each question is one read of the prompt vLLM's ``NextTokenStrategy`` writes (the
-text, ``Question: ...``, a line per option, the instruction), in a user turn with thinking off, its tokens counted
-and cached as the chat route's (:mod:`.tokens`); one token is generated. The probabilities are the policy's over
-every line of the text (rule 8, :mod:`.policy`); an option's label takes the whole mass (``confidence`` is the top
-share), where a model's labels leave some to other tokens.
+other server validates the request, then answers 501, as the stand-in does unless started with ``--decisions``. As
+vLLM's route, it holds the body to vLLM's request model (copied below, field for field: a refused body gets vLLM's
+error list word for word), the one model served, at most 64 questions of at most 26 options and no ``joint`` read.
+Each question is one read of the prompt vLLM's ``NextTokenStrategy`` writes (:func:`_prompt`), its tokens counted
+and cached as the chat route's; one token is generated. The probabilities are the policy's over every line of the
+text (rule 8); an option's label takes the whole mass, where a model's labels leave some to other tokens.
 """
 
 from __future__ import annotations
@@ -145,19 +143,16 @@ def _answer(text: str, question: Any) -> dict[str, Any]:
     if isinstance(question, PredicateQuestion):
         shares = policy.weigh(question.instructions, text, []).truth_shares()
         return {"type": "predicate", "name": question.name, "probability": shares[1]}
-    if isinstance(question, ChoiceQuestion):
-        words = [c.value if isinstance(c.value, str) else json.dumps(c.value) for c in question.choices]
-    else:
-        words = [level.label for level in question.levels]
+    chosen = isinstance(question, ChoiceQuestion)
+    values = [c.value for c in question.choices] if chosen else [level.label for level in question.levels]
+    words = [v if isinstance(v, str) else json.dumps(v) for v in values]
     shares = policy.weigh(question.instructions, text, words).choice_shares()
     top = max(range(len(shares)), key=shares.__getitem__)
-    answer: dict[str, Any]
-    if isinstance(question, ChoiceQuestion):
-        listed = [{"value": c.value, "probability": p} for c, p in zip(question.choices, shares, strict=True)]
-        answer = {"type": "choice", "name": question.name, "choice": question.choices[top].value}
+    if chosen:
+        listed = [{"value": v, "probability": p} for v, p in zip(values, shares, strict=True)]
+        answer = {"type": "choice", "name": question.name, "choice": values[top]}
     else:
-        levels = zip(question.levels, shares, strict=True)
-        listed = [{"value": i, "label": level.label, "probability": p} for i, (level, p) in enumerate(levels)]
+        listed = [{"value": i, "label": v, "probability": shares[i]} for i, v in enumerate(values)]
         answer = {"type": "score", "name": question.name, "score": sum(i * p for i, p in enumerate(shares))}
     return {**answer, "probabilities": listed, "confidence": shares[top]}
 

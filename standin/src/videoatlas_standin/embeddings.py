@@ -6,10 +6,8 @@ loaded on the first request. Requests take vLLM's two forms, ``input`` (a string
 have vLLM's shape. E5 reads a text starting ``query: `` as a query, anything else as a passage (a ``passage: ``
 prefix is taken off). What vLLM 0.33 refuses the stand-in refuses alike (``make conformance`` compares them): a
 model it does not serve, an ``encoding_format`` outside vLLM's, ``dimensions`` (E5 is no Matryoshka model), the
-removed ``normalize``; it also refuses what it cannot give: token-id input and the binary ``bytes`` formats.
-
-An image is embedded as what the stand-in perceives in it (:func:`describe`): the text read there and a
-description of the picture. So it matches what frames spell out, never objects or actions without words.
+removed ``normalize``; it also refuses what it cannot give: token-id input and the binary ``bytes`` formats. An
+image is embedded as what the stand-in perceives in it (:func:`describe`): never objects or actions without words.
 """
 
 from __future__ import annotations
@@ -162,9 +160,6 @@ def _refused(body: dict[str, Any], model: str) -> Refusal | None:
         message = f"encoding_format: Input should be 'float', 'base64', 'bytes' or 'bytes_only', got {fmt!r}"
         return Refusal(400, message, param="encoding_format")
     if body.get("dimensions") is not None:
-        return Refusal(
-            400,
-            f"Model {model!r} does not support Matryoshka embeddings; dimensions must be unset "
-            f"(received dimensions={body['dimensions']}).",
-        )
+        unset = f"dimensions must be unset (received dimensions={body['dimensions']})."
+        return Refusal(400, f"Model {model!r} does not support Matryoshka embeddings; {unset}")
     return None

@@ -56,13 +56,11 @@ def _objects(text: str) -> list[str]:
 
 def _from_example(block: str, letters: int) -> dict[str, Any] | None:
     try:
-        value = json.loads(block)
+        return _schema_of(json.loads(block), letters)  # a block of JSON is an object
     except json.JSONDecodeError:
         # Not JSON (placeholders in angle brackets, comments): its keys, each a string.
         keys = list(dict.fromkeys(_PAIR.findall(block)))
         return _object({k: {"type": "string"} for k in keys}) if keys else None
-    schema = _schema_of(value, letters)
-    return schema if schema.get("type") == "object" else None
 
 
 def _schema_of(value: Any, letters: int) -> dict[str, Any]:

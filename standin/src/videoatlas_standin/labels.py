@@ -34,10 +34,6 @@ class Labelled:
     """Which image of the request it was read in (:data:`WRITTEN` when a text wrote it)."""
 
 
-def _has_digit(text: str) -> bool:
-    return any(ch.isdigit() for ch in text)
-
-
 def _is_label(text: str) -> bool:
     """A short run of words without digits, as a label is printed (an ending colon allowed)."""
     words = text.strip().rstrip(":").split()
@@ -50,10 +46,10 @@ def split_pair(segment: str) -> tuple[str, str] | None:
     A short code right before the value (``FLIGHT AB 12``) belongs to it, unless it says "number" (``TICKET NO 12``).
     """
     keyed = _KEYED.match(segment)
-    if keyed and not _has_digit(keyed.group(1)):
+    if keyed and not any(ch.isdigit() for ch in keyed.group(1)):
         return keyed.group(1).strip(), keyed.group(2).strip()
     words = segment.split()
-    at = next((i for i, w in enumerate(words) if _has_digit(w)), None)
+    at = next((i for i, w in enumerate(words) if any(ch.isdigit() for ch in w)), None)
     if at is None or at == 0 or at > _MAX_LABEL_WORDS + 1:
         return None
     label, value = words[:at], words[at:]

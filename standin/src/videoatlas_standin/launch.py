@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from videoatlas.errors import BadInputError
-from videoatlas_standin.config import StandinConfig
+from videoatlas_standin.context import StandinConfig
 from videoatlas_standin.server import RunningServer, StandinServer, serve_forever
 from videoatlas_standin.version import STANDIN_MODEL
 

@@ -1,12 +1,9 @@
 """``logprobs`` and ``top_logprobs`` on chat completions: refused as vLLM 0.33 refuses them, shaped as it returns them.
 
-vLLM lists one entry per generated token (``choices[0].logprobs.content``): the token, its logprob, its UTF-8 bytes
-and ``top_logprobs`` alternatives, the sampled token first. With a reasoning parser the list still covers every
-generated token, the reasoning's and its closing tag included. The stand-in's tokens are its own tokenizer's
-(:func:`.tokens.text_pieces`), ``<think>`` and ``</think>`` (with their newlines) one token each, as usage counts
-them. Its numbers are its policy's (rule 8, :mod:`.policy`): where the reply writes the answer, a token's
-alternatives are what the candidates weighed would have written there, with their shares; every other token is
-certain (logprob 0.0, itself its one alternative).
+One entry per generated token, the reasoning's and its closing tag included (as vLLM with a reasoning parser), in the
+stand-in's own tokens (:func:`.tokens.text_pieces`); the numbers are its policy's (rule 8): where the reply writes the
+answer, a token's alternatives are what the candidates weighed would have written there, with their shares; every
+other token is certain (logprob 0.0, itself its one alternative). docs/standin.md has the details.
 """
 
 from __future__ import annotations
@@ -133,11 +130,8 @@ def content(
 
 def _writings(text: str, answer: Answer) -> list[tuple[str, list[int], float]]:
     """``text`` as each candidate would have written it, where its tokens end, and the candidate's share."""
-    out = []
-    for candidate, share in answer.candidates:
-        other = text[: answer.start] + candidate + text[answer.end :]
-        out.append((other, list(itertools.accumulate(len(p) for p in text_pieces(other))), share))
-    return out
+    others = [(text[: answer.start] + candidate + text[answer.end :], share) for candidate, share in answer.candidates]
+    return [(other, list(itertools.accumulate(map(len, text_pieces(other)))), share) for other, share in others]
 
 
 def _next_tokens(

@@ -6,29 +6,41 @@ sees 28-pixel patches cannot read them either. Images are never upscaled. A labe
 time (``12  03:45``) or a tag and a time (``[C] 1:02:03.4``) marks a tile's top-left corner, as on a contact sheet;
 every other line belongs to the tile above and left of it, and an image without labels is one tile. A tile is
 blacked out by its pixels alone; text-like marks too small to read are counted, so the stand-in can say so.
+
+Reading is deterministic, so a reading is also kept on disk (:class:`ReadingCache`) under a hash of the pixels and
+of all that decides it (:func:`pixel_key`: this code, the OCR and image libraries' versions, the settings): any
+process sent the same pixels takes it from there, and changed code never gets an old one. A speed-up only.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import itertools
+import json
 import os
 import re
 import statistics
+import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 from PIL import Image
 
 from videoatlas.errors import BadInputError
+from videoatlas.paths import home_dir
 from videoatlas_standin import boxes
 from videoatlas_standin.boxes import detect_text_lines, text_boxes
-from videoatlas_standin.ocr_cache import ReadingCache, pixel_key
+
+log = structlog.get_logger(__name__)
 
 _CELL_LABEL = re.compile(r"^\s*(\d{1,6})\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
 _EVIDENCE_LABEL = re.compile(r"^\s*\[?([A-Z]{1,3})\]\s*((?:\d{1,2}:)?\d{2}:\d{2}(?:\.\d+)?)\s*$")
@@ -96,10 +108,7 @@ def sight_from_dict(data: dict[str, Any]) -> Sight:
 
 def parse_clock(text: str) -> float:
     """``"1:02:03.5"`` or ``"02:03.5"`` into seconds."""
-    value = 0.0
-    for part in text.split(":"):
-        value = value * 60 + float(part)
-    return value
+    return functools.reduce(lambda total, part: total * 60 + float(part), text.split(":"), 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +150,79 @@ def model_threads() -> int | None:
     return int(given)
 
 
+OCR_CACHE_ENV = "VIDEOATLAS_OCR_CACHE"
+_LIBRARIES = ("rapidocr-onnxruntime", "onnxruntime", "opencv-python", "opencv-python-headless", "numpy", "pillow")
+
+
+@functools.cache
+def code_fingerprint(*sources: str) -> str:
+    """A hash of what decides a reading besides the pixels and settings: its code (``sources``) and libraries."""
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(Path(source).read_bytes())
+    for name in _LIBRARIES:
+        try:
+            digest.update(f"{name}={metadata.version(name)};".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{name}=-;".encode())
+    return digest.hexdigest()
+
+
+def pixel_key(rgb: np.ndarray, settings: str, *sources: str) -> str:
+    """The key of a reading: the pixels and their shape, the reader's settings, the code's (``sources``) fingerprint."""
+    digest = hashlib.sha256(np.ascontiguousarray(rgb).tobytes())
+    digest.update(f"|{rgb.shape}|{rgb.dtype}|{settings}|{code_fingerprint(*sources)}".encode())
+    return digest.hexdigest()
+
+
+class ReadingCache:
+    """Readings on disk under ``root``, one JSON file per key (written under a temporary name, then renamed)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @classmethod
+    def configured(cls) -> ReadingCache | None:
+        """The cache ``$VIDEOATLAS_OCR_CACHE`` names (read on each call; ``off``: None), else the data directory's."""
+        explicit = os.environ.get(OCR_CACHE_ENV, "").strip()
+        if explicit.lower() == "off":
+            return None
+        return cls(Path(explicit).expanduser() if explicit else home_dir() / "cache" / "ocr")
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored reading for ``key`` as written by :meth:`put`, or None (absent or unreadable)."""
+        path = self._path(key)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # a damaged entry is read again and rewritten, and said so
+            log.warning("ocr_cache_entry_unreadable", path=str(path), error=str(exc)[:200])
+            return None
+        return data if isinstance(data, dict) else None
+
+    def put(self, key: str, reading: Any) -> None:
+        """Store a reading (a dataclass); a cache that cannot be written is logged, never an error of the request."""
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(asdict(reading), out, separators=(",", ":"))
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("ocr_cache_not_written", path=str(path), error=str(exc)[:200])
+
+
 class ReadCancelled(Exception):
     """A read given up because its server is stopping (no result: nothing is cached)."""
 
 
 class Reader:
-    """Text-line detection and recognition, with readings cached in memory and on disk (:mod:`.ocr_cache`)."""
+    """Text-line detection and recognition, with readings cached in memory and on disk (:class:`ReadingCache`)."""
 
     def __init__(self, min_text_px: int = 9, cache_size: int = 512) -> None:
         from rapidocr_onnxruntime import RapidOCR
@@ -202,27 +278,23 @@ class Reader:
     ) -> tuple[list[TextLine], list[tuple[int, int, int, int]]]:
         """Lines read, and boxes of lines large enough to read whose text could not be made out."""
         found = text_boxes(rgb, self.min_text_px)  # label plates are read apart from what they cover
-        line_boxes = [box for box, _ in found]
-        crops: list[np.ndarray] = []
         keys: list[str] = []
-        unique: dict[str, int] = {}
+        crops: dict[str, np.ndarray] = {}  # by content: a crop found twice is recognised once
         for (x, y, w, h), source in found:
             pad = max(2, h // 6)
             crop = source[max(0, y - pad) : y + h + pad, max(0, x - pad) : x + w + pad]
-            digest = hashlib.md5(crop.tobytes() + str(crop.shape).encode()).hexdigest()
-            keys.append(digest)
-            if digest not in unique:
-                unique[digest] = len(crops)
-                crops.append(np.ascontiguousarray(crop[:, :, ::-1]))
+            keys.append(hashlib.md5(crop.tobytes() + str(crop.shape).encode()).hexdigest())
+            crops.setdefault(keys[-1], crop)
         if not crops:
             return [], []
         with self._lock:  # the ONNX session is shared
             if cancelled():
                 raise ReadCancelled
-            results, _ = self._engine.text_rec(crops)
+            results, _ = self._engine.text_rec([np.ascontiguousarray(crop[:, :, ::-1]) for crop in crops.values()])
+        read = dict(zip(crops, results, strict=True))
         lines, illegible = [], []
-        for (x, y, w, h), digest in zip(line_boxes, keys, strict=True):
-            text, score = results[unique[digest]]
+        for ((x, y, w, h), _), key in zip(found, keys, strict=True):
+            text, score = read[key]
             text = str(text).strip()
             if text and float(score) >= 0.6 and any(ch.isalnum() for ch in text):
                 lines.append(TextLine(text, float(score), x, y, w, h))

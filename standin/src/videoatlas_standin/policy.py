@@ -1,13 +1,9 @@
 """The stand-in's one policy: what it reads, what it takes to be asked, what it answers, how it fills a reply.
 
-docs/standin.md states it as a decision table; this module is that table, row by row: 1, reading, is
-:mod:`.perception`'s; 2, the question and the choices, :func:`_question`, :func:`_options`, :func:`_enum_choices`;
-3, what was read, and 4, a choice's support, :func:`understand` and :func:`_decided`; 5, an open question's value,
-:func:`_open_candidates`; 6, filling a reply schema, :class:`Filler`; 7, the tool to call, :meth:`Reading.choose`;
-8, how sure it is, :meth:`Reading.choice_shares`, :meth:`Reading.open_shares`, :meth:`Reading.truth_shares` (a
-text-only decision reads every line of its text: :func:`weigh`). Meaning is multilingual-e5-small's
-(:mod:`.meaning`), against thresholds calibrated in tests/standin/test_standin_generic.py. No word here names a
-field, action or tool of any client.
+docs/standin.md states it as a decision table; this module is that table, row by row (each function names the rows
+it implements; row 1, reading, is :mod:`.perception`'s). Meaning is multilingual-e5-small's (:mod:`.meaning`),
+against thresholds calibrated in tests/standin/test_standin_generic.py. No word here names a field, action or tool
+of any client.
 """
 
 from __future__ import annotations
@@ -130,18 +126,18 @@ class Reading:
     """An open question's candidates, each with how far its fit passes the bar, in nats (:func:`_open_candidates`)."""
 
     def choice_shares(self) -> list[float]:
-        """The answer's shares among the choices: the softmax of their support (an item read, one nat; none: even)."""
+        """Rule 8: the answer's shares among the choices, the softmax of their support (an item read, one nat)."""
         return softmax(self.support)
 
     def truth_shares(self) -> list[float]:
-        """A statement's shares of false and true: each item read close to it one nat for true (nothing close: even).
+        """Rule 8: a statement's shares of false and true, each item read close to it one nat for true.
 
         As for a boolean field, what counts is whether something read bears on it, not the statement or its negation.
         """
         return softmax([0.0, float(sum(self.close))])
 
     def open_shares(self) -> list[tuple[str | None, float]]:
-        """An open question's shares among its candidates and declining (None, at 0 nats): softmax of each's best."""
+        """Rule 8: an open question's shares among its candidates and declining (None, at 0 nats), by each's best."""
         best: dict[str | None, float] = {}
         for value, nats in self.weighed:
             best[value] = max(nats, best.get(value, nats))
@@ -155,12 +151,9 @@ class Reading:
 
     def ranked(self) -> list[Item]:
         """Items holding a choice or close to the question: the answer's, then the close, then the rest; read order."""
-        ranks = []
-        for n, (item, near) in enumerate(zip(self.items, self.close, strict=True)):
-            held = self.holds_choice(item)
-            if held or near:
-                ranks.append(((self.index not in held, not near, n), item))
-        return [item for _, item in sorted(ranks, key=lambda pair: pair[0])]
+        held = [self.holds_choice(item) for item in self.items]
+        bearing = [n for n, near in enumerate(self.close) if held[n] or near]
+        return [self.items[n] for n in sorted(bearing, key=lambda n: (self.index not in held[n], not self.close[n], n))]
 
     def ids(self) -> list[int | str]:
         """The ids of the tiles (and tagged lines) where something bearing on the question was read, ranked."""
@@ -200,7 +193,7 @@ class Reading:
         return given.strip() or " ".join(words_of(name)) or name
 
     def choose(self, names: list[str], given: list[str] | None = None) -> int:
-        """Which of ``names`` fits the question and what was read best, by their descriptions (ties: the first)."""
+        """Rule 7 (and 6's variants): which of ``names`` fits the question and what was read best, by description."""
         about = self.about()
         if len(names) < 2 or not about:
             return 0
@@ -305,7 +298,7 @@ def pairs_of(items: list[Item]) -> list[Labelled]:
 
 
 def _question(texts: list[tuple[str, str]]) -> str:
-    """The last line ending in "?" (the user's, else anyone's); else the last line with a "?" in it (likewise)."""
+    """Rule 2: the last line ending in "?" (the user's, else anyone's); else the last line with a "?" (likewise)."""
     for ends in (True, False):
         for everyone in (False, True):
             lines = [ln.strip() for role, text in texts if role == "user" or everyone for ln in text.splitlines()]
@@ -316,7 +309,7 @@ def _question(texts: list[tuple[str, str]]) -> str:
 
 
 def _options(lines: list[str]) -> list[str]:
-    """The last run of lettered option lines (A, B, C... in order, two or more)."""
+    """Rule 2: the last run of lettered option lines (A, B, C... in order, two or more)."""
     runs: list[list[str]] = [[]]
     for line in lines:
         found = _OPTION.match(line)
@@ -332,7 +325,7 @@ def _options(lines: list[str]) -> list[str]:
 
 
 def _enum_choices(schemas: list[dict[str, Any]], question: str) -> list[str]:
-    """The first string enum of the reply schemas whose every member the question names (two or more)."""
+    """Rule 2: the first string enum of the reply schemas whose every member the question names (two or more)."""
     words = tokens(question)
     enums = (node["enum"] for schema in schemas for node in _objects(schema) if isinstance(node.get("enum"), list))
     for members in enums:
@@ -348,14 +341,10 @@ _DEPTH = 24
 class Filler:
     """Rule 6: a value for a reply schema, field by field, from what a :class:`Reading` holds.
 
-    const -> the const; the answer field (an enum of the choices, their letters or indices, an integer
-    ranging over the indices, or the string field closest in meaning to :data:`ANSWER_ANCHOR`) -> the
-    answer; an integer enum -> the id of a tile bearing on the question; another enum, tagged variants
-    -> the one whose description fits best (:meth:`Reading.choose`); another scalar -> the value printed
-    with the label that means the field, typed; else the honest empty value: the account of what was
-    read for a string, the minimum (or 0) for a number, whether the answer was read for a boolean,
-    null where null is allowed. Arrays of ids hold the ids bearing on the question, arrays of objects
-    one object per such tile; both are cut and padded to their bounds.
+    const -> the const; the answer field -> the answer; an integer enum -> the id of a tile bearing on the question;
+    another enum, tagged variants -> the one whose description fits best; another scalar -> the value printed with
+    the label that means the field; else the honest empty value. Arrays of ids hold the ids bearing on the question,
+    arrays of objects one object per such tile (docs/standin.md's row 6 has the details).
     """
 
     def __init__(self, reading: Reading, root: dict[str, Any]) -> None:
@@ -458,14 +447,11 @@ class Filler:
         index, choices = self.reading.index, self.reading.choices
         if index is None or len(choices) < 2 or len(members) != len(choices):
             return None
-        if [tokens(str(m)) for m in members] == [tokens(c) for c in choices]:
-            return members[index]
-        if [str(m).upper() for m in members] == [chr(ord("A") + i) for i in range(len(choices))]:
-            return members[index]
+        named = [tokens(str(m)) for m in members] == [tokens(c) for c in choices]
+        lettered = [str(m).upper() for m in members] == [chr(ord("A") + i) for i in range(len(choices))]
         first = members[0]
-        if _is_int(first) and first in (0, 1) and members == list(range(first, first + len(choices))):
-            return members[index]
-        return None
+        numbered = _is_int(first) and first in (0, 1) and members == list(range(first, first + len(choices)))
+        return members[index] if named or lettered or numbered else None
 
     def _variant(self, options: list[dict[str, Any]], null_ok: bool, name: str, depth: int) -> Any:
         if not options:

@@ -1,10 +1,8 @@
 """STAND-IN VLM SERVER for tests and the demo: an OpenAI-compatible endpoint that reads pixels with OCR.
 
-It is not a vision-language model: it speaks vLLM's protocol, perceives only what it is sent, and can be told to
-be slow or to fail in every way a real server can, so the client's handling of each is tested over real HTTP.
-This module is its lifecycle: the app wiring one module per route (as vLLM's ``entrypoints/openai/<endpoint>/``;
-a new endpoint is a module with a ``routes`` function, listed in :data:`ROUTES`), served on a thread of its own
-(:class:`RunningServer`) or in the foreground.
+This module is its lifecycle: the app wiring one module per route (as vLLM's ``entrypoints/openai/<endpoint>/``,
+the server's own in :mod:`.status`; a new endpoint is a module with a ``routes`` function, listed in
+:data:`ROUTES`), served on a thread of its own (:class:`RunningServer`) or in the foreground.
 """
 
 from __future__ import annotations
@@ -17,15 +15,13 @@ from typing import Any
 
 from aiohttp import web
 
-from videoatlas_standin import chat, decisions, embeddings, models, status, transcriptions
-from videoatlas_standin.config import StandinConfig
-from videoatlas_standin.context import ServerContext, StandinStats
+from videoatlas_standin import chat, decisions, embeddings, status, transcriptions
+from videoatlas_standin.context import ServerContext, StandinConfig, StandinStats
 from videoatlas_standin.faults import FAULTS
 
 __all__ = ["FAULTS", "ROUTES", "RunningServer", "StandinConfig", "StandinServer", "StandinStats", "serve_forever"]
 
 ROUTES: tuple[Callable[[ServerContext], list[web.RouteDef]], ...] = (
-    models.routes,
     chat.routes,
     embeddings.routes,
     transcriptions.routes,
@@ -67,7 +63,6 @@ class RunningServer:
         self._pool = ThreadPoolExecutor(thread_name_prefix="standin-ocr")
         self._loop.set_default_executor(self._pool)
         self._ready = threading.Event()
-        self._stopped = threading.Event()
         self._runner: web.AppRunner | None = None
         self._thread = threading.Thread(target=self._run, name="standin-vlm", daemon=True)
         self._error: BaseException | None = None
@@ -98,7 +93,6 @@ class RunningServer:
         self._loop.run_forever()
         self._loop.run_until_complete(self._shutdown())
         self._loop.close()
-        self._stopped.set()
 
     async def _start(self) -> None:
         self._runner = web.AppRunner(self.standin.app(), access_log=None, shutdown_timeout=1.0)

@@ -1,7 +1,6 @@
-"""The stand-in's own routes, which no vLLM server has: ``GET /health``, ``GET /stats``, ``POST /stats/reset``.
+"""What a stand-in server says of itself: ``GET /v1/models`` (as vLLM's), and its own ``/health`` and ``/stats``.
 
-Requests to them are not counted in ``stats.requests`` (:data:`UNCOUNTED`): reading the counters
-does not change them.
+``GET /health``, ``GET /stats`` and ``POST /stats/reset`` are left out of ``stats.requests`` (:data:`UNCOUNTED`).
 """
 
 from __future__ import annotations
@@ -17,12 +16,19 @@ UNCOUNTED = ("/stats", "/stats/reset", "/health")
 
 
 def routes(standin: ServerContext) -> list[web.RouteDef]:
-    """The health and counter routes, bound to ``standin``."""
+    """The models, health and counter routes, bound to ``standin``."""
     return [
+        web.get("/v1/models", functools.partial(models, standin)),
         web.get("/stats", functools.partial(get_stats, standin)),
         web.post("/stats/reset", functools.partial(reset_stats, standin)),
         web.get("/health", health),
     ]
+
+
+async def models(standin: ServerContext, request: web.Request) -> web.Response:
+    """``GET /v1/models``: the one model this stand-in serves."""
+    model = {"id": standin.config.model, "object": "model", "owned_by": "videoatlas (stand-in, not a VLM)"}
+    return web.json_response({"object": "list", "data": [model]})
 
 
 async def health(request: web.Request) -> web.Response:

@@ -2,15 +2,13 @@ r"""Usage as a vLLM server serving Qwen2.5-VL or Qwen3-VL counts it: prompt toke
 
 The prompt is laid out as the Qwen chat templates lay it out: each message ``<|im_start|>ROLE\n``, its content,
 ``<|im_end|>\n``, the prompt ending ``<|im_start|>assistant\n``; an image ``<|vision_start|>``, its visual tokens,
-``<|vision_end|>``; text parts next to each other are one text. Text is cut as Qwen's tokenizer pre-splits it (a
-word with the one character before it, each digit, a run of symbols, of newlines, other whitespace); BPE keeps
-most words whole, so a word counts one token per 8 letters and a run of symbols one per 2 (within 4% of the real
-count on prose and on the agents' prompts: ``conformance/prefix_cache.py``).
+``<|vision_end|>``; text parts next to each other are one text. Text is cut as Qwen's tokenizer pre-splits it; BPE
+keeps most words whole, so a word counts one token per 8 letters and a run of symbols one per 2 (within 4% of the
+real count on prose and on the agents' prompts: ``conformance/prefix_cache.py``).
 
 An image costs ``(h'/P) * (w'/P)`` tokens for P-pixel tokens (28: Qwen2.5-VL, 32: Qwen3-VL), ``h' x w'`` its size
 after transformers' ``smart_resize``: each side rounded to a multiple of P, then scaled down to the processor's
-``max_pixels`` (sides floored) or up to its ``min_pixels`` (sides ceiled). Its tokens carry the image's hash, so
-two requests share a prefix only when they share the same images in the same places.
+``max_pixels`` (sides floored) or up to its ``min_pixels`` (sides ceiled). Its tokens carry the image's hash.
 
 The prefix cache follows vLLM's automatic prefix caching: full blocks of 16 tokens, each block's hash chaining the
 previous one's; a request's cached tokens are its leading blocks already cached; blocks are evicted least recently
