@@ -77,9 +77,7 @@ class StandinConfig:
         if self.enable_auto_tool_choice and not self.tool_call_parser:
             raise ValueError("--enable-auto-tool-choice requires --tool-call-parser")
         if self.enable_auto_tool_choice and self.tool_call_parser not in PARSERS:
-            raise ValueError(
-                f"invalid tool call parser: {self.tool_call_parser} (chose from {{ {','.join(PARSERS)} }})"
-            )
+            raise ValueError(f"invalid tool call parser: {self.tool_call_parser} (choose from {', '.join(PARSERS)})")
         if self.max_model_len < 1 or self.max_images < 0:
             raise ValueError("max_model_len must be positive and max_images not negative")
 
