@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """One OCR cache for the whole session and its subprocesses (and the next session), unless one is named;
     one thread for each of the stand-in's models, unless a number is named.
 
-    The stand-in's readings are keyed by the pixels and the perception code (``standin/ocr_cache.py``):
+    The stand-in's readings are keyed by the pixels and the perception code (the stand-in's ``perception.py``):
     sharing them across tests changes no reading, only how often the recogniser runs. The suite runs several
     workers (and their stand-in processes) on few cores, where a model's extra threads spin idle: three
     processes reading alike on two cores took 26 s with one thread each against 37 s with the default.
