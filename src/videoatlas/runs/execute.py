@@ -75,6 +75,7 @@ def _stopped_by(exc: BaseException) -> str:
 
 
 def _open_video(
+    agent: Agent,
     video: str | Path,
     config: RunConfig,
     subtitles: str | Path | None,
@@ -84,7 +85,7 @@ def _open_video(
     """The run's prompt set, its video opened (unless ``opened``), the atlas over it, and its subtitles (if any)."""
     source = opened if opened is not None else open_source(video)
     try:
-        prompts = get_agent(config.agent).load_prompts(config.prompts)
+        prompts = agent.load_prompts(config.prompts)
         # The clip's length ends a LongVideoBench cue whose end is not a number.
         subs = load_subtitles(subtitles, subtitle_offset, source.info.duration) if subtitles else None
         atlas = VideoAtlas(
@@ -119,8 +120,9 @@ async def prepare(
     ``opened``: the video opened already; it is the run's to close from here on. ``on_progress`` also
     sees each model call start and end (:func:`call_event`), so a long wait on the model can be shown.
     """
+    agent = get_agent(config.agent)
     prompts, source, atlas, subs = await asyncio.to_thread(
-        _open_video, video, config, subtitles, subtitle_offset, opened
+        _open_video, agent, video, config, subtitles, subtitle_offset, opened
     )
     records: list[CallRecord] = []
 
@@ -165,7 +167,7 @@ async def prepare(
         tracer=tracer,
         settings=settings_of(config),
     )
-    return Prepared(get_agent(config.agent), context, source, model, chat_model is None, records)
+    return Prepared(agent, context, source, model, chat_model is None, records)
 
 
 def call_event(kind: str, record: CallRecord) -> dict[str, Any]:

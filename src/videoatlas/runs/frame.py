@@ -114,14 +114,15 @@ class RunFrame:
         A new run's ``row`` is written; a resumed run's row is set back to running.
         A resumed run must be on the video it started on (its content identity, not only its path).
         """
-        if self.store is not None and self.existing is None:
+        if self.store is None:
+            pass
+        elif self.existing is None:
             await asyncio.to_thread(self.store.start_run, row)
-        elif self.store is not None and self.existing is not None:
-            if row.video_identity != self.existing.video_identity:
-                raise BadInputError(
-                    f"{self.existing.video_path} is not the video run {self.run_id} was started on "
-                    "(its content changed)"
-                )
+        elif row.video_identity != self.existing.video_identity:
+            raise BadInputError(
+                f"{self.existing.video_path} is not the video run {self.run_id} was started on (its content changed)"
+            )
+        else:
             await asyncio.to_thread(self.store.update_run, self.run_id, status="running", error=None)
         if on_progress is not None:
             on_progress({"event": "run_started", "run_id": self.run_id, **({"resumed": True} if self.resumed else {})})
