@@ -32,7 +32,7 @@ def test_images_placeholder_splits_the_user_text_where_the_template_puts_it(tmp_
         "duration": "10:00",
         "history": "stretch 2: 0-10 s, score 40: a door",
         "round": 2, "segment": "0-10 s", "count": 3, "frames": "1, 2, 3", "children": "stretch 5: 0-3 s",
-        "speech": "(none)", "anchor_request": "",
+        "speech": "(none)", "anchor_request": "", "query_request": "",
     }  # fmt: skip
     said = prompts.call("system", "evaluate", values)
     assert said.head.startswith("Question: Is ${images} a word?\nChoices:\nA. yes\nB. no\n\n")
@@ -99,6 +99,6 @@ async def test_video_rlm_master_calls_share_their_start_and_a_worker_describes_i
     sent = zip(chat.seen, chat.messages, strict=True)
     workers = [m[1].content[-1]["text"] for (n, _), m in sent if n == "WorkerStep"]  # type: ignore[index]
     assert workers and all(t.startswith("You are looking at ") for t in workers)
-    assert all(t.index("Cells:\n0: ") < t.index("Question: What number is shown?") for t in workers)
+    assert all(t.index("Cells, by start time") < t.index("Question: What number is shown?") for t in workers)
     assert all(user_head(m) == "" for m in chat.messages)  # Video-RLM's templates send their images first
     assert out["answer"] is not None

@@ -210,14 +210,19 @@ def test_the_bfs_step_is_the_finest_one_round_of_workers_affords_within_its_boun
     assert default.coverage_step("bfs", 600.0, 8) == default.bfs_step(600.0, 8)
 
 
-CELL_LINE = re.compile(r"^(\d+): ([\d:.]+)-([\d:.]+)", re.M)
-"""A cell as a worker's prompt lists it: ``5: 00:14.1-00:16.9``."""
+CELL_LINE = re.compile(r"^(\d+): ([\d:.]+)", re.M)
+"""A cell as a worker's prompt lists it, by its start: ``5: 00:14.10``."""
+REGION = re.compile(r"You are looking at ([\d:.]+)-([\d:.]+) ")
 
 
 def cell_spans(text: str) -> dict[int, tuple[float, float]]:
-    """The cells a worker prompt lists, by id: their start and end (s)."""
-    cells = text.split("\nCells:\n", 1)[1].split("\nWhat is said", 1)[0]
-    return {int(i): (parse_time(a), parse_time(b)) for i, a, b in CELL_LINE.findall(cells)}
+    """The cells a worker prompt lists, by id: their start and end (s): each ends where the next starts, the last
+    where the region does."""
+    cells = text.split("\nCells, by start time", 1)[1].split("\nWhat is said", 1)[0]
+    starts = [(int(i), parse_time(a)) for i, a in CELL_LINE.findall(cells)]
+    region_end = parse_time(REGION.findall(text)[0][1])
+    ends = [t for _, t in starts[1:]] + [region_end]
+    return {i: (a, b) for (i, a), b in zip(starts, ends, strict=True)}
 
 
 @pytest.mark.e2e

@@ -23,7 +23,11 @@ SYSTEM = "master.system"
 
 
 def cells_block(grid: Grid, dead: Sequence[Interval] = (), picks: Mapping[int, CellPick] | None = None) -> str:
-    """One line per cell: id, span, whether it is explored, and its relevance mark (if the grid has marks)."""
+    """One line per cell: id, start, whether it is explored, and its relevance mark (if the grid has marks).
+
+    A cell lasts until the next one starts (the grid's cells tile its span), so its end is not written: eight
+    tokens fewer a cell, on every call that shows a grid.
+    """
     lines = []
     picks = picks or {}
     decimals = 0 if grid.cell_span >= 10 else 1 if grid.cell_span >= 1 else 2
@@ -36,7 +40,7 @@ def cells_block(grid: Grid, dead: Sequence[Interval] = (), picks: Mapping[int, C
         pick = picks.get(cell.index)
         if pick is not None and pick.score is not None and not mark.endswith("[explored]"):
             mark += f" [rel {min(99, round(100 * pick.score))}]"
-        lines.append(f"{cell.index}: {format_ts(iv.start, decimals)}-{format_ts(iv.end, decimals)}{mark}")
+        lines.append(f"{cell.index}: {format_ts(iv.start, decimals)}{mark}")
     return "\n".join(lines)
 
 

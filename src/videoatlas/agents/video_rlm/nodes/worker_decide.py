@@ -33,7 +33,7 @@ def _collected_lines(state: WorkerState) -> str:
 
 
 def _cell_line(c: CellNote) -> str:
-    line = f"{c['index']}: {format_ts(c['start'], 2)}-{format_ts(c['end'], 2)}"
+    line = f"{c['index']}: {format_ts(c['start'], 2)}"  # it lasts until the next cell starts
     if c["explored"]:
         return line + " [explored]"
     if not c["available"]:
