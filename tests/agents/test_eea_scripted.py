@@ -17,6 +17,7 @@ import pytest
 
 from agent_helpers import action_logprobs, default_reply, make_context, user_head
 from videoatlas.agents.eea import discover as discover_module
+from videoatlas.agents.eea import update as update_module
 from videoatlas.agents.eea.evaluate import candidates
 from videoatlas.agents.eea.graph import build_graph
 from videoatlas.agents.eea.settings import EEASettings
@@ -41,8 +42,9 @@ def fake_index(monkeypatch: pytest.MonkeyPatch) -> None:
     async def queries(ctx: Any, settings: Any, texts: Sequence[str]) -> tuple[np.ndarray, int]:
         return np.tile(np.array([1.0, 0.0], np.float32), (len(texts), 1)), 0
 
-    monkeypatch.setattr(discover_module, "frame_index", index)
-    monkeypatch.setattr(discover_module, "query_vectors", queries)
+    for module in (discover_module, update_module):
+        monkeypatch.setattr(module, "frame_index", index)
+        monkeypatch.setattr(module, "query_vectors", queries)
 
 
 def judging(name: str, text: str, schema: dict[str, Any]) -> Any:
@@ -185,3 +187,52 @@ async def test_eea_answers_when_the_exploration_it_chose_leaned_to_answering_pas
     rounds = out["rounds"]
     assert [r.choice for r in rounds][-1] == "answer" and len(rounds) == 2
     assert out["stop_reason"] == "the policy answered: P(answer) 0.40 reached --confidence 0.3"
+
+
+NEW_QUERIES = ["a digit drawn large on screen", "the counter showing a round number"]
+
+
+def proposing(name: str, text: str, schema: dict[str, Any]) -> Any:
+    """:func:`judging`, with the same new queries wherever a round's are asked for: with the expansion's scores or
+    in a call of their own."""
+    if name == "SegmentRewards" and "search_queries" in schema["properties"]:
+        return {**judging(name, text, schema), "search_queries": NEW_QUERIES}
+    if name == "SearchQueries" and "relation" not in schema["properties"]:
+        return {"search_queries": NEW_QUERIES}
+    return judging(name, text, schema)
+
+
+async def test_the_rounds_queries_asked_with_the_scores_search_as_a_call_of_their_own_does(
+    counter_video: Path, tmp_path: Path, fake_index: None
+) -> None:
+    """``update_call`` off: the expansion's call, shown the round's frames and the queries held, also proposes the
+    round's new queries, and no update call is made; given the same queries, the search is the paper's, round for
+    round (the same queries kept, anchors, frames, stretches opened), with one call fewer a round."""
+    runs = {}
+    for own_call in (True, False):
+        config = RunConfig.of(agent="eea", cell_px=64, expansions=3, query_update=True, update_call=own_call)
+        ctx, chat, source = make_context(counter_video, tmp_path / str(own_call), proposing, config)
+        try:
+            out = await build_graph().ainvoke(
+                {"question": "What number is shown?", "choices": ["one", "two"]}, {"recursion_limit": 100}, context=ctx
+            )
+        finally:
+            source.close()
+        runs[own_call] = (out, chat)
+    (paper, paper_chat), (merged, merged_chat) = runs[True], runs[False]
+    assert [n for n, _ in merged_chat.seen] == ["SearchQueries", *["SegmentRewards", "Selection"] * 2,
+                                                "SegmentRewards", "FinalDecision"]  # fmt: skip
+    assert len(paper_chat.seen) - len(merged_chat.seen) == 3  # the three update calls
+    assert merged["queries"] == paper["queries"] == ["a number on screen", *NEW_QUERIES]
+    kept = [NEW_QUERIES, [], []]  # later rounds repeat them: dropped
+    assert [r.new_queries for r in merged["rounds"]] == [r.new_queries for r in paper["rounds"]] == kept
+    assert [r.proposed for r in merged["rounds"]] == [NEW_QUERIES] * 3
+    assert [(r.segment, r.frames, r.children) for r in merged["rounds"]] == [
+        (r.segment, r.frames, r.children) for r in paper["rounds"]
+    ]
+    assert merged["anchors"] == paper["anchors"] and merged["answer"] == paper["answer"]
+    # The expansion asks for them, naming the queries held; the paper's expansion does not.
+    asks = [text for name, text in merged_chat.seen if name == "SegmentRewards"]
+    assert all('Also give "search_queries"' in t and "- a number on screen" in t for t in asks)
+    assert f"- {NEW_QUERIES[0]}" not in asks[0] and f"- {NEW_QUERIES[0]}" in asks[1]
+    assert not any("search_queries" in text for name, text in paper_chat.seen if name == "SegmentRewards")

@@ -1,18 +1,19 @@
 """One expansion: frames chosen in the selected segment, its children scored by the VLM, rewards fused.
 
-Semantic-guided expansion takes the segment's ``anchors`` best anchors and adds frames that leave
-the shortest longest stretch unseen (:func:`~videoatlas.agents.eea.search.expansion_frames`); the
-frames cut it into children. The VLM sees the frames, the children's spans and earlier scores and
-scores each child 0-100 with a reason. Each candidate's query score u comes from the anchors inside
-it; with fusion on, h = (1 - H) r + H u over every candidate not yet expanded (H: the normalised
-entropy of the rewards), else h = r. The frames join the memory, the lowest-reward ones leaving it
-when it is over its cap (a frame's reward: the mean of its two neighbouring children's h, which is r
-with fusion off; on a tie the newer frame stays).
+Semantic-guided expansion takes the segment's ``anchors`` best anchors and adds frames that leave the shortest
+longest stretch unseen (:func:`~videoatlas.agents.eea.search.expansion_frames`); the frames cut it into children.
+The VLM sees the frames, the children's spans and earlier scores and scores each child 0-100 with a reason; the
+same reply gives the round's new search queries, read from those frames (``update_call`` off;
+:mod:`~videoatlas.agents.eea.update` uses them). Each candidate's query score u comes from the anchors inside it;
+with fusion on, h = (1 - H) r + H u over every candidate not yet expanded (H: the normalised entropy of the
+rewards), else h = r. The frames join the memory, the lowest-reward ones leaving it when it is over its cap (a
+frame's reward: the mean of its two neighbouring children's h, which is r with fusion off; on a tie the newer
+frame stays).
 
-While a time relation's anchor is sought, the frames are placed by the anchor query's own hits, and
-the VLM is also asked which frame shows the anchor; once one does, the window the relation names
-beside it becomes a candidate of its own (:func:`window_segment`), expanded next, its frames each twice
-as far from the anchor as the one before (:func:`~videoatlas.agents.eea.search.gallop_frames`).
+While a time relation's anchor is sought, the frames are placed by the anchor query's own hits, and the VLM is
+also asked which frame shows the anchor; once one does, the window the relation names beside it becomes a
+candidate of its own (:func:`window_segment`), expanded next, its frames each twice as far from the anchor as the
+one before (:func:`~videoatlas.agents.eea.search.gallop_frames`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from videoatlas.agents.eea.schemas import child_key, rewards_schema
 from videoatlas.agents.eea.search import children, expansion_frames, fuse, gallop_frames, query_score
 from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import Anchor, EEAState, Remembered, Round, Segment
-from videoatlas.agents.eea.views import SYSTEM, children_block, history_block, moments, opened_block, span
+from videoatlas.agents.eea.views import (
+    SYSTEM,
+    children_block,
+    history_block,
+    moments,
+    opened_block,
+    queries_block,
+    span,
+)
 from videoatlas.agents.relation import Anchor as RelationAnchor
 from videoatlas.agents.relation import Relation, window
 from videoatlas.environment.geometry import Interval
@@ -95,6 +104,9 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     anchors: list[Anchor] = state.get("anchors") or []
     relation: Relation = state.get("relation") or Relation()
     seeking = relation.anchored and state.get("relation_anchor") is None
+    # The round's new queries are asked for here, of the frames this call reads, unless a call of their own asks.
+    asking = settings.query_update and not settings.update_call
+    held = state.get("queries") or []
     # While the relation's anchor is sought, its own hits place the frames: the anchor is retrieved first.
     placing = anchors_of(state.get("anchor_hits") or [], settings.cluster_gap_s) if seeking else []
     fixed: list[float] = []
@@ -128,23 +140,29 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
             heard.subtitles, [Interval(parent.start, parent.end)], state["question"], state["choices"]
         ),
         "anchor_request": ctx.prompts.render("anchor_request.note", anchor=relation.anchor).strip() if seeking else "",
+        "query_request": (
+            ctx.prompts.render("query_request.note", queries=queries_block(held)).strip() + "\n" if asking else ""
+        ),
     }
     repairs: list[Repair] = [*heard.repairs]
     scores: dict[int, tuple[float, str]] = {}
     seen_at: RelationAnchor | None = None
     ids = list(range(1, len(frames) + 1)) if seeking else []
+    proposed: list[str] = []
     try:
         reply, cost = await ask(
-            ctx, rewards_schema([k.id for k in kids], ids), "evaluate", "evaluate", images, values,
+            ctx, rewards_schema([k.id for k in kids], ids, asking), "evaluate", "evaluate", images, values,
             system=SYSTEM, thinker="searcher", meta={"round": round_no},
         )  # fmt: skip
+        proposed = list(getattr(reply.value, "search_queries", []))
         for kid in kids:
             item = getattr(reply.value, child_key(kid.id))
             scores[kid.id] = (min(100, max(0, int(item.score))) / 100, item.explanation)
         named = [frames[i - 1] for i in getattr(reply.value, "anchor", []) if i in ids]
         seen_at = RelationAnchor.at(named[0]) if named else None
     except ModelReplyError as exc:
-        cost, repair = fallback(exc, "evaluate", round_no, "every child scored 0 (the query score still counts)")
+        fell_back = "every child scored 0 (the query score still counts)" + ("; no new queries" if asking else "")
+        cost, repair = fallback(exc, "evaluate", round_no, fell_back)
         repairs.append(repair)
     kids = [
         k.model_copy(
@@ -170,7 +188,7 @@ async def evaluate(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str,
     ]
     record = Round(
         index=round_no, segment=parent.id, frames=frames, anchor_frames=fixed, children=[k.id for k in kids],
-        uncertainty=round(uncertainty, 4),
+        uncertainty=round(uncertainty, 4), proposed=proposed,
     )  # fmt: skip
     emit("scored", round=round_no, best=max((k.reward for k in kids), default=0.0), uncertainty=uncertainty)
     found: dict[str, Any] = {}

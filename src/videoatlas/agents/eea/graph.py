@@ -1,8 +1,9 @@
 """The EEA graph: START -> discover -> (evaluate -> update -> select)* -> answer -> END.
 
-``discover`` turns the question into queries and anchors (building or reusing the frame index);
-each round ``evaluate`` expands the selected segment and scores its children, ``update`` adds
-queries from what was seen and re-anchors, and ``select`` picks the next segment or answers.
+``discover`` turns the question into queries and anchors (building or reusing the frame index); each round
+``evaluate`` expands the selected segment and scores its children (and proposes queries from what it was shown),
+``update`` adds those queries (or asks for them, ``update_call``) and re-anchors, and ``select`` picks the next
+segment or answers.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ TEMPLATES: TemplateSpec = {
     "discover.user": (frozenset({"question"}), frozenset({"choices"})),
     "evaluate.user": (
         frozenset({"question", "children"}),
-        _ASKED | {"duration", "round", "segment", "count", "frames", "history", "opened", "speech", "anchor_request"},
+        _ASKED
+        | {"duration", "round", "segment", "count", "frames", "history", "opened", "speech", "anchor_request"}
+        | {"query_request"},
     ),
     "update.user": (frozenset({"question"}), _ASKED | {"queries", "frames"}),
     # `candidates` gives each stretch's reason; `candidate_scores` leaves it to `history`, which has it.
@@ -46,6 +49,8 @@ TEMPLATES: TemplateSpec = {
     ),
     # Asked of an expansion while a time relation's anchor is sought (evaluate.py).
     **ANCHOR_REQUEST,
+    # Asked of an expansion for the round's new queries, unless the update has a call of its own (evaluate.py).
+    "query_request.note": (frozenset({"queries"}), frozenset()),
 }
 """The prompt templates this agent uses (``agents/eea/prompts/default/``), with their variables."""
 

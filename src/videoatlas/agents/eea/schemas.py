@@ -22,7 +22,18 @@ def _ids() -> Iterator[dict[str, Any]]:
 def _scored_ids() -> Iterator[dict[str, Any]]:
     for example in _ids():
         yield example
-        yield {**example, "frames": list(range(1, len(example["ids"])))}
+        yield {**example, "queries": True}
+        yield {**example, "frames": list(range(1, len(example["ids"]))), "queries": True}
+
+
+UPDATE_QUERIES = (2, 5)
+"""How many new queries a round's frames give (the paper: 2-5)."""
+
+
+def query_list(lo: int, hi: int) -> Any:
+    """The type of a ``search_queries`` field: ``lo`` to ``hi`` queries, each short."""
+    bounds: dict[str, JsonValue] = {"minItems": lo, "maxItems": hi}
+    return Annotated[list[text(QUERY_CHARS)], Field(json_schema_extra=bounds)]  # type: ignore[misc]
 
 
 @reply_schema(lambda: ({"lo": lo, "hi": 5, "relation": lo == 1} for lo in (1, 2)))
@@ -31,9 +42,7 @@ def queries_schema(lo: int, hi: int, relation: bool = False) -> type[BaseModel]:
 
     ``relation``: the reply also says the question's time relation and its anchor (discovery).
     """
-    bounds: dict[str, JsonValue] = {"minItems": lo, "maxItems": hi}
-    listed: Any = Annotated[list[text(QUERY_CHARS)], Field(json_schema_extra=bounds)]  # type: ignore[misc]
-    fields: dict[str, Any] = {"search_queries": (listed, ...), **(RELATION_FIELDS if relation else {})}
+    fields: dict[str, Any] = {"search_queries": (query_list(lo, hi), ...), **(RELATION_FIELDS if relation else {})}
     model: type[BaseModel] = create_model("SearchQueries", **fields)
     return model
 
@@ -44,11 +53,12 @@ def child_key(segment: int) -> str:
 
 
 @reply_schema(_scored_ids)
-def rewards_schema(ids: Sequence[int], frames: Sequence[int] = ()) -> type[BaseModel]:
+def rewards_schema(ids: Sequence[int], frames: Sequence[int] = (), queries: bool = False) -> type[BaseModel]:
     """One field per child segment (``segment_<id>``): an explanation, then a score 0-100 for the question.
 
     ``frames``: the ids of the frames shown, when the relation's anchor is sought: ``anchor`` names the
-    one that shows it (0 or 1 id).
+    one that shows it (0 or 1 id). ``queries``: the round's new search queries come with the scores
+    (``search_queries``, :data:`UPDATE_QUERIES` of them), read from the same frames.
     """
     percent: dict[str, JsonValue] = {"minimum": 0, "maximum": 100}
     fields: dict[str, Any] = {
@@ -59,6 +69,8 @@ def rewards_schema(ids: Sequence[int], frames: Sequence[int] = ()) -> type[BaseM
     children: dict[str, Any] = {child_key(i): (scored, ...) for i in ids}
     if frames:
         children["anchor"] = (some_of(frames, 0, 1), ...)
+    if queries:
+        children["search_queries"] = (query_list(*UPDATE_QUERIES), ...)
     model: type[BaseModel] = create_model("SegmentRewards", **children)
     return model
 

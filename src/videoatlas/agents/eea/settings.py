@@ -31,6 +31,10 @@ class EEASettings(StopsOnConfidence):
     """Fuse the VLM's reward with the anchors' query score (false: the selection sees the VLM's reward alone)."""
     query_update: bool = True
     """Propose new queries from each round's frames and re-anchor (false: the first queries stay)."""
+    update_call: bool = True
+    """Ask for a round's new queries in a call of their own, as the paper does (true), or in the expansion's call,
+    which is shown the same frames (false: the frames are read, and prefilled, once a round, one call fewer; the
+    queries' rules are the paper's, but the call also shows the search so far)."""
     tau: float = Field(default=0.1, gt=0.0, le=10.0)
     """tau_c, the temperature of the query score's log-mean-exp over a segment's anchors (the paper: 0.1)."""
     entropy_temperature: float = Field(default=0.1, gt=0.0, le=10.0)

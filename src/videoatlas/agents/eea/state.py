@@ -60,6 +60,8 @@ class Round(Frozen):
     children: list[int] = Field(default_factory=list)
     uncertainty: float = 0.0
     """H over the candidates' rewards this round."""
+    proposed: list[str] = Field(default_factory=list)
+    """The queries the expansion's reply proposed, when it is asked for them (``update_call`` off)."""
     new_queries: list[str] = Field(default_factory=list)
     choice: str = ""
     """What the selection did: ``segment N`` or ``answer``."""

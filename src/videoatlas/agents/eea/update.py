@@ -1,9 +1,10 @@
 """Dynamic query management: new queries from the frames just seen, then retrieval and anchors again.
 
-One call sees the round's frames and the queries held and proposes 2-5 new ones; those empty or
-repeating a held one are dropped (and the drop recorded); the rest are matched against the index,
-their hits merged with the earlier ones (one per moment) and everything re-clustered into anchors.
-With query updates off the node only passes on.
+The round's expansion call, shown its frames and the queries held, proposed 2-5 new ones with its scores; with
+``update_call`` on, a call of its own asks for them instead, shown the same frames (the paper's layout: the
+frames are prefilled twice a round). Those empty or repeating a held one are dropped (and the drop recorded);
+the rest are matched against the index, their hits merged with the earlier ones (one per moment) and
+everything re-clustered into anchors. With query updates off the node only passes on.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from langgraph.runtime import Runtime
 from videoatlas.agents.eea.discover import ROOT
 from videoatlas.agents.eea.evaluate import round_images
 from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, search_hits, speech_hits
-from videoatlas.agents.eea.schemas import queries_schema
+from videoatlas.agents.eea.schemas import UPDATE_QUERIES, queries_schema
 from videoatlas.agents.eea.settings import eea
-from videoatlas.agents.eea.state import EEAState
+from videoatlas.agents.eea.state import EEAState, Round
 from videoatlas.agents.eea.views import SYSTEM, moments, queries_block
 from videoatlas.environment.geometry import Interval
 from videoatlas.errors import ModelReplyError
@@ -25,7 +26,7 @@ from videoatlas.runtime.calls import ask, choices_block, emit, fallback, hear, w
 from videoatlas.runtime.context import AgentContext
 from videoatlas.runtime.frame_index import frame_index, query_vectors
 from videoatlas.runtime.speech import Where
-from videoatlas.state.models import Repair
+from videoatlas.state.models import Cost, Repair
 
 
 async def update(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -36,23 +37,11 @@ async def update(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
         return {}
     this_round = state["rounds"][-1]
     held = state.get("queries") or []
-    values = {
-        "question": state["question"],
-        "choices": choices_block(state["choices"]),
-        "queries": queries_block(held),
-        "frames": moments(this_round.frames),
-    }
-    images = await round_images(ctx, settings, this_round.frames)
     repairs: list[Repair] = []
-    try:
-        reply, cost = await ask(
-            ctx, queries_schema(2, 5), "update", "update", images, values,
-            system=SYSTEM, thinker="searcher", meta={"round": this_round.index},
-        )  # fmt: skip
-        proposed: list[str] = list(reply.value.search_queries)  # type: ignore[attr-defined]
-    except ModelReplyError as exc:
-        cost, repair = fallback(exc, "update", this_round.index, "no new queries this round")
-        proposed, repairs = [], [repair]
+    if settings.update_call:
+        proposed, cost, repairs = await _ask_queries(ctx, state, this_round, held)
+    else:
+        proposed, cost = this_round.proposed, Cost()
     new, dropped = clean_queries(proposed, held)
     if dropped:
         detail = "empty or repeated queries dropped: " + "; ".join(repr(q) for q in dropped)
@@ -76,3 +65,25 @@ async def update(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
     emit("queries", round=this_round.index, new=len(new), dropped=len(dropped))
     out["rounds"] = [this_round.model_copy(update={"new_queries": new})]
     return out
+
+
+async def _ask_queries(
+    ctx: AgentContext, state: EEAState, this_round: Round, held: list[str]
+) -> tuple[list[str], Cost, list[Repair]]:
+    """The query update as a call of its own: the round's frames and the queries held, 2-5 new ones back."""
+    values = {
+        "question": state["question"],
+        "choices": choices_block(state["choices"]),
+        "queries": queries_block(held),
+        "frames": moments(this_round.frames),
+    }
+    images = await round_images(ctx, eea(ctx), this_round.frames)
+    try:
+        reply, cost = await ask(
+            ctx, queries_schema(*UPDATE_QUERIES), "update", "update", images, values,
+            system=SYSTEM, thinker="searcher", meta={"round": this_round.index},
+        )  # fmt: skip
+    except ModelReplyError as exc:
+        cost, repair = fallback(exc, "update", this_round.index, "no new queries this round")
+        return [], cost, [repair]
+    return list(reply.value.search_queries), cost, []  # type: ignore[attr-defined]
