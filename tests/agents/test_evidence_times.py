@@ -118,6 +118,19 @@ def times_in(line: str) -> list[float]:
     return found + [float(t) for t in re.findall(r"@(\d+(?:\.\d+)?) s", line)]
 
 
+def listed_cells(text: str) -> list[tuple[int, float, float, str]]:
+    """The cells a prompt lists by start time (``12: 00:41.30 [explored]``): id, start, end, marks.
+
+    Each ends where the next starts, the last where its header says (a clock time, or the end of the video).
+    """
+    header, rest = text.split(" by start time (", 1)[1].split("\n", 1)
+    rest = rest.split("\nWhat is said", 1)[0].split("\n\n", 1)[0]  # the list alone
+    last = re.findall(rf"the last until ({CLOCK})\)", header)
+    cells = [(int(i), seconds(a), marks) for i, a, marks in re.findall(rf"^(\d+): ({CLOCK})(.*)$", rest, re.M)]
+    ends = [t for _, t, _ in cells[1:]] + [seconds(last[0]) if last else DURATION]
+    return [(i, a, b, marks) for (i, a, marks), b in zip(cells, ends, strict=True)]
+
+
 def on_card(t: float, margin: float = 0.15) -> bool:
     """Whether a frame labelled ``t`` (rounded to 0.1 s in a prompt) shows the card."""
     return CARD[0] + margin <= t <= CARD[1] - margin
@@ -153,9 +166,7 @@ def rlm_script(name: str, text: str, schema: dict[str, Any]) -> Any:
     A cell whose whole stretch lies on the card shows it, whichever of its frames is drawn.
     """
     if name == "GlobalProbe":
-        cells = [
-            (int(i), seconds(a), seconds(b)) for i, a, b in re.findall(rf"^(\d+): ({CLOCK})-({CLOCK})", text, re.M)
-        ]
+        cells = [(i, a, b) for i, a, b, _ in listed_cells(text)]
         open_ids = schema["properties"]["cells"]["items"]["enum"]
         ranked = sorted((c for c in cells if c[0] in open_ids), key=lambda c: -overlap(c[1], c[2]))
         return {"cells": [c[0] for c in ranked][: schema["properties"]["cells"]["minItems"]], "reason": "the card"}
@@ -168,8 +179,7 @@ def rlm_script(name: str, text: str, schema: dict[str, Any]) -> Any:
 
 def worker_step(text: str) -> dict[str, Any]:
     """The first open cell whose stretch lies on the card, filed once; then done."""
-    cells = re.findall(rf"^(\d+): ({CLOCK})-({CLOCK})(.*)$", text, re.M)
-    inside = [int(i) for i, a, b, marks in cells if CARD[0] <= seconds(a) and seconds(b) <= CARD[1] and not marks]
+    inside = [i for i, a, b, marks in listed_cells(text) if CARD[0] <= a and b <= CARD[1] and not marks]
     if inside and "collected by you" not in text:
         items = [{"cell": inside[0], "description": CAPTION, "confidence": 0.9}]
         return step("ADD_TO_SCRATCHPAD", items=items, summary="the card")
