@@ -23,6 +23,7 @@ from videoatlas.agents.video_rlm.graph import build_graph
 from videoatlas.environment.atlas import VideoAtlas
 from videoatlas.environment.cache import RenderCache
 from videoatlas.environment.frames import FrameSource
+from videoatlas.environment.timefmt import parse_time
 from videoatlas.llm.client import VLMClient
 from videoatlas.llm.logprobs import TokenLogprob
 from videoatlas.llm.settings import EndpointSettings
@@ -47,6 +48,22 @@ def view_start(text: str) -> str:
     """The start time of the view a worker prompt describes ("You are looking at 00:12.5-...")."""
     match = re.search(r"looking at ([\d:.]+)-", text)
     return match.group(1) if match else ""
+
+
+def listed_cells(text: str, video_end: float | None = None) -> list[tuple[int, float, float, str]]:
+    """The cells a Video-RLM prompt lists by start time (``12: 00:41.30 [explored]``): id, start, end, marks.
+
+    Each ends where the next starts; the last where the list's header says (a clock time, as a worker's view
+    gives it) or, where the header names the end of the video, at ``video_end``.
+    """
+    header, rest = text.split(" by start time (", 1)[1].split("\n", 1)
+    rest = rest.split("\nWhat is said", 1)[0].split("\n\n", 1)[0]  # the list alone
+    last = re.findall(r"the last until ([\d:.]+)\)", header)
+    cells = [(int(i), parse_time(a), marks) for i, a, marks in re.findall(r"^(\d+): ([\d:.]+)(.*)$", rest, re.M)]
+    end = parse_time(last[0]) if last else video_end
+    assert end is not None, f"the list's last cell has no end: {header!r}"
+    ends = [t for _, t, _ in cells[1:]] + [end]
+    return [(i, a, b, marks) for (i, a, marks), b in zip(cells, ends, strict=True)]
 
 
 def user_head(messages: list[BaseMessage]) -> str:

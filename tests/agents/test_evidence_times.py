@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from agent_helpers import ScriptedChat, default_reply, step
+from agent_helpers import ScriptedChat, default_reply, listed_cells, step
 from videoatlas.agents.eea import discover
 from videoatlas.environment.render import load_font
 from videoatlas.llm.settings import EndpointSettings
@@ -118,19 +118,6 @@ def times_in(line: str) -> list[float]:
     return found + [float(t) for t in re.findall(r"@(\d+(?:\.\d+)?) s", line)]
 
 
-def listed_cells(text: str) -> list[tuple[int, float, float, str]]:
-    """The cells a prompt lists by start time (``12: 00:41.30 [explored]``): id, start, end, marks.
-
-    Each ends where the next starts, the last where its header says (a clock time, or the end of the video).
-    """
-    header, rest = text.split(" by start time (", 1)[1].split("\n", 1)
-    rest = rest.split("\nWhat is said", 1)[0].split("\n\n", 1)[0]  # the list alone
-    last = re.findall(rf"the last until ({CLOCK})\)", header)
-    cells = [(int(i), seconds(a), marks) for i, a, marks in re.findall(rf"^(\d+): ({CLOCK})(.*)$", rest, re.M)]
-    ends = [t for _, t, _ in cells[1:]] + [seconds(last[0]) if last else DURATION]
-    return [(i, a, b, marks) for (i, a, marks), b in zip(cells, ends, strict=True)]
-
-
 def on_card(t: float, margin: float = 0.15) -> bool:
     """Whether a frame labelled ``t`` (rounded to 0.1 s in a prompt) shows the card."""
     return CARD[0] + margin <= t <= CARD[1] - margin
@@ -166,7 +153,7 @@ def rlm_script(name: str, text: str, schema: dict[str, Any]) -> Any:
     A cell whose whole stretch lies on the card shows it, whichever of its frames is drawn.
     """
     if name == "GlobalProbe":
-        cells = [(i, a, b) for i, a, b, _ in listed_cells(text)]
+        cells = [(i, a, b) for i, a, b, _ in listed_cells(text, DURATION)]
         open_ids = schema["properties"]["cells"]["items"]["enum"]
         ranked = sorted((c for c in cells if c[0] in open_ids), key=lambda c: -overlap(c[1], c[2]))
         return {"cells": [c[0] for c in ranked][: schema["properties"]["cells"]["minItems"]], "reason": "the card"}

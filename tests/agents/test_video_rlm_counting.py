@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_helpers import actions_of, default_reply, run_graph, step
+from agent_helpers import actions_of, default_reply, listed_cells, run_graph, step
 from videoatlas.agents.video_rlm.coverage import (
     coverage_line,
     coverage_targets,
@@ -23,7 +23,6 @@ from videoatlas.agents.video_rlm.nodes.analyze_uncertainty import _uncovered_hin
 from videoatlas.agents.video_rlm.occurrences import occurrences, occurrences_block, same_reading
 from videoatlas.agents.video_rlm.state.models import Hint, found_at, found_in_round
 from videoatlas.agents.video_rlm.trace import detail, lines
-from videoatlas.environment.timefmt import parse_time
 from videoatlas.runtime.context import RunConfig
 from videoatlas.state.models import Evidence, FrameRef
 
@@ -210,21 +209,6 @@ def test_the_bfs_step_is_the_finest_one_round_of_workers_affords_within_its_boun
     assert default.coverage_step("bfs", 600.0, 8) == default.bfs_step(600.0, 8)
 
 
-CELL_LINE = re.compile(r"^(\d+): ([\d:.]+)", re.M)
-"""A cell as a worker's prompt lists it, by its start: ``5: 00:14.10``."""
-REGION = re.compile(r"You are looking at ([\d:.]+)-([\d:.]+) ")
-
-
-def cell_spans(text: str) -> dict[int, tuple[float, float]]:
-    """The cells a worker prompt lists, by id: their start and end (s): each ends where the next starts, the last
-    where the region does."""
-    cells = text.split("\nCells, by start time", 1)[1].split("\nWhat is said", 1)[0]
-    starts = [(int(i), parse_time(a)) for i, a in CELL_LINE.findall(cells)]
-    region_end = parse_time(REGION.findall(text)[0][1])
-    ends = [t for _, t in starts[1:]] + [region_end]
-    return {i: (a, b) for (i, a), b in zip(starts, ends, strict=True)}
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("kind", ["counting", "order"])
 async def test_each_appearance_shorter_than_a_root_cell_is_seen_and_filed_in_round_one(
@@ -246,7 +230,7 @@ async def test_each_appearance_shorter_than_a_root_cell_is_seen_and_filed_in_rou
         if name == "TraversalChoice":
             return {"traversal": "bfs", "reason": "a count or an order of things"}
         if name == "WorkerStep" and "(nothing yet)" in text:
-            spans = cell_spans(text)
+            spans = {i: (a, b) for i, a, b, _ in listed_cells(text)}
             showing = [c for c, (a, b) in spans.items() if any(s <= (a + b) / 2 <= e for s, e in shown)]
             if showing:
                 items = [{"cell": c, "description": "the thing asked about", "confidence": 0.9} for c in showing]

@@ -17,7 +17,7 @@ from videoatlas.agents.eea.discover import ROOT
 from videoatlas.agents.eea.evaluate import round_images
 from videoatlas.agents.eea.retrieve import anchors_of, clean_queries, merge_hits, search_hits, speech_hits
 from videoatlas.agents.eea.schemas import UPDATE_QUERIES, queries_schema
-from videoatlas.agents.eea.settings import eea
+from videoatlas.agents.eea.settings import EEASettings, eea
 from videoatlas.agents.eea.state import EEAState, Round
 from videoatlas.agents.eea.views import SYSTEM, moments, queries_block
 from videoatlas.environment.geometry import Interval
@@ -39,7 +39,7 @@ async def update(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
     held = state.get("queries") or []
     repairs: list[Repair] = []
     if settings.update_call:
-        proposed, cost, repairs = await _ask_queries(ctx, state, this_round, held)
+        proposed, cost, repairs = await _ask_queries(ctx, settings, state, this_round, held)
     else:
         proposed, cost = this_round.proposed, Cost()
     new, dropped = clean_queries(proposed, held)
@@ -68,7 +68,7 @@ async def update(state: EEAState, runtime: Runtime[AgentContext]) -> dict[str, A
 
 
 async def _ask_queries(
-    ctx: AgentContext, state: EEAState, this_round: Round, held: list[str]
+    ctx: AgentContext, settings: EEASettings, state: EEAState, this_round: Round, held: list[str]
 ) -> tuple[list[str], Cost, list[Repair]]:
     """The query update as a call of its own: the round's frames and the queries held, 2-5 new ones back."""
     values = {
@@ -77,7 +77,7 @@ async def _ask_queries(
         "queries": queries_block(held),
         "frames": moments(this_round.frames),
     }
-    images = await round_images(ctx, eea(ctx), this_round.frames)
+    images = await round_images(ctx, settings, this_round.frames)
     try:
         reply, cost = await ask(
             ctx, queries_schema(*UPDATE_QUERIES), "update", "update", images, values,
