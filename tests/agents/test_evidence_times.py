@@ -32,6 +32,7 @@ from PIL import Image, ImageDraw
 from agent_helpers import ScriptedChat, default_reply, listed_cells, step
 from videoatlas.agents.eea import discover
 from videoatlas.environment.render import load_font
+from videoatlas.environment.timefmt import parse_time
 from videoatlas.llm.settings import EndpointSettings
 from videoatlas.runs import RunResult, run_question
 from videoatlas.runtime.config import RunConfig
@@ -106,15 +107,9 @@ def groups(pattern: str, text: str) -> tuple[str, ...]:
     return found.groups()
 
 
-def seconds(clock: str) -> float:
-    """``01:02.5`` -> 62.5."""
-    minutes, secs = clock.split(":")
-    return int(minutes) * 60 + float(secs)
-
-
 def times_in(line: str) -> list[float]:
     """The moments a line of a prompt names: its clock times and its ``@12.5 s``."""
-    found = [seconds(clock) for clock in re.findall(CLOCK, line)]
+    found = [parse_time(clock) for clock in re.findall(CLOCK, line)]
     return found + [float(t) for t in re.findall(r"@(\d+(?:\.\d+)?) s", line)]
 
 
@@ -187,7 +182,7 @@ def seek_script(name: str, text: str, schema: dict[str, Any]) -> Any:
         ]
         return {"thought": "look at the card", "call": calls[turn - 1] if turn <= len(calls) else {"tool": "answer"}}
     if name in ("SkimReport", "FocusReport"):
-        start, end = (seconds(t) for t in groups(rf"({CLOCK})-({CLOCK}) of the video", text))
+        start, end = (parse_time(t) for t in groups(rf"({CLOCK})-({CLOCK}) of the video", text))
         (count,) = (int(n) for n in groups(r"These (\d+) frames", text))
         at = [start + (i + 0.5) * (end - start) / count for i in range(count)]
         relevant = [i for i, t in enumerate(at) if on_card(t)]
@@ -269,7 +264,7 @@ def uniform_script(name: str, text: str, schema: dict[str, Any]) -> Any:
     """The sheet's cells in time order over the whole video, each labelled with its start: the one starting on the
     card is cited (its picture shows the card: checked from the sheet's pixels)."""
     assert name == "FinalDecision"
-    (duration,) = (seconds(t) for t in groups(rf"a video of ({CLOCK})", text))
+    (duration,) = (parse_time(t) for t in groups(rf"a video of ({CLOCK})", text))
     (frames,) = (int(n) for n in groups(r"from (\d+) frames", text))
     labels = schema["properties"]["evidence"]["items"]["enum"]
     cited = [label for label in labels if on_card(int(label.split("/")[1]) * duration / frames, margin=0.0)]
