@@ -12,8 +12,8 @@ SYSTEM = "system"
 
 
 def span(start: float, end: float) -> str:
-    """A stretch of the video as clock times and seconds."""
-    return f"{format_ts(start, 1)}-{format_ts(end, 1)} ({start:.1f}-{end:.1f} s)"
+    """A stretch of the video as clock times (the frames' labels use the same clock)."""
+    return f"{format_ts(start, 1)}-{format_ts(end, 1)}"
 
 
 def moments(times: Sequence[float]) -> str:
