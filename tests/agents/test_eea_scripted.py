@@ -22,6 +22,7 @@ from videoatlas.agents.eea.evaluate import candidates
 from videoatlas.agents.eea.graph import build_graph
 from videoatlas.agents.eea.settings import EEASettings
 from videoatlas.agents.registry import get_agent
+from videoatlas.environment.timefmt import format_ts
 from videoatlas.runtime.config import RunConfig
 from videoatlas.runtime.frame_index import FrameIndex
 from videoatlas.state.models import IndexInfo
@@ -120,7 +121,10 @@ async def test_rounds_open_with_the_search_so_far_and_each_call_repeats_the_last
         kids = out["rounds"][r - 1].children
         assert f"Round {r} opened stretch {out['rounds'][r - 1].segment}" in heads[sel]
         assert all(f"stretch {k}: " in heads[sel] and f"stretch {k}: " not in heads[ev] for k in kids)
-        assert f"score {round(segments[kids[0]].reward * 100)}: child segment_{kids[0]}" in heads[sel]
+        first = segments[kids[0]]  # a stretch by its clock times only, as the frames' labels give them
+        where = f"{format_ts(first.start, 1)}-{format_ts(first.end, 1)}"
+        line = f"stretch {first.id}: {where}, score {round(first.reward * 100)}: child segment_{first.id}"
+        assert line in heads[sel].splitlines()
         # The next expansion starts where the selection did, word for word.
         assert heads[evaluate[r]] == heads[sel]
     for ev, up in zip(evaluate, update, strict=True):  # the query update sends the frames just scored
