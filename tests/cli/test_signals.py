@@ -65,3 +65,20 @@ def test_ctrl_c_during_async_work_exits_130_and_a_later_sigterm_is_ignored() -> 
         run_stoppable(work())
     assert stopped.value.exit_code == 130
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN  # the process is on its way out either way
+
+
+def test_sigterm_inside_an_event_loops_callback_stops_the_loop_it_is_not_logged_and_dropped() -> None:
+    # the servers (mcp over HTTP, the ui) run an event loop of their own library's, and until that library takes
+    # SIGTERM over, ours applies: raised inside one of the loop's callbacks, an ordinary exception is handed to the
+    # loop's exception handler and dropped, and the server then served on with SIGTERM ignored (a CI hang)
+    raise_on_sigterm()
+
+    async def serving() -> None:
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(10)
+
+    began = time.monotonic()
+    with pytest.raises(Interrupted) as stopped:
+        asyncio.run(serving())
+    assert time.monotonic() - began < 5
+    assert stopped.value.exit_code == 143 and stopped.value.message() == "stopped by SIGTERM"

@@ -22,8 +22,14 @@ T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class Interrupted(Exception):
-    """The command was stopped by a signal; it exits with 128 + the signal's number."""
+class Interrupted(KeyboardInterrupt):
+    """The command was stopped by a signal; it exits with 128 + the signal's number.
+
+    A :class:`KeyboardInterrupt`, as Python's own SIGINT is, so that an event loop passes it on: a
+    SIGTERM that lands in one of asyncio's callbacks (a server's loop before its library takes the
+    signal over) stops the loop, where an ordinary exception would be logged and dropped and the
+    process would serve on with SIGTERM ignored. Every ``except Exception`` lets it through.
+    """
 
     def __init__(self, signum: int, hint: str = "") -> None:
         self.signum = signum

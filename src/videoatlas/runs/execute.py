@@ -68,8 +68,8 @@ class Prepared:
 
 def _stopped_by(exc: BaseException) -> str:
     """The error recorded for a run that was stopped: ``interrupted by SIGTERM``."""
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted by SIGINT"
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or the command line's SIGTERM, which names itself
+        return f"interrupted by {exc.args[0] if exc.args else 'SIGINT'}"
     name = stop_signal() or (exc.args[0] if exc.args and exc.args[0] else None)
     return "interrupted" + (f" by {name}" if name else "")
 
