@@ -82,3 +82,10 @@ def test_sigterm_inside_an_event_loops_callback_stops_the_loop_it_is_not_logged_
         asyncio.run(serving())
     assert time.monotonic() - began < 5
     assert stopped.value.exit_code == 143 and stopped.value.message() == "stopped by SIGTERM"
+
+
+def test_a_run_stopped_by_the_command_lines_sigterm_records_sigterm_and_ctrl_c_records_sigint() -> None:
+    from videoatlas.runs.execute import _stopped_by
+
+    assert _stopped_by(Interrupted(signal.SIGTERM)) == "interrupted by SIGTERM"
+    assert _stopped_by(KeyboardInterrupt()) == "interrupted by SIGINT"
