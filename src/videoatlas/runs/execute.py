@@ -68,9 +68,10 @@ class Prepared:
 
 def _stopped_by(exc: BaseException) -> str:
     """The error recorded for a run that was stopped: ``interrupted by SIGTERM``."""
-    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or the command line's SIGTERM, which names itself
-        return f"interrupted by {exc.args[0] if exc.args else 'SIGINT'}"
+    # the signal noted, else the one the exception names (the command line's Interrupted does)
     name = stop_signal() or (exc.args[0] if exc.args and exc.args[0] else None)
+    if name is None and isinstance(exc, KeyboardInterrupt):
+        name = "SIGINT"  # a bare Ctrl-C
     return "interrupted" + (f" by {name}" if name else "")
 
 
