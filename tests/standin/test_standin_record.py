@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import urllib.error
@@ -120,3 +121,27 @@ def test_a_record_file_in_a_missing_folder_is_refused_before_serving(tmp_path: P
     assert proc.returncode == 2, proc.stderr
     assert "--record: folder" in proc.stderr and "does not exist" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_long_request_is_appended_as_one_whole_line_in_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a buffered file wrote a line longer than its buffer in pieces: a reader saw half a line, and a stand-in killed
+    # between the pieces would leave half a line for the next request's line to run into
+    from videoatlas_standin import record
+
+    log = tmp_path / "requests.jsonl"
+    log.write_text('{"endpoint":"/v1/chat/completions","body":{}}\n')
+    writes: list[int] = []
+    real_write = os.write
+
+    def counted(fd: int, data: bytes) -> int:
+        writes.append(len(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", counted)
+    body = {"messages": [{"role": "user", "content": "x" * 200_000}]}
+    record.json_request(log, record.CHAT, body)
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[1]) == {"endpoint": record.CHAT, "body": body}
+    assert writes == [len(lines[1]) + 1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,18 @@ TRANSCRIPTIONS = "/v1/audio/transcriptions"
 
 
 def _append(path: Path, line: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+    """Append ``line`` with one ``write()``.
+
+    A buffered file writes a long line (an image's base64) in pieces: a reader saw half of one, and a
+    stand-in killed between the pieces would leave half a line for the next line to run into.
+    """
+    data = memoryview((json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        while data:  # a regular file takes it all at once; a short write (disk full, a signal) goes on
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
 
 
 def json_request(path: Path | None, endpoint: str, body: object) -> None:
