@@ -210,11 +210,27 @@ def interrupted_row(item: EvalItem, key: str, stamp: dict[str, str], run_id: str
     }
 
 
+def _cut_torn_tail(path: Path) -> None:
+    """Cut a last line without its newline (a kill mid-write), which :func:`read_rows` already ignores.
+
+    Left there, the next row would run into it: that row read as torn in its turn, and the one after it
+    made the file unreadable.
+    """
+    if not path.is_file():
+        return
+    with path.open("rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            log.warning("cutting an incomplete last result line before appending", file=str(path))
+            f.truncate(data.rfind(b"\n") + 1)
+
+
 class Appender:
     """Appends result lines to one file, each flushed and synced before the next question counts."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        _cut_torn_tail(path)
         self.fh = path.open("a", encoding="utf-8")
 
     def write(self, row: dict[str, Any]) -> None:
